@@ -1,0 +1,7 @@
+# ELASTIC_CHECK_CUDA: --with-cuda[=DIR] (default: auto, looks in /usr/local/cuda too)
+AC_DEFUN([ELASTIC_CHECK_CUDA], [
+  AS_IF([test "x$with_cuda" = x && test -f /usr/local/cuda/include/cuda_runtime_api.h],
+        [with_cuda=/usr/local/cuda])
+  ELASTIC_CHECK_LIB([cuda], [], [cuda_runtime_api.h], [cudaGetDeviceCount], [-lcudart],
+                    [nvidia-cuda-toolkit], [CUDA runtime])
+])

@@ -1,0 +1,29 @@
+/* heartbeat.h - the progress record shared by elastic-exec and libelastic
+ *
+ * elastic-exec creates one small file per worker, sized to this struct and
+ * zero-filled, and names it in the worker's ELASTIC_HEARTBEAT_FILE.  The
+ * worker (libelastic) maps it MAP_SHARED and updates it on every progress
+ * report; the agent maps it read-only and reads it for --hang-timeout and
+ * /metrics.  Fields are written with __atomic stores, `updated_ns` last
+ * (CLOCK_MONOTONIC, comparable across processes on one node).  Header-only,
+ * so the library takes no dependency on the tools.
+ */
+#ifndef ELASTIC_COMMON_HEARTBEAT_H
+#define ELASTIC_COMMON_HEARTBEAT_H
+
+#include <stdint.h>
+
+#define ELASTIC_HEARTBEAT_MAGIC   0x454c4842u /* "ELHB" */
+#define ELASTIC_HEARTBEAT_VERSION 1u
+
+struct elastic_heartbeat {
+    uint32_t magic;             /* ELASTIC_HEARTBEAT_MAGIC once the worker attached */
+    uint32_t version;           /* ELASTIC_HEARTBEAT_VERSION */
+    int64_t pid;                /* the reporting process */
+    int64_t step;               /* last step reported */
+    int64_t last_snapshot_step; /* last completed snapshot step, -1 if none */
+    uint64_t count;             /* number of progress reports */
+    uint64_t updated_ns;        /* CLOCK_MONOTONIC of the last report */
+};
+
+#endif /* ELASTIC_COMMON_HEARTBEAT_H */

@@ -1,0 +1,142 @@
+/* agent_link.c - what a worker tells its supervisor (elastic-exec, torchrun)
+ *
+ * The progress heartbeat (ELASTIC_HEARTBEAT_FILE, see common/heartbeat.h) and
+ * torchelastic's error file (ELASTIC_ERROR_FILE or TORCHELASTIC_ERROR_FILE).
+ */
+#if HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <elastic.h>
+#include "common/heartbeat.h"
+
+static struct elastic_heartbeat *hb;
+static int hb_tried;
+
+static uint64_t monotonic_ns (void)
+{
+    struct timespec ts;
+    clock_gettime (CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static struct elastic_heartbeat *heartbeat_attach (void)
+{
+    const char *path;
+    void *p;
+    int fd;
+
+    if (hb || hb_tried)
+        return hb;
+    hb_tried = 1;
+    if (!(path = getenv ("ELASTIC_HEARTBEAT_FILE")) || *path == '\0')
+        return NULL;
+    if ((fd = open (path, O_RDWR | O_CLOEXEC)) < 0)
+        return NULL;
+    if (ftruncate (fd, sizeof (*hb)) < 0) {
+        close (fd);
+        return NULL;
+    }
+    p = mmap (NULL, sizeof (*hb), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close (fd);
+    if (p == MAP_FAILED)
+        return NULL;
+    hb = p;
+    __atomic_store_n (&hb->version, ELASTIC_HEARTBEAT_VERSION, __ATOMIC_RELAXED);
+    __atomic_store_n (&hb->pid, (int64_t)getpid (), __ATOMIC_RELAXED);
+    __atomic_store_n (&hb->last_snapshot_step, (int64_t)-1, __ATOMIC_RELAXED);
+    __atomic_store_n (&hb->magic, ELASTIC_HEARTBEAT_MAGIC, __ATOMIC_RELEASE);
+    return hb;
+}
+
+int elastic_progress (int64_t step)
+{
+    struct elastic_heartbeat *h = heartbeat_attach ();
+
+    if (!h)
+        return ELASTIC_OK;
+    __atomic_store_n (&h->step, step, __ATOMIC_RELAXED);
+    __atomic_add_fetch (&h->count, 1, __ATOMIC_RELAXED);
+    __atomic_store_n (&h->updated_ns, monotonic_ns (), __ATOMIC_RELEASE);
+    return ELASTIC_OK;
+}
+
+int elastic_progress_snapshot (int64_t step)
+{
+    struct elastic_heartbeat *h = heartbeat_attach ();
+
+    if (!h)
+        return ELASTIC_OK;
+    __atomic_store_n (&h->last_snapshot_step, step, __ATOMIC_RELAXED);
+    __atomic_store_n (&h->updated_ns, monotonic_ns (), __ATOMIC_RELEASE);
+    return ELASTIC_OK;
+}
+
+/* Write s as a JSON string literal (quotes included) to f. */
+static void json_string (FILE *f, const char *s)
+{
+    fputc ('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf (f, "\\%c", c);
+        else if (c == '\n')
+            fputs ("\\n", f);
+        else if (c == '\t')
+            fputs ("\\t", f);
+        else if (c < 0x20)
+            fprintf (f, "\\u%04x", c);
+        else
+            fputc (c, f);
+    }
+    fputc ('"', f);
+}
+
+int elastic_record_error (const char *fmt, ...)
+{
+    const char *path = getenv ("ELASTIC_ERROR_FILE");
+    char msg[4096], tmp[4096];
+    va_list ap;
+    FILE *f;
+    int fd;
+
+    if (!fmt)
+        return ELASTIC_ERR_INVAL;
+    if (!path || *path == '\0')
+        path = getenv ("TORCHELASTIC_ERROR_FILE");
+    if (!path || *path == '\0')
+        return ELASTIC_OK;
+    va_start (ap, fmt);
+    vsnprintf (msg, sizeof (msg), fmt, ap);
+    va_end (ap);
+    /* torchelastic's format; written to a temporary name and renamed so the
+     * agent never reads half a file. */
+    if (snprintf (tmp, sizeof (tmp), "%s.tmp.%d", path, (int)getpid ()) >= (int)sizeof (tmp))
+        return ELASTIC_ERR_INVAL;
+    if ((fd = open (tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
+        return ELASTIC_ERR_IO;
+    if (!(f = fdopen (fd, "w"))) {
+        close (fd);
+        unlink (tmp);
+        return ELASTIC_ERR_IO;
+    }
+    fputs ("{\"message\": {\"message\": ", f);
+    json_string (f, msg);
+    fprintf (f,
+             ", \"extraInfo\": {\"py_callstack\": \"\", \"timestamp\": \"%lld\"}}}\n",
+             (long long)time (NULL));
+    if (fclose (f) != 0 || rename (tmp, path) != 0) {
+        unlink (tmp);
+        return ELASTIC_ERR_IO;
+    }
+    return ELASTIC_OK;
+}
