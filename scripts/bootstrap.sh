@@ -133,7 +133,7 @@ ulfm_smoke() {
     }
     local out rc=0
     out=$(OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-        timeout 120 "$PREFIX/bin/mpirun" --with-ft ulfm -n 4 --oversubscribe \
+        timeout 30 "$PREFIX/bin/mpirun" --with-ft ulfm -n 4 --oversubscribe \
         --mca pml ob1 --mca btl self,sm,tcp --mca coll ^han "$d/smoke" 2>&1) || rc=$?
     rm -rf "$d"
     echo "$out" | grep -q 'ulfm-smoke: ok' || {

@@ -1,4 +1,5 @@
 /* t0001-version.c - elastic_version() and elastic_strerror() */
+#include "config.h"
 #include <stdio.h>
 #include <string.h>
 #include <elastic.h>

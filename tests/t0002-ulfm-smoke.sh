@@ -14,7 +14,7 @@ for victim in 2 0; do
     ok $? "rank $victim reached its kill point"
     kill_rank $victim KILL
     ok $? "SIGKILL sent to rank $victim (pid found through /proc)"
-    mpi_wait 120
+    mpi_wait 60
     out=$(cat "$tmp/out.$victim")
     n=$(grep -c 'shrunk 4 -> 3' "$tmp/out.$victim")
     is "$n" 3 "victim $victim: all three survivors shrank 4 -> 3" || diag "$out"
