@@ -59,6 +59,8 @@ PACKAGES=(
     libjansson-dev libmicrohttpd-dev zlib1g-dev
     python3 python3-h5py python3-numpy python3-torch
     procps psmisc iproute2 curl
+    slurmctld slurmd slurm-client munge libslurm-dev
+    gnuplot-nox hyperfine
 )
 
 install_packages() {
@@ -134,7 +136,7 @@ ulfm_smoke() {
     local out rc=0
     out=$(OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
         timeout 30 "$PREFIX/bin/mpirun" --with-ft ulfm -n 4 --oversubscribe \
-        --mca pml ob1 --mca btl self,sm,tcp --mca coll ^han "$d/smoke" 2>&1) || rc=$?
+        --mca pml ob1 --mca btl self,sm,tcp --mca coll ^han --mca async_mpi_finalize 1 "$d/smoke" 2>&1) || rc=$?
     rm -rf "$d"
     echo "$out" | grep -q 'ulfm-smoke: ok' || {
         echo "$out"
