@@ -1,0 +1,229 @@
+/* health.c - the agent's HTTP health and metrics server */
+#if HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "agent_impl.h"
+#include "health.h"
+
+#if HAVE_MICROHTTPD
+#include <microhttpd.h>
+
+#if MHD_VERSION < 0x00097002
+typedef int mhd_result;
+#else
+typedef enum MHD_Result mhd_result;
+#endif
+
+struct health {
+    elastic_agent_t *agent;
+    struct MHD_Daemon *daemon;
+    int fd;
+    int port;
+};
+
+static mhd_result
+reply (struct MHD_Connection *c, unsigned int status, const char *type, char *body)
+{
+    struct MHD_Response *r;
+    mhd_result rc;
+
+    r = MHD_create_response_from_buffer (strlen (body), body, MHD_RESPMEM_MUST_COPY);
+    if (!r)
+        return MHD_NO;
+    MHD_add_response_header (r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    MHD_add_response_header (r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    rc = MHD_queue_response (c, status, r);
+    MHD_destroy_response (r);
+    return rc;
+}
+
+static mhd_result on_request (void *cls,
+                              struct MHD_Connection *c,
+                              const char *url,
+                              const char *method,
+                              const char *version,
+                              const char *upload_data,
+                              size_t *upload_data_size,
+                              void **con_cls)
+{
+    struct health *h = cls;
+    elastic_agent_t *agent = h->agent;
+    char body[512];
+
+    /* Answer at the first call: request bodies are never read. */
+    if (strcmp (method, MHD_HTTP_METHOD_GET) != 0 &&
+        strcmp (method, MHD_HTTP_METHOD_HEAD) != 0) {
+        snprintf (body, sizeof (body), "method not allowed: use GET\n");
+        return reply (c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain; charset=utf-8", body);
+    }
+    if (strcmp (url, "/healthz") == 0) {
+        struct elastic_agent_group_info g;
+        double age;
+        int ok = agent_loop_healthy (agent, &age);
+        elastic_agent_group_info (agent, &g);
+        agent_health_observe (agent, ok, age);
+        snprintf (body,
+                  sizeof (body),
+                  "%s: loop age %.3f s (timeout %.3f s), group %s, restarts %d/%d\n",
+                  ok ? "ok" : "unhealthy",
+                  age,
+                  agent->spec->health_timeout,
+                  elastic_agent_state_name (g.state),
+                  g.restart_count,
+                  g.max_restarts);
+        return reply (c,
+                      ok ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE,
+                      "text/plain; charset=utf-8",
+                      body);
+    }
+    if (strcmp (url, "/metrics") == 0) {
+        char *text = agent_metrics (agent);
+        mhd_result rc;
+        if (!text) {
+            snprintf (body, sizeof (body), "out of memory\n");
+            return reply (
+                c, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain; charset=utf-8", body);
+        }
+        rc = reply (c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", text);
+        free (text);
+        return rc;
+    }
+    snprintf (body, sizeof (body), "not found: try /healthz or /metrics\n");
+    return reply (c, MHD_HTTP_NOT_FOUND, "text/plain; charset=utf-8", body);
+}
+
+static int listen_on (const char *addr, int port, int *portp, char *err, size_t errsz)
+{
+    struct sockaddr_storage ss;
+    socklen_t len;
+    int fd, one = 1, family;
+
+    memset (&ss, 0, sizeof (ss));
+    if (inet_pton (AF_INET, addr, &((struct sockaddr_in *)&ss)->sin_addr) == 1) {
+        family = AF_INET;
+        ((struct sockaddr_in *)&ss)->sin_family = AF_INET;
+        ((struct sockaddr_in *)&ss)->sin_port = htons ((uint16_t)port);
+        len = sizeof (struct sockaddr_in);
+    } else if (inet_pton (AF_INET6, addr, &((struct sockaddr_in6 *)&ss)->sin6_addr) ==
+               1) {
+        family = AF_INET6;
+        ((struct sockaddr_in6 *)&ss)->sin6_family = AF_INET6;
+        ((struct sockaddr_in6 *)&ss)->sin6_port = htons ((uint16_t)port);
+        len = sizeof (struct sockaddr_in6);
+    } else {
+        snprintf (err, errsz, "health-addr: '%s' is not an IPv4 or IPv6 address", addr);
+        return -1;
+    }
+    if ((fd = socket (family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) < 0) {
+        snprintf (err, errsz, "health server: socket: %s", strerror (errno));
+        return -1;
+    }
+    setsockopt (fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof (one));
+    if (bind (fd, (struct sockaddr *)&ss, len) < 0) {
+        snprintf (err,
+                  errsz,
+                  "health-port: cannot listen on %s:%d: %s",
+                  addr,
+                  port,
+                  strerror (errno));
+        close (fd);
+        return -1;
+    }
+    if (listen (fd, 64) < 0 || getsockname (fd, (struct sockaddr *)&ss, &len) < 0) {
+        snprintf (err, errsz, "health server: listen: %s", strerror (errno));
+        close (fd);
+        return -1;
+    }
+    *portp = family == AF_INET ? ntohs (((struct sockaddr_in *)&ss)->sin_port)
+                               : ntohs (((struct sockaddr_in6 *)&ss)->sin6_port);
+    return fd;
+}
+
+struct health *
+health_start (elastic_agent_t *agent, const char *addr, int port, char *err, size_t errsz)
+{
+    struct health *h;
+
+    if (!(h = calloc (1, sizeof (*h)))) {
+        snprintf (err, errsz, "health server: out of memory");
+        return NULL;
+    }
+    h->agent = agent;
+    if ((h->fd = listen_on (addr, port, &h->port, err, errsz)) < 0) {
+        free (h);
+        return NULL;
+    }
+    h->daemon = MHD_start_daemon (MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL,
+                                  0,
+                                  NULL,
+                                  NULL,
+                                  on_request,
+                                  h,
+                                  MHD_OPTION_LISTEN_SOCKET,
+                                  h->fd,
+                                  MHD_OPTION_CONNECTION_LIMIT,
+                                  (unsigned int)64,
+                                  MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+                                  (unsigned int)32,
+                                  MHD_OPTION_CONNECTION_TIMEOUT,
+                                  (unsigned int)5,
+                                  MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+                                  (size_t)16384,
+                                  MHD_OPTION_END);
+    if (!h->daemon) {
+        snprintf (err,
+                  errsz,
+                  "health server: libmicrohttpd could not start on %s:%d",
+                  addr,
+                  h->port);
+        close (h->fd);
+        free (h);
+        return NULL;
+    }
+    return h;
+}
+
+int health_port (struct health *h)
+{
+    return h ? h->port : -1;
+}
+
+void health_stop (struct health *h)
+{
+    if (h) {
+        MHD_stop_daemon (h->daemon); /* closes the listening socket */
+        free (h);
+    }
+}
+
+#else /* !HAVE_MICROHTTPD */
+
+struct health *
+health_start (elastic_agent_t *agent, const char *addr, int port, char *err, size_t errsz)
+{
+    snprintf (
+        err,
+        errsz,
+        "health-port: this build has no HTTP server (configure found no libmicrohttpd)");
+    return NULL;
+}
+
+int health_port (struct health *h)
+{
+    return -1;
+}
+
+void health_stop (struct health *h)
+{
+}
+
+#endif

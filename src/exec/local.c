@@ -1,0 +1,630 @@
+/* local.c - the local-process backend (torchelastic's LocalElasticAgent)
+ *
+ * Each worker is fork()ed into its own process group with
+ * PR_SET_PDEATHSIG=SIGKILL (it dies with the agent) and registered with the
+ * guardian (its group dies with the agent too).  Exits are seen through a
+ * pidfd per worker, so the core wakes the moment a worker dies; with the
+ * agent a child subreaper, SIGCHLD also reaps orphaned grandchildren.
+ * Stopping sends the signal to whole process groups, waits up to the
+ * timeout, then SIGKILLs the groups.
+ */
+#if HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agent_impl.h"
+#include "common/log.h"
+#include "guardian.h"
+#include "output.h"
+#include "template.h"
+#include "util.h"
+
+extern char **environ;
+
+struct lworker {
+    pid_t pid;
+    int pidfd;
+    int reaped;
+    struct ostream *out;
+    struct ostream *err;
+};
+
+struct local {
+    elastic_agent_t *agent;
+    struct lworker *lw;
+    int n;
+    struct guardian *guard;
+    int dup_out_fd; /* filtered_stdout.log of this attempt */
+    int dup_err_fd;
+    pid_t agent_pid;
+};
+
+void *local_backend_create (elastic_agent_t *agent)
+{
+    struct local *l;
+
+    if (!(l = calloc (1, sizeof (*l))))
+        return NULL;
+    l->agent = agent;
+    l->n = agent->nworkers;
+    l->dup_out_fd = l->dup_err_fd = -1;
+    if (!(l->lw = calloc ((size_t)l->n, sizeof (*l->lw)))) {
+        free (l);
+        return NULL;
+    }
+    for (int i = 0; i < l->n; i++)
+        l->lw[i].pidfd = -1;
+    return l;
+}
+
+static void local_destroy (void *ctx)
+{
+    struct local *l = ctx;
+
+    if (l) {
+        guardian_stop (l->guard);
+        if (l->dup_out_fd >= 0)
+            close (l->dup_out_fd);
+        if (l->dup_err_fd >= 0)
+            close (l->dup_err_fd);
+        free (l->lw);
+        free (l);
+    }
+}
+
+/* ---- output routing ------------------------------------------------------- */
+
+static void plan_stream (const struct elastic_agent_spec *spec,
+                         const struct worker *w,
+                         int bit,
+                         struct output_plan *p)
+{
+    int redir = stdmap_get (&spec->redirects, w->local_rank) & bit;
+    int tee = stdmap_get (&spec->tee, w->local_rank) & bit;
+    int nfilters = bit == STD_OUT ? spec->ndup_out : spec->ndup_err;
+    int console = (!redir || tee) && spec_rank_on_console (spec, w->local_rank);
+
+    memset (p, 0, sizeof (*p));
+    p->want_file = redir || tee;
+    p->console_fd = console ? (bit == STD_OUT ? STDOUT_FILENO : STDERR_FILENO) : -1;
+    p->want_dup = console && nfilters > 0;
+    if (spec->prefix_template)
+        template_expand (spec->prefix_template,
+                         spec->role,
+                         w->local_rank,
+                         w->rank,
+                         host_name (),
+                         p->prefix,
+                         sizeof (p->prefix));
+    else if (tee)
+        template_expand ("[${role_name}${local_rank}]:",
+                         spec->role,
+                         w->local_rank,
+                         w->rank,
+                         host_name (),
+                         p->prefix,
+                         sizeof (p->prefix));
+    if (console && (p->prefix[0] || p->want_file || p->want_dup))
+        p->mode = OUTPUT_PIPE;
+    else if (console)
+        p->mode = OUTPUT_INHERIT;
+    else if (p->want_file)
+        p->mode = OUTPUT_FILE;
+    else
+        p->mode = OUTPUT_NULL;
+}
+
+/* Descriptors for one stream: *child_fd for the worker (-1: inherit),
+ * *stream for the agent side. */
+static int open_stream (struct local *l,
+                        const struct worker *w,
+                        int bit,
+                        int *child_fd,
+                        struct ostream **stream,
+                        char *err,
+                        size_t errsz)
+{
+    const struct elastic_agent_spec *spec = l->agent->spec;
+    struct output_plan p;
+    char path[PATH_MAX];
+    int file_fd = -1, pfd[2];
+
+    *child_fd = -1;
+    *stream = NULL;
+    plan_stream (spec, w, bit, &p);
+    if (p.want_file) {
+        if (pathfmt (path,
+                     sizeof (path),
+                     "%s/%s",
+                     w->dir,
+                     bit == STD_OUT ? "stdout.log" : "stderr.log") < 0 ||
+            (file_fd = open (
+                 path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_APPEND, 0644)) < 0) {
+            errfmt (err, errsz, "cannot create %s: %s", path, strerror (errno));
+            return -1;
+        }
+    }
+    switch (p.mode) {
+        case OUTPUT_INHERIT:
+            return 0;
+        case OUTPUT_NULL:
+            if ((*child_fd = open ("/dev/null", O_WRONLY | O_CLOEXEC)) < 0) {
+                snprintf (err, errsz, "/dev/null: %s", strerror (errno));
+                return -1;
+            }
+            return 0;
+        case OUTPUT_FILE:
+            *child_fd = file_fd;
+            return 0;
+        case OUTPUT_PIPE:
+            break;
+    }
+    if (pipe2 (pfd, O_CLOEXEC) < 0) {
+        snprintf (err, errsz, "pipe: %s", strerror (errno));
+        goto error;
+    }
+    fcntl (pfd[0], F_SETFL, fcntl (pfd[0], F_GETFL) | O_NONBLOCK);
+    if (!(*stream = ostream_create (
+              pfd[0],
+              file_fd,
+              p.console_fd,
+              p.want_dup ? (bit == STD_OUT ? l->dup_out_fd : l->dup_err_fd) : -1,
+              bit == STD_OUT ? spec->dup_out : spec->dup_err,
+              bit == STD_OUT ? spec->ndup_out : spec->ndup_err,
+              p.prefix))) {
+        snprintf (err, errsz, "out of memory");
+        close (pfd[0]);
+        close (pfd[1]);
+        goto error;
+    }
+    *child_fd = pfd[1];
+    return 0;
+error:
+    if (file_fd >= 0)
+        close (file_fd);
+    return -1;
+}
+
+static void on_output (elastic_agent_t *agent, int fd, int revents, void *arg)
+{
+    struct ostream **sp = arg;
+
+    if (*sp && ostream_read (*sp, 16) != 1) {
+        elastic_agent_unwatch (agent, fd);
+        ostream_destroy (*sp);
+        *sp = NULL;
+    }
+}
+
+static void close_streams (struct local *l, struct lworker *lw)
+{
+    if (lw->out) {
+        elastic_agent_unwatch (l->agent, ostream_fd (lw->out));
+        ostream_destroy (lw->out);
+        lw->out = NULL;
+    }
+    if (lw->err) {
+        elastic_agent_unwatch (l->agent, ostream_fd (lw->err));
+        ostream_destroy (lw->err);
+        lw->err = NULL;
+    }
+}
+
+/* ---- reaping -------------------------------------------------------------- */
+
+static void worker_reaped (struct local *l, int i, int status)
+{
+    struct lworker *lw = &l->lw[i];
+
+    lw->reaped = 1;
+    if (lw->pidfd >= 0) {
+        elastic_agent_unwatch (l->agent, lw->pidfd);
+        close (lw->pidfd);
+        lw->pidfd = -1;
+    }
+    /* the output written before the exit comes first */
+    if (lw->out)
+        on_output (l->agent, ostream_fd (lw->out), 0, &lw->out);
+    if (lw->err)
+        on_output (l->agent, ostream_fd (lw->err), 0, &lw->err);
+    if (WIFEXITED (status) && WEXITSTATUS (status) == 0 && l->agent->spec->fn) {
+        char path[PATH_MAX];
+        size_t len;
+        char *buf;
+        if (pathfmt (path,
+                     sizeof (path),
+                     "%s/return.bin",
+                     elastic_agent_worker_dir (l->agent, i)) == 0 &&
+            (buf = read_file (path, 64u << 20, &len))) {
+            elastic_agent_worker_set_return (l->agent, i, buf, len);
+            free (buf);
+        }
+    }
+    if (WIFSIGNALED (status))
+        elastic_agent_worker_exited (l->agent, i, 0, WTERMSIG (status));
+    else
+        elastic_agent_worker_exited (l->agent, i, WEXITSTATUS (status), 0);
+}
+
+static int index_of (struct local *l, pid_t pid)
+{
+    for (int i = 0; i < l->n; i++)
+        if (l->lw[i].pid == pid && !l->lw[i].reaped)
+            return i;
+    return -1;
+}
+
+/* Reap workers that exited and, as a subreaper, orphans. */
+static void reap (struct local *l)
+{
+    int status;
+    pid_t pid;
+
+    for (int i = 0; i < l->n; i++) {
+        struct lworker *lw = &l->lw[i];
+        if (lw->pid <= 0 || lw->reaped)
+            continue;
+        pid = waitpid (lw->pid, &status, WNOHANG);
+        if (pid == lw->pid)
+            worker_reaped (l, i, status);
+        else if (pid < 0 && errno == ECHILD) {
+            /* someone else reaped it: its status is lost */
+            log_warn ("worker pid %d was reaped elsewhere", (int)lw->pid);
+            worker_reaped (l, i, 1 << 8);
+        }
+    }
+    if (!l->agent->spec->subreaper)
+        return;
+    while ((pid = waitpid (-1, &status, WNOHANG)) > 0) {
+        int i = index_of (l, pid);
+        if (i >= 0)
+            worker_reaped (l, i, status);
+        else if (pid == guardian_pid (l->guard))
+            log_err ("the guardian process %d exited unexpectedly", (int)pid);
+        else
+            log_debug ("reaped orphan %d", (int)pid);
+    }
+}
+
+static void on_pidfd (elastic_agent_t *agent, int fd, int revents, void *arg)
+{
+    struct local *l = arg;
+    reap (l);
+}
+
+/* ---- start ------------------------------------------------------------------ */
+
+/* The agent's environment without the names the contract sets, plus them. */
+static char **build_environ (char *const *add)
+{
+    size_t n = 0, k = 0, nadd = 0;
+    char **env;
+
+    for (char **e = environ; e && *e; e++)
+        n++;
+    for (char *const *a = add; a && *a; a++)
+        nadd++;
+    if (!(env = calloc (n + nadd + 1, sizeof (*env))))
+        return NULL;
+    for (char **e = environ; e && *e; e++) {
+        size_t len = strcspn (*e, "=");
+        int overridden = 0;
+        for (char *const *a = add; a && *a && !overridden; a++)
+            if (strncmp (*a, *e, len) == 0 && (*a)[len] == '=')
+                overridden = 1;
+        if (!overridden)
+            env[k++] = *e;
+    }
+    for (char *const *a = add; a && *a; a++)
+        env[k++] = *a;
+    env[k] = NULL;
+    return env;
+}
+
+/* Write the function's result where the agent reads it. */
+static void save_return (const char *dir, const void *buf, size_t len)
+{
+    char path[PATH_MAX], tmp[PATH_MAX];
+    int fd;
+
+    if (pathfmt (path, sizeof (path), "%s/return.bin", dir) < 0 ||
+        pathfmt (tmp, sizeof (tmp), "%s/.return.bin.tmp", dir) < 0)
+        return;
+    if ((fd = open (tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
+        return;
+    if (write_all (fd, buf, len) == 0 && close (fd) == 0)
+        rename (tmp, path);
+    else
+        unlink (tmp);
+}
+
+static void __attribute__ ((noreturn))
+child (struct local *l, int i, char **env, int out_fd, int err_fd, pid_t parent)
+{
+    elastic_agent_t *agent = l->agent;
+    const struct elastic_agent_spec *spec = agent->spec;
+    char *const *argv = elastic_agent_worker_argv (agent, i);
+
+    setpgid (0, 0);
+    prctl (PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid () != parent)
+        _exit (127); /* the agent died before we got here */
+    elastic_agent_child_reset (agent);
+    if (out_fd >= 0 && dup2 (out_fd, STDOUT_FILENO) < 0)
+        _exit (127);
+    if (err_fd >= 0 && dup2 (err_fd, STDERR_FILENO) < 0)
+        _exit (127);
+    if (argv) {
+        execvpe (argv[0], argv, env);
+        char msg[PATH_MAX + 128];
+        int n = errfmt (msg,
+                        sizeof (msg),
+                        "elastic-exec: cannot run %s: %s\n",
+                        argv[0],
+                        strerror (errno));
+        if (n < 0 || n >= (int)sizeof (msg))
+            n = (int)strlen (msg);
+        (void)write_all (STDERR_FILENO, msg, (size_t)n);
+        _exit (127);
+    }
+    /* a function entrypoint: its environment is the worker's */
+    for (int k = 0; k < l->n; k++) {
+        if (l->lw[k].out)
+            close (ostream_fd (l->lw[k].out));
+        if (l->lw[k].err)
+            close (ostream_fd (l->lw[k].err));
+        if (l->lw[k].pidfd >= 0)
+            close (l->lw[k].pidfd);
+    }
+    environ = env;
+    void *ret = NULL;
+    size_t retlen = 0;
+    int rc = spec->fn (spec->fn_arg, &ret, &retlen);
+    if (ret) {
+        save_return (elastic_agent_worker_dir (agent, i), ret, retlen);
+        free (ret);
+    }
+    fflush (NULL);
+    _exit (rc & 0xff);
+}
+
+static int start_one (struct local *l, int i, elastic_error_t *err)
+{
+    elastic_agent_t *agent = l->agent;
+    struct lworker *lw = &l->lw[i];
+    struct worker *w = &agent->w[i];
+    int out_fd = -1, err_fd = -1, rc = ELASTIC_ERR_IO;
+    char msg[256] = "";
+    char **env = NULL;
+    pid_t pid;
+
+    memset (lw, 0, sizeof (*lw));
+    lw->pidfd = -1;
+    if (open_stream (l, w, STD_OUT, &out_fd, &lw->out, msg, sizeof (msg)) < 0 ||
+        open_stream (l, w, STD_ERR, &err_fd, &lw->err, msg, sizeof (msg)) < 0)
+        goto out;
+    if (!(env = build_environ (elastic_agent_worker_env (agent, i)))) {
+        snprintf (msg, sizeof (msg), "out of memory");
+        goto out;
+    }
+    fflush (NULL);
+    if ((pid = fork ()) < 0) {
+        snprintf (msg, sizeof (msg), "fork: %s", strerror (errno));
+        goto out;
+    }
+    if (pid == 0)
+        child (l, i, env, out_fd, err_fd, l->agent_pid);
+    setpgid (pid, pid);
+    lw->pid = pid;
+    if (l->guard && guardian_add (l->guard, pid) < 0)
+        log_warn ("guardian: %s", strerror (errno));
+    lw->pidfd = (int)syscall (SYS_pidfd_open, pid, 0);
+    if (lw->pidfd >= 0) {
+        fcntl (lw->pidfd, F_SETFD, FD_CLOEXEC);
+        if (elastic_agent_watch (agent, lw->pidfd, on_pidfd, l) != ELASTIC_OK) {
+            close (lw->pidfd);
+            lw->pidfd = -1;
+        }
+    }
+    if (lw->out)
+        elastic_agent_watch (agent, ostream_fd (lw->out), on_output, &lw->out);
+    if (lw->err)
+        elastic_agent_watch (agent, ostream_fd (lw->err), on_output, &lw->err);
+    elastic_agent_worker_started (agent, i, pid);
+    rc = ELASTIC_OK;
+out:
+    free (env);
+    if (out_fd >= 0)
+        close (out_fd);
+    if (err_fd >= 0)
+        close (err_fd);
+    if (rc != ELASTIC_OK) {
+        close_streams (l, lw);
+        if (err)
+            errfmt (err->text, sizeof (err->text), "starting rank %d: %s", w->rank, msg);
+    }
+    return rc;
+}
+
+static int
+open_dup_file (struct local *l, const char *name, int *fd, elastic_error_t *err)
+{
+    char path[PATH_MAX];
+
+    if (*fd >= 0)
+        close (*fd);
+    if (pathfmt (path, sizeof (path), "%s/%s", l->agent->attempt_dir, name) < 0 ||
+        (*fd = open (path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644)) <
+            0) {
+        if (err)
+            errfmt (err->text,
+                    sizeof (err->text),
+                    "cannot create %s: %s",
+                    path,
+                    strerror (errno));
+        return -1;
+    }
+    return 0;
+}
+
+static int local_start (elastic_agent_t *agent, void *ctx, elastic_error_t *err)
+{
+    struct local *l = ctx;
+    const struct elastic_agent_spec *spec = agent->spec;
+    char msg[256];
+    int rc;
+
+    l->agent_pid = getpid ();
+    if (!l->guard && !(l->guard = guardian_start (msg, sizeof (msg))))
+        log_warn (
+            "%s: worker process groups will not be cleaned up if the agent is killed",
+            msg);
+    if (spec->ndup_out > 0 &&
+        open_dup_file (l, "filtered_stdout.log", &l->dup_out_fd, err) < 0)
+        return ELASTIC_ERR_IO;
+    if (spec->ndup_err > 0 &&
+        open_dup_file (l, "filtered_stderr.log", &l->dup_err_fd, err) < 0)
+        return ELASTIC_ERR_IO;
+    for (int i = 0; i < l->n; i++)
+        if ((rc = start_one (l, i, err)) != ELASTIC_OK)
+            return rc;
+    return ELASTIC_OK;
+}
+
+/* ---- monitor, stop, shutdown ----------------------------------------------- */
+
+static int local_monitor (elastic_agent_t *agent, void *ctx)
+{
+    reap (ctx);
+    return ELASTIC_OK;
+}
+
+static void local_child_event (elastic_agent_t *agent, void *ctx)
+{
+    reap (ctx);
+}
+
+static int all_reaped (elastic_agent_t *agent, void *arg)
+{
+    struct local *l = arg;
+
+    reap (l);
+    for (int i = 0; i < l->n; i++)
+        if (l->lw[i].pid > 0 && !l->lw[i].reaped)
+            return 0;
+    return 1;
+}
+
+static void signal_groups (struct local *l, int signum, int only_live)
+{
+    for (int i = 0; i < l->n; i++) {
+        struct lworker *lw = &l->lw[i];
+        if (lw->pid <= 0 || (only_live && lw->reaped))
+            continue;
+        if (kill (-lw->pid, signum) < 0 && errno == ESRCH && !lw->reaped)
+            kill (lw->pid, signum);
+    }
+}
+
+/* SIGKILL what is left in the workers' process groups and, as the
+ * subreaper that inherits those orphans, reap them (bounded wait). */
+static void sweep_groups (struct local *l)
+{
+    double deadline = mono_now () + 2.0;
+    int left;
+
+    signal_groups (l, SIGKILL, 0);
+    if (!l->agent->spec->subreaper)
+        return;
+    do {
+        left = 0;
+        reap (l);
+        for (int i = 0; i < l->n; i++)
+            if (l->lw[i].pid > 0 && kill (-l->lw[i].pid, 0) == 0)
+                left++;
+        if (left)
+            usleep (1000);
+    } while (left && mono_now () < deadline);
+}
+
+static int local_stop (elastic_agent_t *agent, void *ctx, int signum, double timeout)
+{
+    struct local *l = ctx;
+    int rc = ELASTIC_OK;
+
+    if (!all_reaped (agent, l)) {
+        if (signum > 0)
+            signal_groups (l, signum, 1);
+        if (signum != SIGKILL &&
+            elastic_agent_wait (agent, timeout, all_reaped, l) != ELASTIC_OK) {
+            int left = 0;
+            for (int i = 0; i < l->n; i++)
+                if (l->lw[i].pid > 0 && !l->lw[i].reaped)
+                    left++;
+            log_warn ("%d worker%s still running after %.1f s: sending SIGKILL",
+                      left,
+                      left == 1 ? "" : "s",
+                      timeout);
+            eventlog_emit (agent->ev,
+                           "kill",
+                           json_pack ("{s:i s:f}", "workers", left, "after_s", timeout));
+        }
+        signal_groups (l, SIGKILL, 1);
+        if (elastic_agent_wait (agent, 10.0, all_reaped, l) != ELASTIC_OK) {
+            log_err ("workers did not die within 10 s of SIGKILL");
+            rc = ELASTIC_ERR_STATE;
+        }
+    }
+    /* whatever the workers left behind in their groups goes too */
+    sweep_groups (l);
+    for (int i = 0; i < l->n; i++) {
+        struct lworker *lw = &l->lw[i];
+        close_streams (l, lw);
+        if (lw->pid > 0 && l->guard)
+            guardian_remove (l->guard, lw->pid);
+        if (lw->pidfd >= 0) {
+            elastic_agent_unwatch (agent, lw->pidfd);
+            close (lw->pidfd);
+            lw->pidfd = -1;
+        }
+    }
+    reap (l);
+    return rc;
+}
+
+static void local_shutdown (elastic_agent_t *agent, void *ctx, int signum, double timeout)
+{
+    struct local *l = ctx;
+
+    /* stops what still runs; sweeps the groups of what exited */
+    local_stop (agent, ctx, signum, timeout);
+    guardian_stop (l->guard);
+    l->guard = NULL;
+    if (l->dup_out_fd >= 0)
+        close (l->dup_out_fd);
+    if (l->dup_err_fd >= 0)
+        close (l->dup_err_fd);
+    l->dup_out_fd = l->dup_err_fd = -1;
+}
+
+const struct elastic_agent_backend local_backend = {
+    .name = "local",
+    .start_workers = local_start,
+    .monitor_workers = local_monitor,
+    .stop_workers = local_stop,
+    .shutdown = local_shutdown,
+    .child_event = local_child_event,
+    .destroy = local_destroy,
+};

@@ -1,0 +1,237 @@
+/* metrics.c - /metrics: the agent's state in Prometheus text format 0.0.4 */
+#if HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent_impl.h"
+#include "util.h"
+
+struct text {
+    char *buf;
+    size_t len;
+    size_t cap;
+};
+
+static void put (struct text *t, const char *fmt, ...)
+    __attribute__ ((format (printf, 2, 3)));
+static void put (struct text *t, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    if (!t->buf)
+        return;
+    for (;;) {
+        va_start (ap, fmt);
+        n = vsnprintf (t->buf + t->len, t->cap - t->len, fmt, ap);
+        va_end (ap);
+        if (n < 0)
+            return;
+        if ((size_t)n < t->cap - t->len) {
+            t->len += (size_t)n;
+            return;
+        }
+        char *p = realloc (t->buf, t->cap * 2 + (size_t)n);
+        if (!p) {
+            free (t->buf);
+            t->buf = NULL;
+            return;
+        }
+        t->buf = p;
+        t->cap = t->cap * 2 + (size_t)n;
+    }
+}
+
+/* A label value with \, " and newline escaped. */
+static void escape (const char *s, char *out, size_t size)
+{
+    size_t n = 0;
+
+    for (; *s && n + 2 < size; s++) {
+        if (*s == '\\' || *s == '"') {
+            out[n++] = '\\';
+            out[n++] = *s;
+        } else if (*s == '\n') {
+            out[n++] = '\\';
+            out[n++] = 'n';
+        } else if ((unsigned char)*s >= 0x20)
+            out[n++] = *s;
+    }
+    out[n] = '\0';
+}
+
+static void help (struct text *t, const char *name, const char *type, const char *text)
+{
+    put (t, "# HELP %s %s\n# TYPE %s %s\n", name, text, name, type);
+}
+
+char *agent_metrics (elastic_agent_t *agent)
+{
+    struct text t = {.cap = 8192};
+    struct elastic_agent_group_info g;
+    char role[256], msg[600];
+    double age;
+    int up = agent_loop_healthy (agent, &age);
+    int counts[ELASTIC_AGENT_FAILED + 1] = {0};
+    int n = agent->nworkers;
+    struct elastic_agent_worker_info *wi;
+    int64_t last_snap = -1;
+
+    if (!(t.buf = malloc (t.cap)))
+        return NULL;
+    if (!(wi = calloc ((size_t)n, sizeof (*wi)))) {
+        free (t.buf);
+        return NULL;
+    }
+    elastic_agent_group_info (agent, &g);
+    for (int i = 0; i < n; i++) {
+        elastic_agent_worker_info (agent, i, &wi[i]);
+        if (wi[i].state >= 0 && wi[i].state <= ELASTIC_AGENT_FAILED)
+            counts[wi[i].state]++;
+        if (wi[i].snapshot_step > last_snap)
+            last_snap = wi[i].snapshot_step;
+    }
+    escape (agent->spec->role, role, sizeof (role));
+
+    help (&t,
+          "elastic_agent_up",
+          "gauge",
+          "1 while the agent's loop makes progress within its health timeout.");
+    put (&t, "elastic_agent_up %d\n", up);
+    help (&t,
+          "elastic_agent_loop_age_seconds",
+          "gauge",
+          "Seconds since the agent's loop last ran.");
+    put (&t, "elastic_agent_loop_age_seconds %.6f\n", age);
+    help (
+        &t, "elastic_agent_uptime_seconds", "gauge", "Seconds since the agent started.");
+    put (&t, "elastic_agent_uptime_seconds %.3f\n", mono_now () - agent->start_mono);
+    help (
+        &t, "elastic_agent_start_time_seconds", "gauge", "Epoch time the agent started.");
+    put (&t, "elastic_agent_start_time_seconds %.3f\n", agent->start_wall);
+    help (&t, "elastic_agent_restarts_total", "counter", "Worker group restarts so far.");
+    put (&t, "elastic_agent_restarts_total %d\n", g.restart_count);
+    help (
+        &t, "elastic_agent_max_restarts", "gauge", "Restarts allowed (--max-restarts).");
+    put (&t, "elastic_agent_max_restarts %d\n", g.max_restarts);
+    help (&t, "elastic_agent_worker_failures_total", "counter", "Worker failures seen.");
+    pthread_mutex_lock (&agent->lock);
+    int failures = agent->failures_total, fires = agent->watchdog_fires;
+    int lf_rank = agent->last_fail_rank, lf_local = agent->last_fail_local_rank;
+    int lf_code = agent->last_fail_exitcode, lf_sig = agent->last_fail_signal;
+    double lf_time = agent->last_fail_time;
+    escape (agent->last_fail_message, msg, sizeof (msg));
+    pthread_mutex_unlock (&agent->lock);
+    put (&t, "elastic_agent_worker_failures_total %d\n", failures);
+    help (&t,
+          "elastic_agent_watchdog_fires_total",
+          "counter",
+          "Workers killed by the file timer or the hang timeout.");
+    put (&t, "elastic_agent_watchdog_fires_total %d\n", fires);
+    help (&t,
+          "elastic_agent_group_state",
+          "gauge",
+          "1 for the worker group's current state, 0 for the others.");
+    for (int s = 0; s <= ELASTIC_AGENT_FAILED; s++)
+        put (&t,
+             "elastic_agent_group_state{role=\"%s\",state=\"%s\"} %d\n",
+             role,
+             elastic_agent_state_name (s),
+             g.state == s);
+    help (&t, "elastic_agent_workers", "gauge", "Workers of this agent by state.");
+    for (int s = 0; s <= ELASTIC_AGENT_FAILED; s++)
+        put (&t,
+             "elastic_agent_workers{role=\"%s\",state=\"%s\"} %d\n",
+             role,
+             elastic_agent_state_name (s),
+             counts[s]);
+    help (&t,
+          "elastic_agent_worker_pid",
+          "gauge",
+          "Process id of each worker (0 before start).");
+    for (int i = 0; i < n; i++)
+        put (&t,
+             "elastic_agent_worker_pid{role=\"%s\",rank=\"%d\",local_rank=\"%d\"} %d\n",
+             role,
+             wi[i].rank,
+             wi[i].local_rank,
+             (int)wi[i].pid);
+    help (&t,
+          "elastic_agent_worker_up",
+          "gauge",
+          "1 while the worker is running and healthy.");
+    for (int i = 0; i < n; i++)
+        put (&t,
+             "elastic_agent_worker_up{role=\"%s\",rank=\"%d\",local_rank=\"%d\"} %d\n",
+             role,
+             wi[i].rank,
+             wi[i].local_rank,
+             wi[i].state == ELASTIC_AGENT_HEALTHY);
+    help (&t,
+          "elastic_agent_worker_progress_step",
+          "gauge",
+          "Last step the worker reported through libelastic (-1: none).");
+    for (int i = 0; i < n; i++)
+        put (&t,
+             "elastic_agent_worker_progress_step{role=\"%s\",rank=\"%d\",local_rank=\"%"
+             "d\"} %lld\n",
+             role,
+             wi[i].rank,
+             wi[i].local_rank,
+             (long long)wi[i].step);
+    help (&t,
+          "elastic_agent_worker_progress_age_seconds",
+          "gauge",
+          "Seconds since the worker's last progress report (-1: none).");
+    for (int i = 0; i < n; i++)
+        put (&t,
+             "elastic_agent_worker_progress_age_seconds{role=\"%s\",rank=\"%d\",local_"
+             "rank=\"%d\"} %.3f\n",
+             role,
+             wi[i].rank,
+             wi[i].local_rank,
+             wi[i].progress_age);
+    help (&t,
+          "elastic_agent_worker_snapshot_step",
+          "gauge",
+          "Last snapshot step the worker reported (-1: none).");
+    for (int i = 0; i < n; i++)
+        put (&t,
+             "elastic_agent_worker_snapshot_step{role=\"%s\",rank=\"%d\",local_rank=\"%"
+             "d\"} %lld\n",
+             role,
+             wi[i].rank,
+             wi[i].local_rank,
+             (long long)wi[i].snapshot_step);
+    help (&t,
+          "elastic_agent_last_snapshot_step",
+          "gauge",
+          "Newest snapshot step any worker reported (-1: none).");
+    put (&t, "elastic_agent_last_snapshot_step %lld\n", (long long)last_snap);
+    help (&t,
+          "elastic_agent_last_failure_timestamp_seconds",
+          "gauge",
+          "Epoch time of the last worker failure (0: none).");
+    put (&t, "elastic_agent_last_failure_timestamp_seconds %.3f\n", lf_time);
+    help (&t,
+          "elastic_agent_last_failure_info",
+          "gauge",
+          "The last worker failure (1 once there was one).");
+    if (lf_rank >= 0)
+        put (&t,
+             "elastic_agent_last_failure_info{role=\"%s\",rank=\"%d\",local_rank=\"%d\","
+             "exitcode=\"%d\","
+             "signal=\"%s\",message=\"%s\"} 1\n",
+             role,
+             lf_rank,
+             lf_local,
+             lf_code,
+             lf_sig > 0 ? signal_name (lf_sig) : "",
+             msg);
+    free (wi);
+    return t.buf;
+}

@@ -1,0 +1,80 @@
+/* spec.h - the agent's settings (internal layout of elastic_agent_spec_t) */
+#ifndef ELASTIC_EXEC_SPEC_H
+#define ELASTIC_EXEC_SPEC_H
+
+#include <signal.h>
+
+#include "binding.h"
+#include "elastic/agent.h"
+#include "stdmap.h"
+
+enum restart_policy {
+    RESTART_GROUP = 0, /* stop every worker, start the group again */
+    /* RESTART_IN_PLACE: only the failed rank (with a PMIx server; later) */
+};
+
+#define SPEC_NKEYS 40
+
+struct elastic_agent_spec {
+    char *role;
+    int nproc;
+    char **argv; /* entrypoint, NULL-terminated, or NULL */
+    int argc;
+    elastic_agent_fn fn;
+    void *fn_arg;
+    int max_restarts;
+    double monitor_interval;
+    char *master_addr; /* NULL: the agent decides */
+    int master_port;   /* 0: pick a free one per attempt */
+    char *local_addr;
+    struct stdmap redirects;
+    struct stdmap tee;
+    char *log_dir; /* NULL: a temporary directory, removed at exit */
+    char *prefix_template;
+    int *rank_filter; /* NULL: every local rank on the console */
+    int nrank_filter;
+    char **dup_out; /* duplicate-stdout-filters */
+    int ndup_out;
+    char **dup_err;
+    int ndup_err;
+    char *event_log;
+    double exit_barrier_timeout;
+    double shutdown_timeout;
+    sigset_t handled;
+    sigset_t preempt;
+    int stop_signal;
+    int virtual_local_rank;
+    struct binding_opts binding; /* --bind, --numa-binding, --cpus-per-rank,
+                                    --oversubscribe (policy none by default) */
+    char *run_id; /* NULL: generated */
+    int file_timer;
+    char *timer_file;
+    double hang_timeout; /* 0: off */
+    int hang_signal;
+    int health_port; /* -1: off, 0: any free port */
+    char *health_addr;
+    double health_timeout;
+    enum restart_policy restart_policy;
+    int subreaper;
+    char *text[SPEC_NKEYS]; /* the values as set, for elastic_agent_spec_get */
+};
+
+/* 1 if local_rank's output may go to the console (--local-ranks-filter). */
+int spec_rank_on_console (const struct elastic_agent_spec *spec, int local_rank);
+
+/* 1 if the workers need a binding plan: a policy other than none,
+ * --cpus-per-rank, or --virtual-local-rank (each worker's GPU); always 0
+ * in a build without hwloc. */
+int spec_binding_wanted (const struct elastic_agent_spec *spec);
+
+/* The plan options for an agent that runs nmine of its node's nlocal local
+ * ranks: the spec's binding plus --virtual-local-rank; when other agents
+ * share the node (nlocal > nmine: wrapper mode, one agent per launcher
+ * task) a binding the launcher gave the task is kept, since the launcher
+ * has already divided the node among its tasks. */
+void spec_binding_opts (const struct elastic_agent_spec *spec,
+                        int nlocal,
+                        int nmine,
+                        struct binding_opts *opts);
+
+#endif /* ELASTIC_EXEC_SPEC_H */

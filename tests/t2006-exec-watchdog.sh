@@ -1,0 +1,60 @@
+#!/bin/bash
+# t2006-exec-watchdog.sh - hanging workers caught by torchelastic's file
+# timer (a deadline armed on the FIFO expires: the worker gets the timer's
+# signal) and by --hang-timeout (libelastic's heartbeat stops); both count
+# as failures and the group restarts.
+. "${srcdir:-.}/exec/lib.sh"
+
+tmp=$(mktemp -d)
+trap 'kill_marked; rm -rf "$tmp"' EXIT
+
+# 1. file timer: rank 1 arms a 1 s deadline with SIGKILL and hangs
+d=$tmp/ft
+mkdir -p "$d"
+exec_start "$d/out" "$d/err" --nproc-per-node 2 --max-restarts 1 --enable-file-timer \
+    --event-log "$d/ev" "$WORKER" "ready:$d" "crash:0:*:hang" "timer:step:1:9" hang
+exec_wait 60
+is "$EXEC_RC" 137 "rank 1 hung on both attempts: the run failed with its SIGKILL (128+9)" || diag "$(cat "$d/err")"
+is "$(ev_count "$d/ev" watchdog_fire kind=file_timer scope=step rank=1 signal=SIGKILL)" 2 \
+    "the timer fired on each attempt, with the timer's signal"
+is "$(ev_count "$d/ev" worker_exit rank=1 signal=SIGKILL state=FAILED)" 2 "rank 1 died of SIGKILL both times"
+grep -q "watchdog: file timer 'step' expired" "$d/err"
+ok $? "the report names the expired timer" || diag "$(cat "$d/err")"
+t_arm=$(ev_get "$d/ev" worker_start ts 1)
+t_fire=$(ev_get "$d/ev" watchdog_fire ts 0)
+diag "first fire $(awk -v a="$t_arm" -v b="$t_fire" 'BEGIN { printf "%.2f", b - a }') s after the start"
+
+# 2. a released timer never fires; a timer from a pid that is not a worker is ignored
+d=$tmp/rel
+mkdir -p "$d"
+"$EXEC" --nproc-per-node 2 --enable-file-timer --event-log "$d/ev" \
+    "$WORKER" "timer:a:0.5:9" "release:a" "sleep:1.5" 2> "$d/err"
+is "$?" 0 "armed, released, ran past the deadline: success"
+is "$(ev_count "$d/ev" watchdog_fire)" 0 "no watchdog fired"
+"$EXEC" --enable-file-timer --event-log "$d/ev2" sh -c \
+    'sleep 300 & printf "{\"version\":1,\"pid\":%d,\"scope_id\":\"x\",\"expiration_time\":0.5,\"signal\":9}\n" $$ > /dev/null; \
+     printf "{\"version\":1,\"pid\":1,\"scope_id\":\"init\",\"expiration_time\":1,\"signal\":9}\nnot json at all\n" > "$TORCHELASTIC_TIMER_FILE"; \
+     sleep 1; kill $!' 2> "$d/err2"
+is "$?" 0 "garbage and a request for a foreign pid (1) did not hurt"
+grep -q "not a worker of this agent" "$d/err2" && grep -q "not a JSON object" "$d/err2"
+ok $? "both were logged and ignored" || diag "$(cat "$d/err2")"
+
+# 3. --hang-timeout: a libelastic worker reports progress, then stops
+if [ -x "$LIBWORKER" ]; then
+    d=$tmp/hang
+    mkdir -p "$d"
+    exec_start "$d/out" "$d/err" --nproc-per-node 2 --max-restarts 1 --hang-timeout 1 \
+        --event-log "$d/ev" "$LIBWORKER" "progress:5:20" "crash:0:0:hang" "crash:*:1:exit=0" "progress:10:300" hang
+    exec_wait 60
+    is "$EXEC_RC" 0 "rank 0 stopped reporting on attempt 0: killed, restarted, success" || diag "$(cat "$d/err")"
+    is "$(ev_count "$d/ev" watchdog_fire kind=hang rank=0 step=5)" 1 "the hang watchdog fired for rank 0 at step 5"
+    is "$(ev_count "$d/ev" watchdog_fire kind=hang rank=1)" 0 "rank 1, which kept reporting, was not killed"
+    is "$(ev_count "$d/ev" restart root_cause_rank=0)" 1 "the restart names rank 0"
+else
+    for i in 1 2 3 4; do skip "libelastic is not built (no MPI)"; done
+fi
+
+# 4. a worker that never attached to the heartbeat is not judged by it
+"$EXEC" --hang-timeout 0.3 "$WORKER" "sleep:1.2" 2> "$tmp/err"
+is "$?" 0 "a worker without libelastic may be quiet longer than --hang-timeout"
+done_testing
