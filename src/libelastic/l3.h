@@ -2,8 +2,17 @@
  *
  * The state registry hands its contents to l3_write as plain descriptors; a
  * restore opens the newest valid committed file and reads any block of any
- * array at the new world size.  All functions taking a communicator are
- * collective over it.  Errors: an ELASTIC_ERR_* code and text in err.
+ * array at the new world size.  Functions taking a communicator are
+ * collective over it, and so are l3_read_array and l3_close.  Errors: an
+ * ELASTIC_ERR_* code and text in err (err may be NULL); collective calls
+ * return the same code and text on every rank.
+ *
+ * Fault tolerance: HDF5 file access is not fault tolerant under ULFM.  l3
+ * never keeps a communicator beyond one call, except an open l3_file, which
+ * is bound to the communicator it was opened on.  After a failure and a
+ * repair, close every l3_file and pass the repaired communicator.
+ *
+ * The file layout is described in doc/man/elastic-snapshot.1 (FILE FORMAT).
  */
 #ifndef ELASTIC_L3_H
 #define ELASTIC_L3_H
@@ -12,6 +21,21 @@
 #include <mpi.h>
 #include <elastic.h>
 
+/* Element type of an array or value, used for the HDF5 datatype only (the
+ * data is always copied as bytes).  L3_TYPE_BYTES (0, the default) stores
+ * uint8.  elem_size must be a multiple of the type's size; an element of
+ * k > 1 items is stored as a row of k items: a float64 array of elem_size
+ * cols*8 becomes a dataset [global_count][cols]. */
+enum l3_type {
+    L3_TYPE_BYTES = 0,
+    L3_TYPE_INT32 = 1,
+    L3_TYPE_INT64 = 2,
+    L3_TYPE_UINT32 = 3,
+    L3_TYPE_UINT64 = 4,
+    L3_TYPE_FLOAT32 = 5,
+    L3_TYPE_FLOAT64 = 6,
+};
+
 struct l3_array { /* block-distributed along the first dimension */
     const char *name;
     size_t elem_size;       /* bytes of one element (one row) */
@@ -19,12 +43,14 @@ struct l3_array { /* block-distributed along the first dimension */
     uint64_t global_offset; /* index of this rank's first element */
     uint64_t global_count;  /* elements over all ranks */
     const void *data;       /* local_count * elem_size bytes */
+    int type;               /* enum l3_type (0: bytes) */
 };
 
 struct l3_value { /* replicated, identical on every rank */
     const char *name;
     size_t size;
     const void *data;
+    int type; /* enum l3_type (0: bytes) */
 };
 
 struct l3_blob { /* opaque per-rank bytes, any size per rank */
@@ -43,12 +69,24 @@ struct l3_state {
 };
 
 struct l3_write_opts {
-    const char *dir;    /* snapshot_dir */
-    const char *run_id; /* recorded in the file; restore matches it */
+    const char *dir;    /* snapshot_dir (created if missing) */
+    const char *run_id; /* recorded in the file; restore matches it (NULL: "") */
     int keep;           /* retention: newest K committed files (0 = all) */
+    int verify;         /* before the commit, re-read every block and check its
+                           checksum (each rank a share); else only the file's
+                           structure is checked (by rank 0) */
 };
 
-/* Write the snapshot of `step` and commit it atomically. */
+/* Write the snapshot of `step` under a temporary name, and commit it
+ * atomically (rename) once every rank has written and the file is synced;
+ * then update dir/latest, remove stale temporaries, this run's snapshots
+ * of later steps (an abandoned timeline) and all but the newest opts->keep.
+ * Names, counts, element sizes and the block layout must agree across
+ * ranks, and blocks must tile [0, global_count): else ELASTIC_ERR_INVAL and
+ * nothing is written.  The file's blocks are reserved before any data is
+ * written, so a full file system (or ulimit -f) fails early and cleanly.
+ * ELASTIC_ERR_IO: the write failed (older snapshots are untouched and the
+ * temporary is removed). */
 int l3_write (MPI_Comm comm,
               const struct l3_write_opts *opts,
               const struct l3_state *st,
@@ -57,26 +95,37 @@ int l3_write (MPI_Comm comm,
 
 struct l3_file;
 
-/* Open the newest valid committed snapshot in dir (falling back past damaged
- * ones with a warning naming the file and the fault), or ELASTIC_ERR_NO_SNAPSHOT. */
+/* Open the newest valid committed snapshot of run_id in dir (NULL run_id:
+ * any run), verifying every block's checksum; a damaged one is skipped
+ * with a one-line warning (rank 0, stderr) naming the file and the fault.
+ * ELASTIC_ERR_NO_SNAPSHOT: none is valid (err says why). */
 int l3_open_latest (MPI_Comm comm,
                     const char *dir,
                     const char *run_id,
                     struct l3_file **out,
                     elastic_error_t *err);
 
-/* Open one snapshot file by path. */
+/* Open one snapshot file by path and verify every block's checksum.
+ * ELASTIC_ERR_NO_SNAPSHOT: not an elastic snapshot; ELASTIC_ERR_CORRUPT:
+ * damaged; ELASTIC_ERR_IO: cannot be read. */
 int l3_open (MPI_Comm comm, const char *path, struct l3_file **out, elastic_error_t *err);
 
+/* Attributes of an open snapshot (never fail; strings are borrowed). */
 int64_t l3_step (const struct l3_file *f);
 int l3_world_size (const struct l3_file *f);
 const char *l3_path (const struct l3_file *f);
+const char *l3_run_id (const struct l3_file *f);
 
 /* Element size and global count of an array, or ELASTIC_ERR_NOT_FOUND. */
-int l3_array_info (const struct l3_file *f, const char *name, size_t *elem_size, uint64_t *global_count);
+int l3_array_info (const struct l3_file *f,
+                   const char *name,
+                   size_t *elem_size,
+                   uint64_t *global_count);
 
-/* Collective: each rank reads elements [offset, offset+count) into buf,
- * verifying the checksums of the written blocks it touches. */
+/* Collective: each rank reads elements [offset, offset+count) into buf
+ * (count * elem_size bytes), rechecking the checksum of every written block
+ * that lies wholly inside its range (the open verified all of them).
+ * ELASTIC_ERR_NOT_FOUND, ELASTIC_ERR_INVAL (range), ELASTIC_ERR_CORRUPT. */
 int l3_read_array (struct l3_file *f,
                    const char *name,
                    uint64_t offset,
@@ -84,10 +133,17 @@ int l3_read_array (struct l3_file *f,
                    void *buf,
                    elastic_error_t *err);
 
-/* A replicated value (size must match). */
-int l3_read_value (struct l3_file *f, const char *name, void *buf, size_t size, elastic_error_t *err);
+/* Size of a replicated value, or ELASTIC_ERR_NOT_FOUND. */
+int l3_value_info (const struct l3_file *f, const char *name, size_t *size);
 
-/* The blob written by old_rank; *buf is malloc'ed, the caller frees it. */
+/* Read a replicated value (not collective); size must match, else
+ * ELASTIC_ERR_INVAL. */
+int l3_read_value (
+    struct l3_file *f, const char *name, void *buf, size_t size, elastic_error_t *err);
+
+/* Read the blob written by old_rank (not collective); *buf is malloc'ed
+ * (non-NULL even for 0 bytes), the caller frees it.  ELASTIC_ERR_NOT_FOUND:
+ * no such blob or old rank. */
 int l3_read_blob (struct l3_file *f,
                   const char *name,
                   int old_rank,
@@ -95,6 +151,7 @@ int l3_read_blob (struct l3_file *f,
                   size_t *size,
                   elastic_error_t *err);
 
+/* Collective: close the file and free f (NULL-safe). */
 void l3_close (struct l3_file *f);
 
 #endif /* ELASTIC_L3_H */

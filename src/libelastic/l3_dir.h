@@ -1,0 +1,65 @@
+/* l3_dir.h - the L3 snapshot directory: names, listing, commit, retention
+ * (internal, no MPI)
+ *
+ * A directory holds committed snapshots snap-SSSSSSSSSSSS.h5 (the step,
+ * zero-padded to 12 digits so that `ls` sorts them), at most one temporary
+ * .snap-SSSSSSSSSSSS.h5.tmp being written, and a symbolic link `latest` to
+ * the last committed snapshot.  It belongs to one job at a time.
+ */
+#ifndef ELASTIC_L3_DIR_H
+#define ELASTIC_L3_DIR_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct l3_entry {
+    char *name; /* file name within the directory */
+    char *path; /* dir/name */
+    int64_t step;
+    int temporary; /* an uncommitted .snap-*.h5.tmp */
+    off_t size;
+};
+
+/* The file name of the snapshot of step (committed or temporary). */
+void l3_snap_name (char *buf, size_t len, int64_t step, int temporary);
+
+/* List the snapshot files of dir, sorted by step (ascending; a temporary
+ * after the committed file of the same step).  -1 with why set if dir
+ * cannot be read. */
+int l3_dir_list (const char *dir, struct l3_entry **out, int *n, char *why, size_t len);
+
+/* Free a listing (NULL-safe). */
+void l3_dir_free (struct l3_entry *e, int n);
+
+/* Create dir and its parents (mode 0777 less umask).  -1 with errno set. */
+int l3_mkdir_p (const char *dir);
+
+/* Remove every temporary of dir (a stale write).  Returns the number
+ * removed, -1 with why set if dir cannot be read. */
+int l3_dir_clean (const char *dir, char *why, size_t len);
+
+/* Make the temporary of step the committed snapshot: release blocks
+ * reserved beyond its end, fsync it, rename it, fsync dir, and point
+ * dir/latest at it.  -1 with why set; 1 if only dir/latest failed. */
+int l3_dir_commit (const char *dir, int64_t step, char *why, size_t len);
+
+/* Called for each file removed by l3_dir_prune, with the reason. */
+typedef void (*l3_removed_f) (const char *path, const char *reason, void *arg);
+
+/* Retention: of the committed snapshots of run_id (NULL: any run) keep the
+ * newest `keep` readable ones (keep 0: all) and remove older ones, and
+ * unreadable ones older than the oldest kept; if newest_step >= 0, also
+ * remove this run's snapshots of steps after newest_step (a timeline
+ * abandoned by a restart from an older snapshot).  Snapshots of other runs
+ * are never removed.  Returns the number removed, -1 with why set. */
+int l3_dir_prune (const char *dir,
+                  int keep,
+                  const char *run_id,
+                  int64_t newest_step,
+                  l3_removed_f removed,
+                  void *arg,
+                  char *why,
+                  size_t len);
+
+#endif /* ELASTIC_L3_DIR_H */

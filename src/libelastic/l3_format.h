@@ -1,0 +1,163 @@
+/* l3_format.h - the L3 snapshot file format, read without MPI (internal)
+ *
+ * Shared by libelastic's parallel L3 code (l3.c) and the elastic-snapshot
+ * tool: names and datatypes of the layout, checksums, quiet HDF5 error
+ * handling, loading a file's catalog (header, datasets, block tables) with
+ * structural checks, and verifying block checksums.  The layout:
+ *
+ *   /                  attributes elastic_format ("elastic-l3"),
+ *                      format_version (1), step, world_size, created,
+ *                      created_unix, library_version, run_id
+ *   /arrays/NAME       dataset [global_count] or [global_count][k] of the
+ *                      array's type; attribute elem_size
+ *   /checksums/NAME    uint64 [world_size][3]: offset, count, crc32 of the
+ *                      block each old rank wrote (crc32 of its bytes, zlib)
+ *   /values/NAME       dataset (scalar, or 1-D of n items); attribute crc32
+ *   /blobs/NAME        uint8 [total]: the ranks' blobs, concatenated
+ *   /blob_index/NAME   uint64 [world_size][3]: offset, size, crc32
+ */
+#ifndef ELASTIC_L3_FORMAT_H
+#define ELASTIC_L3_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <hdf5.h>
+
+#define L3_FORMAT_NAME    "elastic-l3"
+#define L3_FORMAT_VERSION 1
+#define L3_NAME_MAX       255
+
+/* How a file failed to load (l3_catalog_load, l3_file_open_serial). */
+enum l3_fault_kind {
+    L3_GOOD = 0,
+    L3_FOREIGN = 1,    /* not HDF5, or HDF5 but not an elastic snapshot */
+    L3_DAMAGED = 2,    /* an elastic snapshot that is truncated, incomplete or corrupt */
+    L3_UNREADABLE = 3, /* cannot be opened (missing, permissions) */
+};
+
+struct l3_header {
+    int format_version;
+    int64_t step;
+    int world_size;
+    int64_t created_unix;
+    char created[40];
+    char library_version[64];
+    char run_id[256];
+};
+
+struct l3_cat_array {
+    char *name;
+    int type; /* enum l3_type */
+    size_t elem_size;
+    uint64_t global_count;
+    uint64_t *blocks; /* world_size rows: offset, count, crc32 */
+    hid_t dset;
+    hid_t memtype;
+};
+
+struct l3_cat_value {
+    char *name;
+    int type;
+    size_t size;
+    uint32_t crc;
+    hid_t dset;
+    hid_t memtype;
+};
+
+struct l3_cat_blob {
+    char *name;
+    uint64_t total;
+    uint64_t *index; /* world_size rows: offset, size, crc32 */
+    hid_t dset;
+};
+
+struct l3_catalog {
+    struct l3_header hdr;
+    struct l3_cat_array *arrays;
+    int narrays;
+    struct l3_cat_value *values;
+    int nvalues;
+    struct l3_cat_blob *blobs;
+    int nblobs;
+};
+
+/* Suppress HDF5's automatic error printing between begin and end (the
+ * error stack is still recorded for l3_h5_errtext). */
+struct l3_h5quiet {
+    H5E_auto2_t func;
+    void *data;
+};
+void l3_h5quiet_begin (struct l3_h5quiet *q);
+void l3_h5quiet_end (struct l3_h5quiet *q);
+
+/* Describe the innermost error on HDF5's error stack in buf ("unknown
+ * HDF5 error" if the stack is empty). */
+void l3_h5_errtext (char *buf, size_t len);
+
+/* Keep the current HDF5 error stack across cleanup calls (which clear it):
+ * save returns a stack id, restore makes it current again and frees it. */
+hid_t l3_h5_errsave (void);
+void l3_h5_errrestore (hid_t stack);
+
+/* crc32 (zlib's) of len bytes, continuing from crc (0 to start). */
+uint32_t l3_crc32 (uint32_t crc, const void *buf, size_t len);
+
+/* Type helpers: the item size of an enum l3_type (0 if invalid), a name
+ * ("float64"), the HDF5 native type, and the enum of a file datatype (-1 if
+ * not one of ours). */
+size_t l3_type_size (int type);
+const char *l3_type_name (int type);
+hid_t l3_type_h5 (int type);
+int l3_type_from_h5 (hid_t dtype);
+
+/* True if name can name an array, value or blob (1..255 bytes, no '/', no
+ * control characters, not "." or ".."). */
+int l3_name_valid (const char *name);
+
+/* Open a file read-only with the serial (sec2) driver, without file
+ * locking.  Returns a file id, or -1 with *kind and why set. */
+hid_t l3_file_open_serial (const char *path, int *kind, char *why, size_t len);
+
+/* Read the header attributes and every dataset of file, check the
+ * structure, and return the catalog (datasets left open).  Returns L3_GOOD,
+ * or L3_FOREIGN / L3_DAMAGED with why set.  Metadata calls only: under the
+ * mpio driver with collective metadata reads every rank must call it. */
+int l3_catalog_load (hid_t file, struct l3_catalog **out, char *why, size_t len);
+
+/* Close the catalog's datasets and free it (NULL-safe). */
+void l3_catalog_destroy (struct l3_catalog *c);
+
+/* Find an array, value or blob by name (NULL if absent). */
+struct l3_cat_array *l3_catalog_array (const struct l3_catalog *c, const char *name);
+struct l3_cat_value *l3_catalog_value (const struct l3_catalog *c, const char *name);
+struct l3_cat_blob *l3_catalog_blob (const struct l3_catalog *c, const char *name);
+
+/* Called with a one-line description of each bad block. */
+typedef void (*l3_fault_f) (const char *what, void *arg);
+
+/* Verify the checksums of the blocks, values and blobs numbered part,
+ * part + nparts, ... (of all of them, in catalog order), reading with the
+ * transfer property list dxpl (independent).  Calls fault for each bad one
+ * (a failed read counts as bad) and returns the number found. */
+int l3_catalog_verify (const struct l3_catalog *c,
+                       hid_t dxpl,
+                       int part,
+                       int nparts,
+                       l3_fault_f fault,
+                       void *arg);
+
+/* True if the non-empty rows of table (world rows of offset, count, crc)
+ * tile [0, total) and empty rows have offsets <= total. */
+int l3_blocks_tile (const uint64_t *table, int world, uint64_t total);
+
+/* Most bytes one rank moves in one H5Dread/H5Dwrite (MPI-IO counts are
+ * ints); the number of such pieces for `bytes` (at least 1). */
+#define L3_PIECE_BYTES (512ull << 20)
+uint64_t l3_pieces_for (uint64_t bytes);
+
+/* Read rows [row, row+n) of an array dataset into buf, with dxpl; n may be
+ * 0 (an empty selection, for collective transfers).  -1 on error. */
+int l3_array_read_rows (
+    const struct l3_cat_array *a, hid_t dxpl, uint64_t row, uint64_t n, void *buf);
+
+#endif /* ELASTIC_L3_FORMAT_H */

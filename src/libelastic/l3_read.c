@@ -1,0 +1,567 @@
+/* l3_read.c - L3 snapshot restore: find, open, verify, read (resharded)
+ *
+ * Rank 0 lists the directory and checks each candidate serially (never
+ * trusting a foreign or damaged file to a collective open); then all ranks
+ * open it with the mpio driver, load the catalog with collective metadata
+ * reads, and verify the checksums of all blocks, each rank a share.  A rank
+ * then reads any range of any array by hyperslab, collectively.
+ */
+#if HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hdf5.h>
+
+#include "l3.h"
+#include "l3_agree.h"
+#include "l3_dir.h"
+#include "l3_format.h"
+#include "log.h"
+
+struct l3_file {
+    hid_t fid;
+    MPI_Comm comm;
+    struct l3_catalog *cat;
+    char *path;
+};
+
+static void file_free (struct l3_file *f)
+{
+    if (!f)
+        return;
+    l3_catalog_destroy (f->cat);
+    if (f->fid >= 0)
+        H5Fclose (f->fid);
+    if (f->comm != MPI_COMM_NULL)
+        MPI_Comm_free (&f->comm);
+    free (f->path);
+    free (f);
+}
+
+/* Result of a candidate that belongs to another run (not an error). */
+#define OTHER_RUN (-1)
+
+/* Collective: open and fully verify path.  want_step >= 0: the step the
+ * file name says.  run_id NULL: any run. */
+static int open_one (MPI_Comm comm,
+                     const char *path,
+                     const char *run_id,
+                     int64_t want_step,
+                     struct l3_file **out,
+                     elastic_error_t *err)
+{
+    struct l3_file *f = NULL;
+    hid_t fapl = -1;
+    int rank, size, rc = ELASTIC_OK, e;
+    char why[sizeof (err->text)];
+
+    MPI_Comm_rank (comm, &rank);
+    MPI_Comm_size (comm, &size);
+    if (rank == 0) {
+        struct l3_catalog *c = NULL;
+        int kind;
+        hid_t fid = l3_file_open_serial (path, &kind, why, sizeof (why));
+        if (fid >= 0) {
+            kind = l3_catalog_load (fid, &c, why, sizeof (why));
+            H5Fclose (fid);
+        }
+        if (kind == L3_GOOD) {
+            if (run_id && strcmp (run_id, c->hdr.run_id) != 0) {
+                l3_errset (err,
+                           "%s: snapshot of run '%s', not of '%s'",
+                           path,
+                           c->hdr.run_id,
+                           run_id);
+                rc = OTHER_RUN;
+            } else if (want_step >= 0 && c->hdr.step != want_step) {
+                l3_errset (err,
+                           "its step attribute (%lld) does not match its name",
+                           (long long)c->hdr.step);
+                rc = ELASTIC_ERR_CORRUPT;
+            }
+            l3_catalog_destroy (c);
+        } else {
+            l3_errset (err, "%s", why);
+            rc = kind == L3_FOREIGN   ? ELASTIC_ERR_NO_SNAPSHOT
+                 : kind == L3_DAMAGED ? ELASTIC_ERR_CORRUPT
+                                      : ELASTIC_ERR_IO;
+        }
+    }
+    if ((rc = l3_agree (comm, rc, err)) != ELASTIC_OK)
+        return rc;
+
+    if (!(f = calloc (1, sizeof (*f))) || !(f->path = strdup (path))) {
+        l3_errset (err, "out of memory");
+        rc = ELASTIC_ERR_NOMEM;
+    } else {
+        f->fid = -1;
+        f->comm = MPI_COMM_NULL;
+        if ((e = MPI_Comm_dup (comm, &f->comm)) != MPI_SUCCESS) {
+            f->comm = MPI_COMM_NULL;
+            rc = l3_mpi_error (e, "MPI_Comm_dup", err);
+        }
+    }
+    if ((rc = l3_agree (comm, rc, err)) != ELASTIC_OK)
+        goto error;
+    if ((fapl = H5Pcreate (H5P_FILE_ACCESS)) < 0 ||
+        H5Pset_fapl_mpio (fapl, comm, MPI_INFO_NULL) < 0 ||
+        H5Pset_all_coll_metadata_ops (fapl, 1) < 0)
+        rc = l3_h5fail (err, "cannot set up parallel HDF5 access for", path);
+    else if ((f->fid = H5Fopen (path, H5F_ACC_RDONLY, fapl)) < 0) {
+        char h5[200];
+        l3_h5_errtext (h5, sizeof (h5));
+        l3_errset (err, "%s", h5);
+        rc = ELASTIC_ERR_CORRUPT;
+    }
+    if (fapl >= 0)
+        H5Pclose (fapl);
+    if ((rc = l3_agree (comm, rc, err)) != ELASTIC_OK)
+        goto error;
+    if (l3_catalog_load (f->fid, &f->cat, why, sizeof (why)) != L3_GOOD) {
+        l3_errset (err, "%s", why);
+        rc = ELASTIC_ERR_CORRUPT;
+    }
+    if ((rc = l3_agree (comm, rc, err)) != ELASTIC_OK)
+        goto error;
+    struct l3_first_fault ff = {.buf = why, .len = sizeof (why)};
+    if (l3_catalog_verify (f->cat, H5P_DEFAULT, rank, size, l3_first_fault_cb, &ff) > 0) {
+        l3_errset (err, "%s", why);
+        rc = ELASTIC_ERR_CORRUPT;
+    }
+    if ((rc = l3_agree (comm, rc, err)) != ELASTIC_OK)
+        goto error;
+    *out = f;
+    return ELASTIC_OK;
+error:
+    /* every rank is here together (after an agree), so closing is safe */
+    file_free (f);
+    return rc;
+}
+
+int l3_open (MPI_Comm comm, const char *path, struct l3_file **out, elastic_error_t *err)
+{
+    elastic_error_t tmp_err;
+    struct l3_h5quiet q;
+    int rc;
+
+    if (!err)
+        err = &tmp_err;
+    err->text[0] = '\0';
+    if (!path || !out) {
+        l3_errset (err, "l3_open: path and out must not be NULL");
+        return ELASTIC_ERR_INVAL;
+    }
+    l3_h5quiet_begin (&q);
+    rc = open_one (comm, path, NULL, -1, out, err);
+    if (rc != ELASTIC_OK) {
+        char msg[sizeof (err->text)];
+        snprintf (msg, sizeof (msg), "%s", err->text);
+        if (strncmp (msg, path, strlen (path)) == 0)
+            l3_errset (err, "%s", msg);
+        else
+            l3_errset (err, "%s: %s", path, msg);
+    }
+    l3_h5quiet_end (&q);
+    return rc;
+}
+
+/* Rank 0 lists the committed snapshots of dir (newest first) and sends the
+ * list to every rank: n names, '\0'-separated in *names. */
+static int
+candidates (MPI_Comm comm, const char *dir, char **names, int *n, elastic_error_t *err)
+{
+    struct l3_entry *e = NULL;
+    int rank, ne = 0, rc = ELASTIC_OK, e2;
+    struct {
+        int n;
+        int bytes;
+    } hdr = {0, 0};
+    char *buf = NULL, why[200];
+
+    MPI_Comm_rank (comm, &rank);
+    if (rank == 0) {
+        if (l3_dir_list (dir, &e, &ne, why, sizeof (why)) < 0) {
+            l3_errset (err, "no L3 snapshot: %s", why);
+            rc = ELASTIC_ERR_NO_SNAPSHOT;
+        } else {
+            size_t bytes = 0;
+            for (int i = 0; i < ne; i++)
+                if (!e[i].temporary)
+                    bytes += strlen (e[i].name) + 1;
+            if (!(buf = malloc (bytes + 1))) {
+                l3_errset (err, "out of memory");
+                rc = ELASTIC_ERR_NOMEM;
+            } else {
+                char *p = buf;
+                for (int i = ne - 1; i >= 0; i--)
+                    if (!e[i].temporary) {
+                        strcpy (p, e[i].name);
+                        p += strlen (p) + 1;
+                        hdr.n++;
+                    }
+                hdr.bytes = (int)(p - buf);
+            }
+            l3_dir_free (e, ne);
+        }
+    }
+    if ((rc = l3_agree (comm, rc, err)) != ELASTIC_OK)
+        goto error;
+    if ((e2 = MPI_Bcast (&hdr, sizeof (hdr), MPI_BYTE, 0, comm)) != MPI_SUCCESS) {
+        rc = l3_mpi_error (e2, "MPI_Bcast", err);
+        goto error;
+    }
+    if (rank != 0 && !(buf = malloc ((size_t)hdr.bytes + 1))) {
+        l3_errset (err, "out of memory");
+        rc = ELASTIC_ERR_NOMEM;
+    }
+    if ((rc = l3_agree (comm, rc, err)) != ELASTIC_OK)
+        goto error;
+    if (hdr.bytes > 0 &&
+        (e2 = MPI_Bcast (buf, hdr.bytes, MPI_CHAR, 0, comm)) != MPI_SUCCESS) {
+        rc = l3_mpi_error (e2, "MPI_Bcast", err);
+        goto error;
+    }
+    *names = buf;
+    *n = hdr.n;
+    return ELASTIC_OK;
+error:
+    free (buf);
+    return rc;
+}
+
+int l3_open_latest (MPI_Comm comm,
+                    const char *dir,
+                    const char *run_id,
+                    struct l3_file **out,
+                    elastic_error_t *err)
+{
+    elastic_error_t tmp_err, e1;
+    struct l3_h5quiet q;
+    char *names = NULL, *p;
+    char first_bad[2 * sizeof (err->text)] = "";
+    int n = 0, rank, rc, rejected = 0, other = 0;
+
+    if (!err)
+        err = &tmp_err;
+    err->text[0] = '\0';
+    if (!dir || !*dir || !out) {
+        l3_errset (err, "l3_open_latest: no snapshot directory given");
+        return ELASTIC_ERR_INVAL;
+    }
+    MPI_Comm_rank (comm, &rank);
+    l3_h5quiet_begin (&q);
+    if ((rc = candidates (comm, dir, &names, &n, err)) != ELASTIC_OK)
+        goto out;
+    p = names;
+    for (int i = 0; i < n; i++, p += strlen (p) + 1) {
+        char path[PATH_MAX];
+        int64_t step = strtoll (p + 5, NULL, 10); /* "snap-" */
+
+        snprintf (path, sizeof (path), "%s/%s", dir, p);
+        rc = open_one (comm, path, run_id, step, out, &e1);
+        if (rc == ELASTIC_OK) {
+            if (rejected > 0 && rank == 0)
+                el_log (EL_INFO, "restoring from L3 snapshot %s", path);
+            goto out;
+        }
+        if (rc == OTHER_RUN) {
+            other++;
+            continue;
+        }
+        if (rc == ELASTIC_ERR_MPI || rc == ELASTIC_ERR_NOMEM) {
+            *err = e1;
+            goto out;
+        }
+        if (rejected++ == 0)
+            snprintf (first_bad, sizeof (first_bad), "%s: %s", p, e1.text);
+        if (rank == 0)
+            el_log (EL_WARN,
+                    "L3 snapshot %s is unusable (%s); falling back to an older snapshot",
+                    path,
+                    e1.text);
+    }
+    rc = ELASTIC_ERR_NO_SNAPSHOT;
+    if (n == 0)
+        l3_errset (err, "no L3 snapshot in '%s'", dir);
+    else if (rejected == 0)
+        l3_errset (err,
+                   "no L3 snapshot of run '%s' in '%s' (%d of other runs)",
+                   run_id ? run_id : "",
+                   dir,
+                   other);
+    else
+        l3_errset (err,
+                   "no valid L3 snapshot in '%s': %d rejected, the newest %s",
+                   dir,
+                   rejected,
+                   first_bad);
+out:
+    free (names);
+    l3_h5quiet_end (&q);
+    return rc;
+}
+
+int64_t l3_step (const struct l3_file *f)
+{
+    return f->cat->hdr.step;
+}
+
+int l3_world_size (const struct l3_file *f)
+{
+    return f->cat->hdr.world_size;
+}
+
+const char *l3_path (const struct l3_file *f)
+{
+    return f->path;
+}
+
+const char *l3_run_id (const struct l3_file *f)
+{
+    return f->cat->hdr.run_id;
+}
+
+int l3_array_info (const struct l3_file *f,
+                   const char *name,
+                   size_t *elem_size,
+                   uint64_t *global_count)
+{
+    const struct l3_cat_array *a;
+
+    if (!f || !name || !(a = l3_catalog_array (f->cat, name)))
+        return ELASTIC_ERR_NOT_FOUND;
+    if (elem_size)
+        *elem_size = a->elem_size;
+    if (global_count)
+        *global_count = a->global_count;
+    return ELASTIC_OK;
+}
+
+int l3_value_info (const struct l3_file *f, const char *name, size_t *size)
+{
+    const struct l3_cat_value *v;
+
+    if (!f || !name || !(v = l3_catalog_value (f->cat, name)))
+        return ELASTIC_ERR_NOT_FOUND;
+    if (size)
+        *size = v->size;
+    return ELASTIC_OK;
+}
+
+int l3_read_array (struct l3_file *f,
+                   const char *name,
+                   uint64_t offset,
+                   uint64_t count,
+                   void *buf,
+                   elastic_error_t *err)
+{
+    elastic_error_t tmp_err;
+    struct l3_h5quiet q;
+    const struct l3_cat_array *a = NULL;
+    hid_t dxpl = -1;
+    uint64_t bytes = 0, maxbytes = 0, rows_per;
+    int rc = ELASTIC_OK, e;
+
+    if (!err)
+        err = &tmp_err;
+    err->text[0] = '\0';
+    if (!f) {
+        l3_errset (err, "l3_read_array: no file");
+        return ELASTIC_ERR_INVAL;
+    }
+    l3_h5quiet_begin (&q);
+    if (!name || !(a = l3_catalog_array (f->cat, name))) {
+        l3_errset (
+            err, "%s: no array '%s' in the snapshot", f->path, name ? name : "(null)");
+        rc = ELASTIC_ERR_NOT_FOUND;
+    } else if (offset > a->global_count || count > a->global_count - offset) {
+        l3_errset (err,
+                   "array '%s': range [%llu, +%llu) is outside its %llu elements",
+                   name,
+                   (unsigned long long)offset,
+                   (unsigned long long)count,
+                   (unsigned long long)a->global_count);
+        rc = ELASTIC_ERR_INVAL;
+    } else if (count > 0 && !buf) {
+        l3_errset (err, "l3_read_array: buf is NULL");
+        rc = ELASTIC_ERR_INVAL;
+    } else
+        bytes = count * a->elem_size;
+    if ((rc = l3_agree (f->comm, rc, err)) != ELASTIC_OK)
+        goto out;
+    if ((e = MPI_Allreduce (&bytes, &maxbytes, 1, MPI_UINT64_T, MPI_MAX, f->comm)) !=
+        MPI_SUCCESS) {
+        rc = l3_mpi_error (e, "MPI_Allreduce", err);
+        goto out;
+    }
+    rows_per = L3_PIECE_BYTES / a->elem_size ? L3_PIECE_BYTES / a->elem_size : 1;
+    if ((dxpl = H5Pcreate (H5P_DATASET_XFER)) < 0 ||
+        H5Pset_dxpl_mpio (dxpl, H5FD_MPIO_COLLECTIVE) < 0)
+        rc = l3_h5fail (err, "cannot set up a collective read of", name);
+    if ((rc = l3_agree (f->comm, rc, err)) != ELASTIC_OK)
+        goto out;
+    for (uint64_t p = 0; a->global_count > 0 && p < l3_pieces_for (maxbytes); p++) {
+        uint64_t first = p * rows_per;
+        uint64_t k =
+            first < count ? (count - first < rows_per ? count - first : rows_per) : 0;
+        static char dummy;
+        void *dst = k ? (char *)buf + first * a->elem_size : &dummy;
+        if (l3_array_read_rows (a, dxpl, offset + first, k, dst) < 0 && rc == ELASTIC_OK)
+            rc = l3_h5fail (err, "cannot read array", name);
+    }
+    /* recheck the blocks wholly inside the range: their bytes are in buf */
+    for (int r = 0; r < f->cat->hdr.world_size && rc == ELASTIC_OK; r++) {
+        uint64_t bo = a->blocks[3 * r], bc = a->blocks[3 * r + 1];
+        if (bc == 0 || bo < offset || bo + bc > offset + count)
+            continue;
+        uint32_t crc =
+            l3_crc32 (0, (char *)buf + (bo - offset) * a->elem_size, bc * a->elem_size);
+        if (crc != (uint32_t)a->blocks[3 * r + 2]) {
+            l3_errset (err,
+                       "%s: array '%s', block of old rank %d (offset %llu, count %llu): "
+                       "checksum "
+                       "mismatch on read",
+                       f->path,
+                       name,
+                       r,
+                       (unsigned long long)bo,
+                       (unsigned long long)bc);
+            rc = ELASTIC_ERR_CORRUPT;
+        }
+    }
+    rc = l3_agree (f->comm, rc, err);
+out:
+    if (dxpl >= 0)
+        H5Pclose (dxpl);
+    l3_h5quiet_end (&q);
+    return rc;
+}
+
+int l3_read_value (
+    struct l3_file *f, const char *name, void *buf, size_t size, elastic_error_t *err)
+{
+    elastic_error_t tmp_err;
+    struct l3_h5quiet q;
+    const struct l3_cat_value *v;
+    int rc = ELASTIC_OK;
+
+    if (!err)
+        err = &tmp_err;
+    err->text[0] = '\0';
+    if (!f || !name || !(v = l3_catalog_value (f->cat, name))) {
+        l3_errset (err, "no value '%s' in the snapshot", name ? name : "(null)");
+        return ELASTIC_ERR_NOT_FOUND;
+    }
+    if (size != v->size || (size > 0 && !buf)) {
+        l3_errset (err,
+                   "value '%s' has %zu bytes in the snapshot; %zu requested",
+                   name,
+                   v->size,
+                   size);
+        return ELASTIC_ERR_INVAL;
+    }
+    if (size == 0)
+        return ELASTIC_OK;
+    l3_h5quiet_begin (&q);
+    if (H5Dread (v->dset, v->memtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0)
+        rc = l3_h5fail (err, "cannot read value", name);
+    else if (l3_crc32 (0, buf, size) != v->crc) {
+        l3_errset (err, "%s: value '%s': checksum mismatch", f->path, name);
+        rc = ELASTIC_ERR_CORRUPT;
+    }
+    l3_h5quiet_end (&q);
+    return rc;
+}
+
+int l3_read_blob (struct l3_file *f,
+                  const char *name,
+                  int old_rank,
+                  void **buf,
+                  size_t *size,
+                  elastic_error_t *err)
+{
+    elastic_error_t tmp_err;
+    struct l3_h5quiet q;
+    const struct l3_cat_blob *b;
+    uint64_t off, n;
+    unsigned char *data;
+    hid_t fspace = -1, mspace = -1;
+    int rc = ELASTIC_OK;
+
+    if (!err)
+        err = &tmp_err;
+    err->text[0] = '\0';
+    if (!f || !name || !buf || !size) {
+        l3_errset (err, "l3_read_blob: NULL argument");
+        return ELASTIC_ERR_INVAL;
+    }
+    if (!(b = l3_catalog_blob (f->cat, name))) {
+        l3_errset (err, "no blob '%s' in the snapshot", name);
+        return ELASTIC_ERR_NOT_FOUND;
+    }
+    if (old_rank < 0 || old_rank >= f->cat->hdr.world_size) {
+        l3_errset (err,
+                   "blob '%s': old rank %d does not exist (the snapshot was written by "
+                   "%d ranks)",
+                   name,
+                   old_rank,
+                   f->cat->hdr.world_size);
+        return ELASTIC_ERR_NOT_FOUND;
+    }
+    off = b->index[3 * old_rank];
+    n = b->index[3 * old_rank + 1];
+    if (!(data = malloc (n ? n : 1))) {
+        l3_errset (
+            err, "out of memory (%llu bytes for blob '%s')", (unsigned long long)n, name);
+        return ELASTIC_ERR_NOMEM;
+    }
+    l3_h5quiet_begin (&q);
+    if (n > 0) {
+        hsize_t start = off, count = n;
+        if ((fspace = H5Dget_space (b->dset)) < 0 ||
+            H5Sselect_hyperslab (fspace, H5S_SELECT_SET, &start, NULL, &count, NULL) <
+                0 ||
+            (mspace = H5Screate_simple (1, &count, NULL)) < 0 ||
+            H5Dread (b->dset, H5T_NATIVE_UINT8, mspace, fspace, H5P_DEFAULT, data) < 0)
+            rc = l3_h5fail (err, "cannot read blob", name);
+    }
+    if (rc == ELASTIC_OK &&
+        l3_crc32 (0, data, n) != (uint32_t)b->index[3 * old_rank + 2]) {
+        l3_errset (err,
+                   "%s: blob '%s' of old rank %d: checksum mismatch",
+                   f->path,
+                   name,
+                   old_rank);
+        rc = ELASTIC_ERR_CORRUPT;
+    }
+    if (mspace >= 0)
+        H5Sclose (mspace);
+    if (fspace >= 0)
+        H5Sclose (fspace);
+    l3_h5quiet_end (&q);
+    if (rc != ELASTIC_OK) {
+        free (data);
+        return rc;
+    }
+    *buf = data;
+    *size = (size_t)n;
+    return ELASTIC_OK;
+}
+
+void l3_close (struct l3_file *f)
+{
+    struct l3_h5quiet q;
+
+    if (!f)
+        return;
+    int saved = errno;
+    l3_h5quiet_begin (&q);
+    file_free (f);
+    l3_h5quiet_end (&q);
+    errno = saved;
+}

@@ -1,0 +1,162 @@
+/* t3000-l3-units.c - L3 helpers without MPI: checksums, names, types,
+ * block tiling, the snapshot directory (listing, commit, cleaning) */
+#include "config.h"
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "libelastic/l3.h"
+#include "libelastic/l3_dir.h"
+#include "libelastic/l3_format.h"
+#include "lib/tap.h"
+
+static void touch (const char *dir, const char *name)
+{
+    char path[4096];
+    FILE *f;
+
+    snprintf (path, sizeof (path), "%s/%s", dir, name);
+    if ((f = fopen (path, "w"))) {
+        fputs ("x", f);
+        fclose (f);
+    }
+}
+
+static int exists (const char *dir, const char *name)
+{
+    char path[4096];
+    struct stat sb;
+
+    snprintf (path, sizeof (path), "%s/%s", dir, name);
+    return lstat (path, &sb) == 0;
+}
+
+int main (void)
+{
+    char name[64], why[256], tmpl[] = "/tmp/t3000.XXXXXX", *dir;
+    struct l3_entry *e;
+    int n;
+
+    /* crc32: the standard check value */
+    is_int (
+        l3_crc32 (0, "123456789", 9), 0xCBF43926u, "crc32 of '123456789' is 0xCBF43926");
+    is_int (l3_crc32 (l3_crc32 (0, "1234", 4), "56789", 5),
+            0xCBF43926u,
+            "crc32 continues across calls");
+    is_int (l3_crc32 (0, NULL, 0), 0, "crc32 of nothing is 0");
+
+    ok (l3_name_valid ("field"), "'field' is a valid name");
+    ok (l3_name_valid ("a b.c-d_e"), "names may have spaces and dots");
+    ok (!l3_name_valid (""), "empty name refused");
+    ok (!l3_name_valid (NULL), "NULL name refused");
+    ok (!l3_name_valid ("a/b"), "name with '/' refused");
+    ok (!l3_name_valid ("."), "'.' refused");
+    ok (!l3_name_valid (".."), "'..' refused");
+    ok (!l3_name_valid ("a\nb"), "name with a newline refused");
+    {
+        char big[300];
+        memset (big, 'a', sizeof (big) - 1);
+        big[sizeof (big) - 1] = '\0';
+        ok (!l3_name_valid (big), "name of 299 bytes refused");
+    }
+
+    is_int (l3_type_size (L3_TYPE_BYTES), 1, "bytes: 1");
+    is_int (l3_type_size (L3_TYPE_FLOAT64), 8, "float64: 8");
+    is_int (l3_type_size (L3_TYPE_INT32), 4, "int32: 4");
+    is_int (l3_type_size (7), 0, "type 7 invalid");
+    is_int (l3_type_size (-1), 0, "type -1 invalid");
+    for (int t = 0; t <= 6; t++)
+        is_int (l3_type_from_h5 (l3_type_h5 (t)),
+                t,
+                "type %s round-trips through HDF5",
+                l3_type_name (t));
+
+    {
+        uint64_t good[] = {0, 10, 0, 10, 5, 0, 15, 0, 0}; /* one empty block */
+        uint64_t gap[] = {0, 10, 0, 11, 4, 0, 15, 0, 0};
+        uint64_t overlap[] = {0, 10, 0, 9, 6, 0, 15, 0, 0};
+        uint64_t unsorted[] = {5, 10, 0, 0, 5, 0, 15, 0, 0};
+        uint64_t beyond[] = {0, 15, 0, 15, 0, 0, 99, 0, 0};
+        ok (l3_blocks_tile (good, 3, 15),
+            "blocks [0,10) [10,15) and an empty one tile 15");
+        ok (!l3_blocks_tile (good, 3, 16), "... but not 16");
+        ok (!l3_blocks_tile (gap, 3, 15), "a gap is detected");
+        ok (!l3_blocks_tile (overlap, 3, 15), "an overlap is detected");
+        ok (l3_blocks_tile (unsorted, 3, 15), "blocks need not be in rank order");
+        ok (!l3_blocks_tile (beyond, 3, 15), "an empty block beyond the end is refused");
+    }
+
+    l3_snap_name (name, sizeof (name), 40, 0);
+    is_str (name, "snap-000000000040.h5", "committed name is zero-padded");
+    l3_snap_name (name, sizeof (name), 40, 1);
+    is_str (name, ".snap-000000000040.h5.tmp", "temporary name is hidden");
+    l3_snap_name (name, sizeof (name), 1234567890123456LL, 0);
+    is_str (name, "snap-1234567890123456.h5", "steps beyond 12 digits still work");
+
+    if (!(dir = mkdtemp (tmpl)))
+        bail_out ("mkdtemp: %s", strerror (errno));
+    touch (dir, "snap-000000000020.h5");
+    touch (dir, "snap-000000000100.h5");
+    touch (dir, "snap-000000000003.h5");
+    touch (dir, ".snap-000000000020.h5.tmp");
+    touch (dir, "snap-12.h5.bak");
+    touch (dir, "snap-.h5");
+    touch (dir, "snap-x1.h5");
+    touch (dir, "notes.txt");
+    ok (l3_dir_list (dir, &e, &n, why, sizeof (why)) == 0, "list the directory");
+    is_int (n, 4, "4 snapshot files (junk ignored)");
+    if (n == 4) {
+        is_int (e[0].step, 3, "sorted: 3 first");
+        is_int (e[1].step, 20, "then 20");
+        ok (!e[1].temporary && e[2].temporary && e[2].step == 20,
+            "the committed 20, then its temporary");
+        is_int (e[3].step, 100, "100 last");
+    }
+    l3_dir_free (e, n);
+    is_int (l3_dir_clean (dir, why, sizeof (why)), 1, "clean removes the temporary");
+    ok (!exists (dir, ".snap-000000000020.h5.tmp"), "temporary gone");
+    ok (exists (dir, "snap-000000000020.h5"), "committed file kept");
+
+    touch (dir, ".snap-000000000200.h5.tmp");
+    is_int (l3_dir_commit (dir, 200, why, sizeof (why)), 0, "commit step 200");
+    ok (exists (dir, "snap-000000000200.h5") &&
+            !exists (dir, ".snap-000000000200.h5.tmp"),
+        "the temporary was renamed");
+    {
+        char link[4096], target[256] = "";
+        snprintf (link, sizeof (link), "%s/latest", dir);
+        ssize_t l = readlink (link, target, sizeof (target) - 1);
+        if (l > 0)
+            target[l] = '\0';
+        is_str (target, "snap-000000000200.h5", "latest points at it");
+    }
+    ok (l3_dir_commit (dir, 300, why, sizeof (why)) < 0,
+        "committing a missing temporary fails");
+    diag ("%s", why);
+    ok (strstr (why, ".snap-000000000300.h5.tmp") != NULL, "... naming the file");
+
+    ok (l3_dir_list ("/nonexistent/l3", &e, &n, why, sizeof (why)) < 0,
+        "listing a missing directory fails");
+    ok (strstr (why, "/nonexistent/l3") && strstr (why, "No such file"),
+        "... with a clear message");
+    diag ("%s", why);
+
+    {
+        char sub[4096];
+        snprintf (sub, sizeof (sub), "%s/a/b/c", dir);
+        ok (l3_mkdir_p (sub) == 0 && exists (dir, "a/b/c"), "mkdir -p a/b/c");
+        ok (l3_mkdir_p (sub) == 0, "mkdir -p of an existing directory");
+        snprintf (sub, sizeof (sub), "%s/notes.txt/x", dir);
+        ok (l3_mkdir_p (sub) < 0, "mkdir -p below a file fails");
+    }
+    {
+        char cmd[4200];
+        snprintf (cmd, sizeof (cmd), "rm -rf '%s'", dir);
+        if (system (cmd) != 0)
+            diag ("cleanup of %s failed", dir);
+    }
+    return done_testing ();
+}
