@@ -1,0 +1,72 @@
+/* events.h - what the job's JSON-lines event log says happened
+ *
+ * ELASTIC_EVENT_LOG is written by libelastic (one line per in-place
+ * recovery: "reshard_down", "reshard_up", or a final "fatal") and by
+ * elastic-exec in wrapper mode ("worker_start" with the rank's "host",
+ * "worker_exit" with "state" and "signal").  The parser reads top-level
+ * fields of each line and skips what it does not know: a damaged or foreign
+ * line is counted and ignored, never fatal.
+ */
+#ifndef ELASTIC_MPIRUN_EVENTS_H
+#define ELASTIC_MPIRUN_EVENTS_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "report.h"
+
+#define EVENTS_MAX_RESHARDS 64
+#define EVENTS_MAX_RANKS    4096
+
+struct reshard {
+    char kind[24]; /* reshard_down, reshard_up */
+    long long step;
+    int old_size, new_size;
+    int nfailed;
+    double total_ms; /* t_total_ms, or -1 if absent */
+};
+
+struct events {
+    int nreshard; /* lines whose event starts with "reshard" (deduplicated) */
+    int nreshard_down;
+    double reshard_ms; /* sum of their t_total_ms */
+    struct reshard r[EVENTS_MAX_RESHARDS];
+    int nfatal;
+    char fatal[256]; /* the first fatal event's error text */
+    int nsuspended;  /* elastic-exec "suspended" events */
+    int bad_lines;   /* not a JSON object */
+    int lines;
+    /* rank -> host from elastic-exec's worker_start (NULL: unknown) */
+    char *host_of[EVENTS_MAX_RANKS];
+    /* failed processes: worker_exit (FAILED, with a signal) and the
+     * "failed" ranks of reshard_down/fatal events */
+    struct report failed;
+};
+
+/* Reset ev to empty. */
+void events_init (struct events *ev);
+
+/* Free what ev holds (not ev itself). */
+void events_clear (struct events *ev);
+
+/* Parse JSON lines from text.  Returns the number of lines understood. */
+int events_parse (struct events *ev, const char *text);
+
+/* Parse the file from byte offset `from` (0: the start).  Returns the
+ * number of lines understood, or -1 with errno if it cannot be read
+ * (ENOENT when nothing was logged). */
+int events_read_file (struct events *ev, const char *path, off_t from);
+
+/* Fill in the hosts of failures that name only a rank, from the
+ * worker_start map.  Returns how many it filled. */
+int events_resolve_hosts (struct events *ev);
+
+/* Find key at the top level of the JSON object `obj` and return a pointer
+ * to its raw value (and its length), or NULL.  Exposed for tests. */
+const char *json_find (const char *obj, const char *key, size_t *len);
+
+/* Copy a JSON string value (basic unescaping) into buf.  Returns 0, or -1
+ * if the value is not a string. */
+int json_string (const char *val, size_t len, char *buf, size_t size);
+
+#endif /* ELASTIC_MPIRUN_EVENTS_H */

@@ -1,0 +1,45 @@
+/* launch.h - run one mpirun attempt: stderr through a parser, signals
+ *
+ * mpirun's stdout is the caller's; its stderr passes through a pipe so the
+ * exit report can be parsed (report.h) and is copied to the caller's stderr
+ * unchanged.  Preemption signals (SIGTERM, SIGUSR1) received meanwhile are
+ * relayed to mpirun as SIGUSR1, which Open MPI forwards to every rank (a
+ * SIGTERM would make mpirun kill the job); SIGINT/SIGHUP stop the job.
+ */
+#ifndef ELASTIC_MPIRUN_LAUNCH_H
+#define ELASTIC_MPIRUN_LAUNCH_H
+
+#include "report.h"
+
+struct launch_result {
+    int exit_code;     /* mpirun's exit code, or 128 + the signal that killed it */
+    int mpirun_signal; /* that signal, or 0 */
+    double t_start;    /* monotonic seconds */
+    double t_end;
+    double t_failure;   /* when the first failure report was seen (0: none) */
+    int preempt_signal; /* a preemption signal arrived (0: none) */
+    int interrupt_signal;
+    int forced; /* mpirun had to be stopped after the suspend timeout */
+    struct report rep;
+};
+
+/* Install the signal handlers (once).  Returns 0 or -1 with errno. */
+int launch_signals_init (void);
+
+/* A preemption (SIGTERM/SIGUSR1) or interrupt (SIGINT/SIGHUP) signal that
+ * arrived while no mpirun ran, waiting at most `wait` seconds for one.
+ * Returns the signal, or 0. */
+int launch_wait_signal (double wait);
+
+/* Monotonic seconds. */
+double launch_now (void);
+
+/* Run argv (mpirun ...) to its end.  Returns 0 with res filled, or -1
+ * with err if it could not be started. */
+int launch_run (char *const argv[],
+                double suspend_timeout,
+                struct launch_result *res,
+                char *err,
+                size_t errsz);
+
+#endif /* ELASTIC_MPIRUN_LAUNCH_H */

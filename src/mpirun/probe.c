@@ -1,0 +1,274 @@
+/* probe.c - what the environment offers: Open MPI's flavour, ULFM, Slurm */
+#if HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "probe.h"
+
+static double mono (void)
+{
+    struct timespec ts;
+    clock_gettime (CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int run_capture (char *const argv[], int merge, double timeout, char *out, size_t size)
+{
+    int fd[2], status, err_pipe[2];
+    size_t used = 0;
+    double deadline = mono () + timeout;
+    pid_t pid;
+    char drain[4096];
+
+    if (size)
+        out[0] = '\0';
+    if (pipe2 (fd, O_CLOEXEC) < 0)
+        return -1;
+    if (pipe2 (err_pipe, O_CLOEXEC) < 0) {
+        close (fd[0]);
+        close (fd[1]);
+        return -1;
+    }
+    if ((pid = fork ()) < 0) {
+        int saved = errno;
+        close (fd[0]);
+        close (fd[1]);
+        close (err_pipe[0]);
+        close (err_pipe[1]);
+        errno = saved;
+        return -1;
+    }
+    if (pid == 0) {
+        int devnull = open ("/dev/null", O_RDWR);
+        if (devnull >= 0)
+            dup2 (devnull, 0);
+        dup2 (fd[1], 1);
+        if (merge)
+            dup2 (fd[1], 2);
+        else if (devnull >= 0)
+            dup2 (devnull, 2);
+        execvp (argv[0], argv);
+        int e = errno;
+        if (write (err_pipe[1], &e, sizeof (e)) < 0)
+            _exit (127);
+        _exit (127);
+    }
+    close (fd[1]);
+    close (err_pipe[1]);
+    for (;;) {
+        struct pollfd p = {.fd = fd[0], .events = POLLIN};
+        double left = deadline - mono ();
+        ssize_t n;
+        if (left <= 0) {
+            kill (pid, SIGKILL);
+            waitpid (pid, NULL, 0);
+            close (fd[0]);
+            close (err_pipe[0]);
+            errno = ETIMEDOUT;
+            return -1;
+        }
+        if (poll (&p, 1, (int)(left * 1000) + 1) < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        char *dst = used + 1 < size ? out + used : drain;
+        n = read (fd[0], dst, dst == drain ? sizeof (drain) : size - used - 1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        if (dst != drain)
+            used += (size_t)n;
+    }
+    if (size)
+        out[used < size ? used : size - 1] = '\0';
+    close (fd[0]);
+    while (waitpid (pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    {
+        int e = 0;
+        if (read (err_pipe[0], &e, sizeof (e)) == (ssize_t)sizeof (e)) {
+            close (err_pipe[0]);
+            errno = e;
+            return -1;
+        }
+        close (err_pipe[0]);
+    }
+    if (WIFEXITED (status))
+        return WEXITSTATUS (status);
+    return 128 + WTERMSIG (status);
+}
+
+int probe_parse_version (const char *text, char *version, size_t size, int *major)
+{
+    const char *p;
+    int a, b = 0, c = 0;
+
+    if (!(p = strstr (text, "(Open MPI) ")) && !(p = strstr (text, "(OpenRTE) ")))
+        return -1;
+    p = strchr (p, ')') + 2;
+    if (sscanf (p, "%d.%d.%d", &a, &b, &c) < 1)
+        return -1;
+    snprintf (version, size, "%d.%d.%d", a, b, c);
+    *major = a;
+    return 0;
+}
+
+int probe_mpi (
+    const char *path, int want_ulfm, struct mpi_info *mi, char *err, size_t errsz)
+{
+    char out[8192], dir[PATH_MAX], info[PATH_MAX], real[PATH_MAX];
+    char *argv[4];
+    int rc;
+
+    memset (mi, 0, sizeof (*mi));
+    if (!path || !*path) {
+        snprintf (err, errsz, "no mpirun: give --mpirun PATH or set ELASTIC_MPIRUN");
+        return -1;
+    }
+    snprintf (mi->path, sizeof (mi->path), "%s", path);
+    if (strchr (path, '/') && access (path, X_OK) < 0) {
+        snprintf (
+            err,
+            errsz,
+            "mpirun '%s' is not executable (%s): give --mpirun PATH to Open MPI's mpirun",
+            path,
+            strerror (errno));
+        return -1;
+    }
+    argv[0] = (char *)path;
+    argv[1] = "--version";
+    argv[2] = NULL;
+    rc = run_capture (argv, 1, 60, out, sizeof (out));
+    if (rc < 0) {
+        snprintf (
+            err,
+            errsz,
+            "cannot run '%s --version': %s (give --mpirun PATH to Open MPI's mpirun)",
+            path,
+            strerror (errno));
+        return -1;
+    }
+    if (probe_parse_version (out, mi->version, sizeof (mi->version), &mi->major) < 0) {
+        char first[128];
+        snprintf (first, sizeof (first), "%.*s", (int)strcspn (out, "\n"), out);
+        snprintf (err,
+                  errsz,
+                  "'%s' is not Open MPI's mpirun ('--version' said: %s); elastic-mpirun "
+                  "supports Open MPI 4.1 and 5",
+                  path,
+                  first[0] ? first : "nothing");
+        return -1;
+    }
+    /* ompi_info beside the real mpirun knows whether ULFM was built in */
+    if (!realpath (path, real))
+        snprintf (real, sizeof (real), "%s", path);
+    snprintf (dir, sizeof (dir), "%s", real);
+    if (strrchr (dir, '/'))
+        *strrchr (dir, '/') = '\0';
+    else
+        snprintf (dir, sizeof (dir), ".");
+    snprintf (info, sizeof (info), "%s/ompi_info", dir);
+    mi->ulfm = -1;
+    if (access (info, X_OK) == 0) {
+        argv[0] = info;
+        argv[1] = NULL;
+        if (run_capture (argv, 0, 60, out, sizeof (out)) == 0) {
+            const char *ft = strstr (out, "FT MPI support:");
+            mi->ulfm = ft && strncmp (ft + 15 + strspn (ft + 15, " "), "yes", 3) == 0;
+            snprintf (mi->how, sizeof (mi->how), "%s", info);
+        }
+    }
+    if (mi->ulfm < 0) {
+        char creal[PATH_MAX];
+        if (realpath (ELASTIC_MPIRUN, creal) && strcmp (creal, real) == 0) {
+            mi->ulfm = strcmp (ELASTIC_HAVE_ULFM, "yes") == 0;
+            snprintf (mi->how, sizeof (mi->how), "configure");
+        } else {
+            mi->ulfm = 0;
+            snprintf (mi->how, sizeof (mi->how), "no ompi_info beside it");
+        }
+    }
+    if (want_ulfm == 1 && !mi->ulfm) {
+        snprintf (err,
+                  errsz,
+                  "--ulfm yes: %s (Open MPI %s) has no ULFM (%s); use --ulfm auto for "
+                  "relaunch-only mode",
+                  path,
+                  mi->version,
+                  mi->how);
+        return -1;
+    }
+    if (want_ulfm == 0)
+        mi->ulfm = 0;
+    if (mi->ulfm && mi->major < 5)
+        mi->ulfm = 0; /* ULFM under mpirun needs PRRTE's --with-ft */
+    return 0;
+}
+
+int slurm_inside (void)
+{
+    const char *id = getenv ("SLURM_JOB_ID");
+    const char *nl = getenv ("SLURM_JOB_NODELIST");
+
+    if (!nl)
+        nl = getenv ("SLURM_NODELIST");
+    return id && *id && nl && *nl;
+}
+
+static const char *nodelist (void)
+{
+    const char *nl = getenv ("SLURM_JOB_NODELIST");
+    return nl && *nl ? nl : getenv ("SLURM_NODELIST");
+}
+
+int slurm_refresh_down (struct hostlist *hl)
+{
+    static char out[1 << 20];
+    char *argv[] = {"sinfo", "-h", "-N", "-n", (char *)nodelist (), "-o", "%N %t", NULL};
+
+    if (!argv[4] || run_capture (argv, 0, 60, out, sizeof (out)) != 0)
+        return 0;
+    return hostlist_mark_slurm_down (hl, out);
+}
+
+int slurm_load_hosts (struct hostlist *hl, char *err, size_t errsz)
+{
+    static char out[1 << 20];
+    char *argv[] = {"scontrol", "show", "hostnames", (char *)nodelist (), NULL};
+    const char *counts = getenv ("SLURM_TASKS_PER_NODE");
+    int rc, n;
+
+    if (!counts || !*counts)
+        counts = getenv ("SLURM_JOB_CPUS_PER_NODE");
+    rc = run_capture (argv, 0, 60, out, sizeof (out));
+    if (rc != 0) {
+        snprintf (err,
+                  errsz,
+                  "inside Slurm job %s, 'scontrol show hostnames %s' failed (%s)",
+                  getenv ("SLURM_JOB_ID"),
+                  argv[3],
+                  rc < 0 ? strerror (errno) : "non-zero exit");
+        return -1;
+    }
+    if ((n = hostlist_add_slurm (hl, out, counts, err, errsz)) < 0)
+        return -1;
+    if (n == 0) {
+        snprintf (err, errsz, "Slurm node list '%s' names no hosts", argv[3]);
+        return -1;
+    }
+    slurm_refresh_down (hl);
+    return n;
+}
