@@ -40,7 +40,8 @@ enum {
     ELASTIC_ERR_EXISTS = 9,      /* a name is already registered */
     ELASTIC_ERR_NOT_FOUND = 10,  /* no such name, rank or item */
     ELASTIC_ERR_STATE = 11,      /* call not valid in the current state */
-    ELASTIC_ERR_UNSUPPORTED = 12 /* feature not built in */
+    ELASTIC_ERR_UNSUPPORTED = 12, /* feature not built in */
+    ELASTIC_ERR_PROC_FAILED = 13  /* a process failed and was not recovered here */
 };
 
 /* Process exit codes a launcher acts on (elastic-exec, elastic-mpirun). */
@@ -75,6 +76,279 @@ int elastic_progress_snapshot (int64_t step);
  * failure report shows it.  Returns ELASTIC_ERR_IO if the file cannot be
  * written. */
 int elastic_record_error (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
+
+/* ------------------------------------------------------------------------
+ * The elastic manager (needs MPI: declared when <mpi.h> is available)
+ *
+ * A manager runs an MPI application elastically over a communicator:
+ *
+ *   - the application registers its state: replicated values (step, seeds,
+ *     scalars), arrays block-distributed along their first dimension, and
+ *     opaque per-rank blobs for any other layout;
+ *   - elastic_maybe_snapshot() copies that state every snapshot_period steps
+ *     into L1 (a ring in this rank's memory) and L2 (a copy on a buddy rank,
+ *     on another node when there is more than one); a snapshot counts only
+ *     when every working rank completed it;
+ *   - when an MPI call fails because a process died, the application passes
+ *     the error to elastic_maybe_reshard_down(): the library revokes, agrees
+ *     and shrinks (ULFM), lets spare ranks take the dead ranks' places or
+ *     re-shards every array over the survivors, rolls every rank back to the
+ *     snapshot step and calls the application's handler to rebuild;
+ *   - elastic_maybe_reshard_up() grows the working world back from idle spare
+ *     ranks every reshard_check_period steps.
+ *
+ * Ranks.  "Original rank" means the rank in the communicator the manager was
+ * created on (usually MPI_COMM_WORLD); it never changes.  The working
+ * communicator (elastic_manager_comm) excludes idle spares and is renewed at
+ * every world change; the library owns it (never free it).  "Old rank" in a
+ * handler means the rank in the working communicator of the snapshot being
+ * restored.
+ *
+ * Spares.  With spare_ranks = k the last k ranks of the communicator do not
+ * work: they sleep inside elastic_manager_start() (polling every 10 ms, not
+ * spinning) until they join the working world or the job ends.
+ *
+ * Rollback.  Any elastic_maybe_* call that changed the world (an internal
+ * recovery is also possible inside elastic_maybe_snapshot when a process dies
+ * during a snapshot) has called the handler and restored the registered
+ * values, so a loop that keeps its step in a registered value simply
+ * continues from the restored step.  elastic_manager_info().generation
+ * counts world changes.
+ *
+ * Events.  Every world change (and every final error) is reported as one JSON
+ * line, appended to the file named by event_log by working rank 0 and passed
+ * to the event callback on every working rank:
+ *   {"event":"reshard_down","step":40,"old_size":8,"new_size":7,"failed":[3],
+ *    "spares_used":[],"attempts":1,"handler_tries":1,"t_detect_ms":..,
+ *    "t_revoke_agree_ms":..,"t_shrink_ms":..,"t_restore_ms":..,
+ *    "t_handler_ms":..,"t_protect_ms":..,"t_total_ms":..,"rank":0,
+ *    "time":"2025-01-01T12:00:00.123Z"}
+ * event is reshard_down, reshard_up or fatal (with "error":"..."); failed and
+ * spares_used list original ranks; step is the step every rank rolled back to.
+ * Phase times are those seen by the writing rank: t_detect from the last
+ * library call before the failure (the top of the step, or the start of the
+ * interrupted snapshot) to the start of the repair, an upper bound of the
+ * failure detection latency; t_revoke_agree the revoke and the agreement on
+ * the repair; t_shrink MPIX_Comm_shrink; t_restore the state exchange and the
+ * new working communicator; t_handler the application's handler; t_protect
+ * the snapshot of the restored state in the new layout.
+ *
+ * Environment (overrides the config given to elastic_manager_create):
+ *   ELASTIC_SNAPSHOT_PERIOD, ELASTIC_SNAPSHOT_BUFFER_SIZE,
+ *   ELASTIC_PERSIST_PERIOD, ELASTIC_RESHARD_CHECK_PERIOD,
+ *   ELASTIC_MAX_ELASTIC_DOWN_EVENT_COUNT, ELASTIC_MAX_RESHARD_RETRY_COUNT,
+ *   ELASTIC_MIN_WORLD_SIZE, ELASTIC_SPARE_RANKS, ELASTIC_SPARE_TAKEOVER,
+ *   ELASTIC_SNAPSHOT_DIR, ELASTIC_EVENT_LOG; ELASTIC_LOG sets the log level.
+ * ------------------------------------------------------------------------ */
+#if !defined(ELASTIC_NO_MPI) && !defined(MPI_VERSION) && defined(__has_include)
+#if __has_include(<mpi.h>)
+#include <mpi.h>
+#endif
+#endif
+#if !defined(ELASTIC_NO_MPI) && defined(MPI_VERSION)
+#define ELASTIC_HAVE_MANAGER_API 1
+
+/* Manager configuration.  Initialize with elastic_config_init(), then set
+ * fields; environment variables override them at elastic_manager_create().
+ * Strings are copied by the manager. */
+typedef struct {
+    int snapshot_period;              /* snapshot every N steps (>= 1; 10) */
+    int snapshot_buffer_size;         /* L1 ring slots (>= 2; 2) */
+    int persist_period;               /* L3 (HDF5) every N steps (>= 0, 0 = never; 0) */
+    int reshard_check_period;         /* maybe_reshard_up checks every N steps (>= 1; 10) */
+    int max_elastic_down_event_count; /* more events than this is final (>= 0; 16) */
+    int max_reshard_retry_count;      /* handler retries per event (>= 0; 3) */
+    int min_world_size;               /* fewer working ranks is final (>= 1; 1) */
+    int spare_ranks;                  /* last k ranks are spares (0 <= k < size; 0) */
+    int spare_takeover;               /* 1: spares replace dead ranks at once;
+                                       * 0: shrink, spares join at maybe_reshard_up (1) */
+    const char *snapshot_dir;         /* L3 snapshot directory ("."); */
+    const char *event_log;            /* JSON event lines appended here (NULL: none) */
+} elastic_config_t;
+
+typedef struct elastic_manager elastic_manager_t;
+
+/* The handler rebuilds the computation after a world change: it runs on
+ * every working rank with the new working communicator, gets its new block
+ * of each array (elastic_array_block, elastic_array_restore) and any blobs
+ * (elastic_blob_fetch), and returns 0, or non-zero to ask for a retry (after
+ * an MPI error it must return, never abort). */
+typedef int (*elastic_handler_f) (elastic_manager_t *m, MPI_Comm comm, void *arg);
+
+/* Receives each JSON event line (without newline). */
+typedef void (*elastic_event_f) (const char *json, void *arg);
+
+/* What elastic_manager_info reports. */
+typedef struct {
+    int rank;              /* rank in the working communicator (-1 on an idle spare) */
+    int size;              /* working size */
+    int is_spare;          /* 1 on an idle spare */
+    int original_rank;     /* rank in the communicator given to create */
+    int original_size;     /* working size at creation */
+    int idle_spares;       /* spare ranks waiting */
+    int events;            /* elastic down events so far */
+    uint64_t generation;   /* world changes so far */
+    int64_t snapshot_step; /* newest committed snapshot (-1: none) */
+    int old_size;          /* working size of the newest committed snapshot */
+} elastic_info_t;
+
+/* Set every field of cfg to its default.  Never fails. */
+void elastic_config_init (elastic_config_t *cfg);
+
+/* Override cfg fields from the ELASTIC_* environment variables.  Returns
+ * ELASTIC_ERR_INVAL naming the variable and value on a malformed one. */
+int elastic_config_from_env (elastic_config_t *cfg, elastic_error_t *err);
+
+/* Check cfg for a communicator of comm_size ranks (comm_size <= 0: skip the
+ * size checks).  Returns ELASTIC_ERR_INVAL with "field: value is invalid
+ * (expected ...)" text. */
+int elastic_config_validate (const elastic_config_t *cfg, int comm_size, elastic_error_t *err);
+
+/* Create a manager over comm (collective over comm, spares included): cfg
+ * (NULL: defaults), then the environment, then validation.  Sets
+ * MPI_ERRORS_RETURN on the communicators it makes.  Returns ELASTIC_ERR_INVAL
+ * (bad config), ELASTIC_ERR_NOMEM or ELASTIC_ERR_MPI; *mp is set on success. */
+int elastic_manager_create (MPI_Comm comm,
+                            const elastic_config_t *cfg,
+                            elastic_manager_t **mp,
+                            elastic_error_t *err);
+
+/* End the manager: collective over the live ranks (workers agree with the
+ * idle spares that the job is done), then free every communicator, revoked
+ * ones included, so that MPI_Finalize cannot hang on them.  NULL-safe. */
+void elastic_manager_destroy (elastic_manager_t *m);
+
+/* Register a replicated value (identical on every rank: step, seeds,
+ * scalars): size bytes at data, restored in place on rollback.  Every rank,
+ * spares included, registers the same names in the same order before
+ * elastic_manager_start.  Returns ELASTIC_ERR_EXISTS, _INVAL or _STATE. */
+int elastic_register_value (elastic_manager_t *m,
+                            const char *name,
+                            void *data,
+                            size_t size,
+                            elastic_error_t *err);
+
+/* Register an array distributed in blocks along its first dimension:
+ * elem_size bytes per element (e.g. one grid row), count elements on this
+ * rank at data (blocks may be uneven; 0 and NULL on a spare).  The global
+ * order is the order of the working ranks.  Errors as for values. */
+int elastic_register_array (elastic_manager_t *m,
+                            const char *name,
+                            void *data,
+                            size_t elem_size,
+                            uint64_t count,
+                            elastic_error_t *err);
+
+/* Register (or, with the same name, update) an opaque per-rank blob of any
+ * size: saved as it is at each snapshot, fetched by old rank after a world
+ * change (elastic_blob_fetch).  New names only before start. */
+int elastic_register_blob (elastic_manager_t *m,
+                           const char *name,
+                           const void *data,
+                           size_t size,
+                           elastic_error_t *err);
+
+/* Start elastic operation (collective over all ranks, after registration):
+ * checks that all ranks registered the same state and sets the handler used
+ * by recoveries started inside library calls.  On a working rank returns at
+ * once with *active = 1.  On a spare, sleeps until it joins the working world
+ * (then its state is restored, handler has run, *active = 1) or the job ends
+ * (*active = 0: call destroy and exit).  Final errors as for
+ * elastic_maybe_reshard_down. */
+int elastic_manager_start (elastic_manager_t *m,
+                           elastic_handler_f handler,
+                           void *arg,
+                           int *active,
+                           elastic_error_t *err);
+
+/* The working communicator (MPI_COMM_NULL on an idle spare).  Owned by the
+ * library and replaced at each world change. */
+MPI_Comm elastic_manager_comm (const elastic_manager_t *m);
+
+/* Fill *info.  Returns ELASTIC_ERR_INVAL on NULL arguments. */
+int elastic_manager_info (const elastic_manager_t *m, elastic_info_t *info);
+
+/* Receive every event line (NULL: stop).  Never fails. */
+void elastic_manager_set_event_callback (elastic_manager_t *m, elastic_event_f cb, void *arg);
+
+/* Call at the top of every step (collective over the working ranks): every
+ * snapshot_period steps copy the registered state to L1 and L2 and commit it
+ * once every rank has it.  If a process dies meanwhile, recovers in place
+ * (previous snapshot, handler from start) and returns ELASTIC_OK with the
+ * state rolled back.  Final errors as for elastic_maybe_reshard_down. */
+int elastic_maybe_snapshot (elastic_manager_t *m, int64_t step, elastic_error_t *err);
+
+/* Pass the error of a failed MPI call.  MPI_SUCCESS: ELASTIC_OK.  A process
+ * failure (MPIX_ERR_PROC_FAILED, _PROC_FAILED_PENDING, _REVOKED by class):
+ * repair (revoke, agree, shrink, spares or re-shard, restore, handler,
+ * retried up to max_reshard_retry_count) and return ELASTIC_OK once every
+ * rank has the same step, membership and communicator.  Any other error:
+ * ELASTIC_ERR_MPI, nothing touched, err quoting MPI's message (the caller
+ * still holds its code).  Final: ELASTIC_ERR_RELAUNCH (too many events, below
+ * min_world_size, a rank and its buddy lost, retries exhausted) or
+ * ELASTIC_ERR_NO_ULFM; exit with elastic_exit_code(). */
+int elastic_maybe_reshard_down (elastic_manager_t *m,
+                                int mpi_err,
+                                elastic_handler_f handler,
+                                void *arg,
+                                elastic_error_t *err);
+
+/* Call every step (collective over the working ranks): every
+ * reshard_check_period steps, if the working world is smaller than at
+ * creation and idle spares exist, snapshot, grow, re-shard and call the
+ * handler (*resharded = 1).  Otherwise returns at once without communicating
+ * (*resharded = 0).  resharded may be NULL.  Errors as for maybe_snapshot. */
+int elastic_maybe_reshard_up (elastic_manager_t *m,
+                              int64_t step,
+                              elastic_handler_f handler,
+                              void *arg,
+                              int *resharded,
+                              elastic_error_t *err);
+
+/* This rank's block of array name in the current layout (inside a handler:
+ * the new one): first global element, element count, global count (each may
+ * be NULL).  Returns ELASTIC_ERR_NOT_FOUND for an unknown name. */
+int elastic_array_block (const elastic_manager_t *m,
+                         const char *name,
+                         uint64_t *offset,
+                         uint64_t *count,
+                         uint64_t *global_count);
+
+/* Inside a handler: copy this rank's restored block of array name into buf
+ * (count elements, as elastic_array_block says) and register buf as the
+ * array's storage.  Returns ELASTIC_ERR_STATE outside a handler,
+ * ELASTIC_ERR_INVAL on a wrong count. */
+int elastic_array_restore (elastic_manager_t *m,
+                           const char *name,
+                           void *buf,
+                           uint64_t count,
+                           elastic_error_t *err);
+
+/* Inside a handler, collective over the new working communicator: fetch the
+ * blob name that old rank old_rank saved in the snapshot being restored,
+ * from wherever it lives (its L1 or its buddy's L2).  Each rank asks for any
+ * number of old ranks (n may be 0); bufs[i] is malloc'ed (caller frees) and
+ * sizes[i] set.  Returns ELASTIC_ERR_NOT_FOUND (name, old rank),
+ * ELASTIC_ERR_PROC_FAILED (return non-zero from the handler). */
+int elastic_blob_fetch (elastic_manager_t *m,
+                        const char *name,
+                        int n,
+                        const int *old_ranks,
+                        void **bufs,
+                        size_t *sizes,
+                        elastic_error_t *err);
+
+/* The process exit code for a manager result: 0 for ELASTIC_OK,
+ * ELASTIC_EXIT_RELAUNCH for ELASTIC_ERR_RELAUNCH and ELASTIC_ERR_NO_ULFM,
+ * 1 otherwise.  After an error that all the ranks agreed on (a final error,
+ * an invalid configuration at creation), only one of them, the lowest
+ * surviving rank, gets the non-zero code and the others 0, so that the job
+ * ends with that code: with Open MPI 5's mpirun (--with-ft ulfm), several
+ * ranks exiting non-zero at once sometimes hang or crash mpirun itself.
+ * Never fails. */
+int elastic_exit_code (int rc);
+
+#endif /* manager API */
 
 #ifdef __cplusplus
 }

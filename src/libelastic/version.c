@@ -44,6 +44,8 @@ const char *elastic_strerror (int code)
             return "invalid in the current state";
         case ELASTIC_ERR_UNSUPPORTED:
             return "not supported by this build";
+        case ELASTIC_ERR_PROC_FAILED:
+            return "a process failed";
     }
     return "unknown error code";
 }

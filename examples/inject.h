@@ -1,0 +1,136 @@
+/* inject.h - failure injection shared by the examples (for tests and demos)
+ *
+ *   --fail RANK:STEP[:WHERE]   (repeatable) the process of original rank RANK
+ *                              (its MPI_COMM_WORLD rank) kills itself with a
+ *                              real SIGKILL:
+ *     step      during step STEP, before its communication (default);
+ *     snapshot  inside the library's snapshot of step STEP;
+ *     recovery  inside the first recovery that starts at step >= STEP.
+ *
+ *   --fail-rank RANK --fail-step STEP   the same as --fail RANK:STEP (pairs)
+ *
+ * "snapshot" and "recovery" are handed to libelastic through its test hook,
+ * the ELASTIC_TEST_KILL environment variable, before the manager is created.
+ */
+#ifndef EXAMPLES_INJECT_H
+#define EXAMPLES_INJECT_H
+
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define INJECT_MAX 64
+
+struct inject {
+    long pending_rank, pending_step; /* --fail-rank / --fail-step halves (-1: none) */
+    int n;
+    int rank[INJECT_MAX];
+    long long step[INJECT_MAX];
+    char hook[1024]; /* ELASTIC_TEST_KILL entries */
+};
+
+static inline void inject_init (struct inject *in)
+{
+    memset (in, 0, sizeof (*in));
+    in->pending_rank = in->pending_step = -1;
+}
+
+/* A --fail-rank or --fail-step left without its other half. */
+static inline int inject_check (const struct inject *in, const char *prog)
+{
+    if (in->pending_rank >= 0 || in->pending_step >= 0) {
+        fprintf (stderr, "%s: --fail-rank and --fail-step go in pairs\n", prog);
+        return -1;
+    }
+    return 0;
+}
+
+/* Parse one --fail argument; returns -1 with a message on stderr. */
+static inline int inject_parse (struct inject *in, const char *prog, const char *arg)
+{
+    char where[32] = "step", extra;
+    long rank;
+    long long step;
+    int n = sscanf (arg, "%ld:%lld:%31[a-z]%c", &rank, &step, where, &extra);
+
+    if (!(n == 2 || n == 3) || rank < 0 || step < 0) {
+        fprintf (stderr,
+                 "%s: --fail: '%s' is invalid (expected RANK:STEP[:WHERE], WHERE step, "
+                 "snapshot or recovery)\n",
+                 prog,
+                 arg);
+        return -1;
+    }
+    if (!strcmp (where, "step")) {
+        if (in->n == INJECT_MAX) {
+            fprintf (stderr, "%s: --fail: more than %d failures\n", prog, INJECT_MAX);
+            return -1;
+        }
+        in->rank[in->n] = (int)rank;
+        in->step[in->n++] = step;
+        return 0;
+    }
+    if (strcmp (where, "snapshot") && strcmp (where, "recovery")) {
+        fprintf (stderr,
+                 "%s: --fail: '%s' is invalid (expected WHERE step, snapshot or recovery)\n",
+                 prog,
+                 where);
+        return -1;
+    }
+    size_t len = strlen (in->hook);
+    snprintf (in->hook + len,
+              sizeof (in->hook) - len,
+              "%s%ld:%lld:%s",
+              len ? "," : "",
+              rank,
+              step,
+              where);
+    return 0;
+}
+
+/* Parse --fail-rank (which 'r') or --fail-step (which 's'): a failure is
+ * added when both halves are there.  Returns -1 with a message. */
+static inline int inject_parse_half (struct inject *in, const char *prog, int which, const char *arg)
+{
+    char *end, spec[64];
+    long v = strtol (arg ? arg : "", &end, 10);
+
+    if (!arg || *arg == '\0' || *end != '\0' || v < 0) {
+        fprintf (stderr, "%s: --fail-%s: '%s' is invalid (expected an integer >= 0)\n", prog,
+                 which == 'r' ? "rank" : "step", arg ? arg : "");
+        return -1;
+    }
+    if (which == 'r')
+        in->pending_rank = v;
+    else
+        in->pending_step = v;
+    if (in->pending_rank < 0 || in->pending_step < 0)
+        return 0;
+    snprintf (spec, sizeof (spec), "%ld:%ld", in->pending_rank, in->pending_step);
+    in->pending_rank = in->pending_step = -1;
+    return inject_parse (in, prog, spec);
+}
+
+/* Hand the snapshot/recovery failures to libelastic (before create). */
+static inline void inject_setenv (const struct inject *in)
+{
+    if (in->hook[0])
+        setenv ("ELASTIC_TEST_KILL", in->hook, 1);
+}
+
+/* Kill this process if it is to fail during this step. */
+static inline void inject_step (const struct inject *in, int world_rank, int64_t step)
+{
+    for (int i = 0; i < in->n; i++) {
+        if (in->rank[i] == world_rank && in->step[i] == step) {
+            fprintf (stderr, "rank %d: injected failure at step %lld (SIGKILL)\n", world_rank, (long long)step);
+            fflush (stderr);
+            kill (getpid (), SIGKILL);
+        }
+    }
+}
+
+#endif /* EXAMPLES_INJECT_H */

@@ -1,0 +1,135 @@
+/* event.c - one JSON line per world change or final error */
+#if HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "event.h"
+#include "log.h"
+#include "manager.h"
+
+struct sbuf {
+    char *p;
+    size_t size, len;
+    int overflow;
+};
+
+static void put (struct sbuf *b, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
+
+static void put (struct sbuf *b, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    if (b->overflow)
+        return;
+    va_start (ap, fmt);
+    n = vsnprintf (b->p + b->len, b->size - b->len, fmt, ap);
+    va_end (ap);
+    if (n < 0 || (size_t)n >= b->size - b->len)
+        b->overflow = 1;
+    else
+        b->len += n;
+}
+
+static void put_string (struct sbuf *b, const char *s)
+{
+    put (b, "\"");
+    for (; s && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            put (b, "\\%c", c);
+        else if (c == '\n')
+            put (b, "\\n");
+        else if (c == '\r')
+            put (b, "\\r");
+        else if (c == '\t')
+            put (b, "\\t");
+        else if (c < 0x20 || c == 0x7f)
+            put (b, "\\u%04x", c);
+        else
+            put (b, "%c", c);
+    }
+    put (b, "\"");
+}
+
+static void put_ints (struct sbuf *b, const char *key, const int *v, int n)
+{
+    put (b, ",\"%s\":[", key);
+    for (int i = 0; i < n; i++)
+        put (b, "%s%d", i ? "," : "", v[i]);
+    put (b, "]");
+}
+
+static void put_ms (struct sbuf *b, const char *key, double seconds)
+{
+    put (b, ",\"%s\":%.3f", key, seconds * 1e3);
+}
+
+int event_format (const struct event_rec *e, char *buf, size_t size)
+{
+    struct sbuf b = {buf, size, 0, 0};
+    struct timeval tv;
+    struct tm tm;
+    char when[64];
+
+    put (&b, "{\"event\":");
+    put_string (&b, e->kind);
+    put (&b, ",\"step\":%lld,\"old_size\":%d,\"new_size\":%d", (long long)e->step, e->old_size, e->new_size);
+    put_ints (&b, "failed", e->failed, e->nfailed);
+    put_ints (&b, "spares_used", e->used, e->nused);
+    put (&b, ",\"attempts\":%d,\"handler_tries\":%d", e->attempts, e->handler_tries);
+    put_ms (&b, "t_detect_ms", e->t_detect);
+    put_ms (&b, "t_revoke_agree_ms", e->t_revoke_agree);
+    put_ms (&b, "t_shrink_ms", e->t_shrink);
+    put_ms (&b, "t_restore_ms", e->t_restore);
+    put_ms (&b, "t_handler_ms", e->t_handler);
+    put_ms (&b, "t_protect_ms", e->t_protect);
+    put_ms (&b, "t_total_ms", e->t_total);
+    if (e->error) {
+        put (&b, ",\"error\":");
+        put_string (&b, e->error);
+    }
+    put (&b, ",\"rank\":%d", e->rank);
+    gettimeofday (&tv, NULL);
+    gmtime_r (&tv.tv_sec, &tm);
+    strftime (when, sizeof (when), "%Y-%m-%dT%H:%M:%S", &tm);
+    put (&b, ",\"time\":\"%s.%03dZ\"}", when, (int)(tv.tv_usec / 1000));
+    return b.overflow ? -1 : (int)b.len;
+}
+
+void event_emit (struct elastic_manager *m, const struct event_rec *e, int write_file)
+{
+    char line[8192];
+    int n = event_format (e, line, sizeof (line) - 1);
+    int fd;
+
+    if (n < 0) {
+        /* too many failed ranks to list: keep the line valid JSON */
+        struct event_rec short_e = *e;
+        short_e.nfailed = e->nfailed > 64 ? 64 : e->nfailed;
+        short_e.nused = e->nused > 64 ? 64 : e->nused;
+        short_e.error = e->error ? "(message too long)" : NULL;
+        if ((n = event_format (&short_e, line, sizeof (line) - 1)) < 0)
+            return;
+    }
+    el_log (EL_INFO, "event: %s", line);
+    if (write_file && m->event_log) {
+        line[n] = '\n';
+        if ((fd = open (m->event_log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) < 0
+            || write (fd, line, n + 1) != n + 1)
+            el_log (EL_WARN, "event log %s: %s", m->event_log, strerror (errno));
+        if (fd >= 0)
+            close (fd);
+        line[n] = '\0';
+    }
+    if (m->event_cb)
+        m->event_cb (line, m->event_arg);
+}

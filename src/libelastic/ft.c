@@ -1,0 +1,200 @@
+/* ft.c - the ULFM operations libelastic uses, or stand-ins without ULFM */
+#if HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include <dlfcn.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <mpi.h>
+#if HAVE_ULFM
+#include <mpi-ext.h>
+#endif
+
+#include "ft.h"
+
+int ft_available (void)
+{
+#if HAVE_ULFM
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+int ft_is_failure (int mpi_err)
+{
+#if HAVE_ULFM
+    int eclass;
+
+    if (mpi_err == MPI_SUCCESS)
+        return 0;
+    if (MPI_Error_class (mpi_err, &eclass) != MPI_SUCCESS)
+        return 0;
+    return eclass == MPIX_ERR_PROC_FAILED || eclass == MPIX_ERR_PROC_FAILED_PENDING
+           || eclass == MPIX_ERR_REVOKED;
+#else
+    (void)mpi_err;
+    return 0;
+#endif
+}
+
+static int error_class (int mpi_err)
+{
+    int eclass = -1;
+    if (mpi_err == MPI_SUCCESS || MPI_Error_class (mpi_err, &eclass) != MPI_SUCCESS)
+        return -1;
+    return eclass;
+}
+
+int ft_is_revoked (int mpi_err)
+{
+#if HAVE_ULFM
+    return error_class (mpi_err) == MPIX_ERR_REVOKED;
+#else
+    (void)error_class;
+    (void)mpi_err;
+    return 0;
+#endif
+}
+
+int ft_is_proc_failed (int mpi_err)
+{
+#if HAVE_ULFM
+    int c = error_class (mpi_err);
+    return c == MPIX_ERR_PROC_FAILED || c == MPIX_ERR_PROC_FAILED_PENDING;
+#else
+    (void)mpi_err;
+    return 0;
+#endif
+}
+
+void ft_revoke (MPI_Comm comm)
+{
+#if HAVE_ULFM
+    if (comm != MPI_COMM_NULL)
+        MPIX_Comm_revoke (comm);
+#else
+    (void)comm;
+#endif
+}
+
+void ft_ack (MPI_Comm comm)
+{
+#if HAVE_ULFM
+    int size, n;
+
+    if (comm == MPI_COMM_NULL)
+        return;
+    MPI_Comm_size (comm, &size);
+    MPIX_Comm_ack_failed (comm, size, &n);
+#else
+    (void)comm;
+#endif
+}
+
+int ft_agree (MPI_Comm comm, int *flag)
+{
+#if HAVE_ULFM
+    return MPIX_Comm_agree (comm, flag);
+#else
+    int in = *flag;
+    return MPI_Allreduce (&in, flag, 1, MPI_INT, MPI_BAND, comm);
+#endif
+}
+
+int ft_agree_robust (MPI_Comm comm, int *flag)
+{
+#if HAVE_ULFM
+    int rc, eclass, f;
+
+    for (int tries = 0; tries < 1000; tries++) {
+        ft_ack (comm);
+        f = *flag;
+        rc = MPIX_Comm_agree (comm, &f);
+        if (rc == MPI_SUCCESS) {
+            *flag = f;
+            return MPI_SUCCESS;
+        }
+        MPI_Error_class (rc, &eclass);
+        if (eclass != MPIX_ERR_PROC_FAILED)
+            return rc;
+    }
+    return MPI_ERR_OTHER;
+#else
+    return ft_agree (comm, flag);
+#endif
+}
+
+int ft_shrink (MPI_Comm comm, MPI_Comm *out)
+{
+#if HAVE_ULFM
+    int rc = MPI_ERR_OTHER;
+
+    for (int tries = 0; tries < 100; tries++) {
+        if ((rc = MPIX_Comm_shrink (comm, out)) == MPI_SUCCESS) {
+            MPI_Comm_set_errhandler (*out, MPI_ERRORS_RETURN);
+            return MPI_SUCCESS;
+        }
+    }
+    return rc;
+#else
+    (void)comm;
+    (void)out;
+    return MPI_ERR_OTHER;
+#endif
+}
+
+int ft_waitall (int n, MPI_Request *reqs, MPI_Comm comm)
+{
+    int rc, first = MPI_SUCCESS;
+
+    if (n == 0)
+        return MPI_SUCCESS;
+    rc = MPI_Waitall (n, reqs, MPI_STATUSES_IGNORE);
+    if (rc == MPI_SUCCESS)
+        return MPI_SUCCESS;
+    first = rc;
+    ft_revoke (comm);
+    /* After the revoke every pending request completes (in error). */
+    for (int i = 0; i < n; i++) {
+        if (reqs[i] != MPI_REQUEST_NULL) {
+            rc = MPI_Wait (&reqs[i], MPI_STATUS_IGNORE);
+            if (reqs[i] != MPI_REQUEST_NULL) {
+                MPI_Request_free (&reqs[i]);
+                reqs[i] = MPI_REQUEST_NULL;
+            }
+        }
+    }
+    return first;
+}
+
+void ft_free (MPI_Comm *comm)
+{
+    if (comm && *comm != MPI_COMM_NULL && *comm != MPI_COMM_WORLD && *comm != MPI_COMM_SELF)
+        MPI_Comm_free (comm);
+    if (comm)
+        *comm = MPI_COMM_NULL;
+}
+
+void ft_skip_finalize_fence (void)
+{
+#if HAVE_ULFM && defined(OPEN_MPI) && OPEN_MPI
+    /* the variable behind the MCA parameter async_mpi_finalize */
+    bool *skip = dlsym (RTLD_DEFAULT, "ompi_async_mpi_finalize");
+    if (skip)
+        *skip = true;
+#endif
+}
+
+const char *ft_strerror (int mpi_err, char *buf, int size)
+{
+    char s[MPI_MAX_ERROR_STRING];
+    int len = 0, eclass = -1;
+
+    if (MPI_Error_string (mpi_err, s, &len) != MPI_SUCCESS)
+        snprintf (s, sizeof (s), "unknown MPI error");
+    MPI_Error_class (mpi_err, &eclass);
+    snprintf (buf, size, "MPI error %d (class %d): %s", mpi_err, eclass, s);
+    return buf;
+}

@@ -1,0 +1,607 @@
+/* manager.c - the elastic manager: creation, registration, the maybe_* calls
+ *
+ * The heavy lifting is elsewhere: snapshot.c (L1/L2), recover.c (world
+ * events), restore.c (re-sharding).  This file holds the public entry
+ * points, the spares' waiting loop and the end of the job.
+ */
+#if HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <mpi.h>
+
+#include "event.h"
+#include "ft.h"
+#include "layout.h"
+#include "log.h"
+#include "manager.h"
+#include "registry.h"
+#include "snapshot.h"
+#include "testhook.h"
+
+/* How long an idle spare sleeps between looks at its wake-up request. */
+#define SPARE_POLL_NS 10000000L
+
+double mgr_now (void)
+{
+    struct timespec ts;
+    clock_gettime (CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int mgr_err (elastic_error_t *err, int code, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (err) {
+        va_start (ap, fmt);
+        vsnprintf (err->text, sizeof (err->text), fmt, ap);
+        va_end (ap);
+    }
+    return code;
+}
+
+int mgr_slot_of (const struct elastic_manager *m, int r)
+{
+    for (int j = 0; j < m->nwork; j++)
+        if (m->slot[j] == r)
+            return j;
+    return -1;
+}
+
+int mgr_gather_layout (struct elastic_manager *m)
+{
+    int na = m->reg->na, rc;
+    uint64_t *row;
+
+    if (na == 0 || m->work == MPI_COMM_NULL)
+        return MPI_SUCCESS;
+    if (!(row = malloc (na * sizeof (uint64_t))))
+        return MPI_ERR_NO_MEM;
+    for (int a = 0; a < na; a++)
+        row[a] = m->reg->a[a].count;
+    rc = MPI_Allgather (row, na, MPI_UINT64_T, m->layout, na, MPI_UINT64_T, m->work);
+    free (row);
+    return rc;
+}
+
+void elastic_manager_destroy (elastic_manager_t *m)
+{
+    int saved = errno;
+
+    if (!m)
+        return;
+    if (m->started && !m->finished && m->myslot >= 0) {
+        /* the end of the job: wake the idle spares and agree with them, so
+         * that every live process leaves together */
+        if (ft_available ()) {
+            enum event_outcome outcome;
+            elastic_error_t e;
+            event_run (m, WHY_DONE, NULL, NULL, &outcome, &e);
+        }
+        else if (m->myslot == 0) {
+            int done = 0;
+            for (int i = 0; i < m->nspare; i++)
+                MPI_Send (&done, 1, MPI_INT, m->spare[i], TAG_WAKE, m->world);
+        }
+    }
+    ft_free (&m->work);
+    ft_free (&m->world);
+    if (m->started && ft_available ())
+        ft_skip_finalize_fence ();
+    if (m->orig_group != MPI_GROUP_NULL && m->orig_group != 0)
+        MPI_Group_free (&m->orig_group);
+    registry_destroy (m->reg);
+    snapstore_destroy (m->store);
+    testhook_destroy (m->hooks);
+    free (m->slot);
+    free (m->spare);
+    free (m->buddy);
+    free (m->layout);
+    free (m->snapshot_dir);
+    free (m->event_log);
+    free (m);
+    errno = saved;
+}
+
+int elastic_manager_create (MPI_Comm comm,
+                            const elastic_config_t *cfg,
+                            elastic_manager_t **mp,
+                            elastic_error_t *err)
+{
+    struct elastic_manager *m = NULL;
+    int initialized = 0, n, rank, rc, bad, anybad;
+    elastic_error_t local;
+
+    if (!err)
+        err = &local;
+    err->text[0] = '\0';
+    if (!mp)
+        return mgr_err (err, ELASTIC_ERR_INVAL, "elastic_manager_create: mp is NULL");
+    *mp = NULL;
+    MPI_Initialized (&initialized);
+    if (!initialized)
+        return mgr_err (err, ELASTIC_ERR_STATE, "elastic_manager_create: MPI is not initialized");
+    if (comm == MPI_COMM_NULL)
+        return mgr_err (err, ELASTIC_ERR_INVAL, "elastic_manager_create: comm is MPI_COMM_NULL");
+    MPI_Comm_size (comm, &n);
+    MPI_Comm_rank (comm, &rank);
+    el_log_set_rank (rank);
+    if (!(m = calloc (1, sizeof (*m))))
+        return mgr_err (err, ELASTIC_ERR_NOMEM, "elastic_manager_create: out of memory");
+    m->orig_group = MPI_GROUP_NULL;
+    m->world = MPI_COMM_NULL;
+    m->work = MPI_COMM_NULL;
+    if (cfg)
+        m->cfg = *cfg;
+    else
+        elastic_config_init (&m->cfg);
+    rc = elastic_config_from_env (&m->cfg, err);
+    if (rc == ELASTIC_OK)
+        rc = elastic_config_validate (&m->cfg, n, err);
+    if (rc == ELASTIC_OK)
+        rc = testhook_create (getenv ("ELASTIC_TEST_KILL"), &m->hooks, err);
+    /* every rank must fail together, or the others would wait for it */
+    bad = rc;
+    if (MPI_Allreduce (&bad, &anybad, 1, MPI_INT, MPI_MAX, comm) != MPI_SUCCESS) {
+        rc = mgr_err (err, ELASTIC_ERR_MPI, "elastic_manager_create: MPI_Allreduce failed");
+        goto error;
+    }
+    if (rc == ELASTIC_OK && anybad != ELASTIC_OK)
+        rc = mgr_err (err, anybad, "elastic_manager_create: invalid configuration on another rank");
+    if (rc != ELASTIC_OK) {
+        mgr_set_agreed_error (rc, rank == 0);
+        goto error;
+    }
+    rc = ELASTIC_ERR_NOMEM;
+    if (!(m->snapshot_dir = strdup (m->cfg.snapshot_dir))
+        || (m->cfg.event_log && !(m->event_log = strdup (m->cfg.event_log))))
+        goto nomem;
+    m->cfg.snapshot_dir = m->snapshot_dir;
+    m->cfg.event_log = m->event_log;
+    if (!(m->slot = calloc (n, sizeof (int))) || !(m->spare = calloc (n, sizeof (int)))
+        || !(m->buddy = calloc (n, sizeof (int))) || !(m->reg = registry_create ())
+        || !(m->store = snapstore_create (m->cfg.snapshot_buffer_size)))
+        goto nomem;
+    if (MPI_Comm_dup (comm, &m->world) != MPI_SUCCESS) {
+        m->world = MPI_COMM_NULL;
+        rc = mgr_err (err, ELASTIC_ERR_MPI, "elastic_manager_create: MPI_Comm_dup failed");
+        goto error;
+    }
+    MPI_Comm_set_errhandler (m->world, MPI_ERRORS_RETURN);
+    MPI_Comm_group (m->world, &m->orig_group);
+    m->norig = n;
+    m->me = rank;
+    m->orig_nwork = m->nwork = n - m->cfg.spare_ranks;
+    for (int j = 0; j < m->nwork; j++)
+        m->slot[j] = j;
+    m->nspare = m->cfg.spare_ranks;
+    for (int i = 0; i < m->nspare; i++)
+        m->spare[i] = m->nwork + i;
+    m->myslot = rank < m->nwork ? rank : -1;
+    m->step = -1;
+    if (MPI_Comm_split (m->world, m->myslot >= 0 ? 0 : MPI_UNDEFINED, rank, &m->work) != MPI_SUCCESS) {
+        m->work = MPI_COMM_NULL;
+        rc = mgr_err (err, ELASTIC_ERR_MPI, "elastic_manager_create: MPI_Comm_split failed");
+        goto error;
+    }
+    if (m->work != MPI_COMM_NULL)
+        MPI_Comm_set_errhandler (m->work, MPI_ERRORS_RETURN);
+    if (!ft_available () && rank == 0)
+        el_log (EL_WARN,
+                "this MPI has no ULFM: relaunch-only mode (a failure ends the job with exit "
+                "code %d)%s",
+                ELASTIC_EXIT_RELAUNCH,
+                m->nspare > 0 ? "; spare ranks stay idle" : "");
+    el_log (EL_DEBUG,
+            "manager: %d ranks, %d working, %d spares, snapshot every %d steps",
+            n,
+            m->nwork,
+            m->nspare,
+            m->cfg.snapshot_period);
+    *mp = m;
+    return ELASTIC_OK;
+nomem:
+    rc = mgr_err (err, ELASTIC_ERR_NOMEM, "elastic_manager_create: out of memory");
+error:
+    elastic_manager_destroy (m);
+    return rc;
+}
+
+static int check_registering (elastic_manager_t *m, elastic_error_t *err)
+{
+    if (!m)
+        return mgr_err (err, ELASTIC_ERR_INVAL, "manager is NULL");
+    return ELASTIC_OK;
+}
+
+int elastic_register_value (elastic_manager_t *m, const char *name, void *data, size_t size, elastic_error_t *err)
+{
+    int rc = check_registering (m, err);
+    return rc ? rc : registry_add_value (m->reg, name, data, size, err);
+}
+
+int elastic_register_array (elastic_manager_t *m,
+                            const char *name,
+                            void *data,
+                            size_t elem_size,
+                            uint64_t count,
+                            elastic_error_t *err)
+{
+    int rc = check_registering (m, err);
+    return rc ? rc : registry_add_array (m->reg, name, data, elem_size, count, err);
+}
+
+int elastic_register_blob (elastic_manager_t *m, const char *name, const void *data, size_t size, elastic_error_t *err)
+{
+    int rc = check_registering (m, err);
+    return rc ? rc : registry_set_blob (m->reg, name, data, size, err);
+}
+
+/* An idle spare: sleep until a world event needs it (the revoke of the
+ * world completes the receive posted here with MPIX_ERR_REVOKED), or until
+ * the job ends. */
+static int spare_wait (elastic_manager_t *m, int *active, elastic_error_t *err)
+{
+    struct timespec nap = {0, SPARE_POLL_NS};
+    enum event_outcome outcome;
+    char ebuf[256];
+    int rc;
+
+    for (;;) {
+        MPI_Request req = MPI_REQUEST_NULL;
+        int msg = -1, flag = 0, wake = 0;
+
+        rc = MPI_Irecv (&msg, 1, MPI_INT, MPI_ANY_SOURCE, TAG_WAKE, m->world, &req);
+        if (rc != MPI_SUCCESS) {
+            if (!ft_is_failure (rc))
+                return mgr_err (err, ELASTIC_ERR_MPI, "spare: %s", ft_strerror (rc, ebuf, sizeof (ebuf)));
+            wake = 1;
+        }
+        while (!wake) {
+            rc = MPI_Test (&req, &flag, MPI_STATUS_IGNORE);
+            if (rc == MPI_SUCCESS && flag) {
+                /* relaunch-only mode: the end of the job */
+                m->finished = 1;
+                *active = 0;
+                return ELASTIC_OK;
+            }
+            if (rc != MPI_SUCCESS) {
+                if (ft_is_proc_failed (rc)) {
+                    /* a death alone does not concern a spare: the workers
+                     * revoke the world when they need it */
+                    ft_ack (m->world);
+                    if (req == MPI_REQUEST_NULL)
+                        break;
+                    continue;
+                }
+                if (ft_is_revoked (rc)) {
+                    wake = 1;
+                    break;
+                }
+                if (req != MPI_REQUEST_NULL)
+                    MPI_Request_free (&req);
+                return mgr_err (err, ELASTIC_ERR_MPI, "spare: %s", ft_strerror (rc, ebuf, sizeof (ebuf)));
+            }
+            nanosleep (&nap, NULL);
+        }
+        if (req != MPI_REQUEST_NULL) {
+            MPI_Cancel (&req);
+            MPI_Request_free (&req);
+        }
+        if (!wake)
+            continue;
+        if ((rc = event_run (m, WHY_SPARE, m->handler, m->handler_arg, &outcome, err)) != ELASTIC_OK) {
+            m->fatal_rc = rc;
+            return rc;
+        }
+        if (outcome == EV_WORKING) {
+            *active = 1;
+            return ELASTIC_OK;
+        }
+        if (outcome == EV_DONE) {
+            *active = 0;
+            return ELASTIC_OK;
+        }
+    }
+}
+
+int elastic_manager_start (elastic_manager_t *m,
+                           elastic_handler_f handler,
+                           void *arg,
+                           int *active,
+                           elastic_error_t *err)
+{
+    uint64_t sig[2], res[2];
+    int rc;
+    char ebuf[256];
+
+    if (!m || !active)
+        return mgr_err (err, ELASTIC_ERR_INVAL, "elastic_manager_start: invalid arguments");
+    *active = 0;
+    if (m->started)
+        return mgr_err (err, ELASTIC_ERR_STATE, "elastic_manager_start: already started");
+    m->handler = handler;
+    m->handler_arg = arg;
+    m->reg->frozen = 1;
+    if (!(m->layout = calloc ((size_t)m->norig * (m->reg->na > 0 ? m->reg->na : 1), sizeof (uint64_t))))
+        return mgr_err (err, ELASTIC_ERR_NOMEM, "elastic_manager_start: out of memory");
+    /* same registrations everywhere: compare min and max of a signature */
+    sig[0] = registry_signature (m->reg);
+    sig[1] = ~sig[0];
+    if ((rc = MPI_Allreduce (sig, res, 2, MPI_UINT64_T, MPI_MIN, m->world)) != MPI_SUCCESS)
+        goto mpi_error;
+    if (res[0] != sig[0] || res[1] != sig[1]) {
+        return mgr_err (err,
+                        ELASTIC_ERR_INVAL,
+                        "elastic_manager_start: ranks registered different state (every rank, "
+                        "spares included, must register the same names and sizes in the same "
+                        "order)");
+    }
+    if ((rc = mgr_gather_layout (m)) != MPI_SUCCESS)
+        goto mpi_error;
+    m->started = 1;
+    m->t_progress = mgr_now ();
+    if (m->myslot >= 0) {
+        *active = 1;
+        return ELASTIC_OK;
+    }
+    return spare_wait (m, active, err);
+mpi_error:
+    if (ft_is_failure (rc))
+        return mgr_err (err,
+                        ELASTIC_ERR_RELAUNCH,
+                        "elastic_manager_start: a process failed before the first snapshot: %s; "
+                        "relaunch needed",
+                        ft_strerror (rc, ebuf, sizeof (ebuf)));
+    return mgr_err (err, ELASTIC_ERR_MPI, "elastic_manager_start: %s", ft_strerror (rc, ebuf, sizeof (ebuf)));
+}
+
+MPI_Comm elastic_manager_comm (const elastic_manager_t *m)
+{
+    return m ? m->work : MPI_COMM_NULL;
+}
+
+int elastic_manager_info (const elastic_manager_t *m, elastic_info_t *info)
+{
+    const struct snapmeta *sm;
+
+    if (!m || !info)
+        return ELASTIC_ERR_INVAL;
+    sm = snapstore_meta (m->store);
+    info->rank = m->myslot;
+    info->size = m->nwork;
+    info->is_spare = m->myslot < 0;
+    info->original_rank = m->me;
+    info->original_size = m->orig_nwork;
+    info->idle_spares = m->nspare;
+    info->events = m->events;
+    info->generation = m->generation;
+    info->snapshot_step = sm->step;
+    info->old_size = sm->n;
+    return ELASTIC_OK;
+}
+
+void elastic_manager_set_event_callback (elastic_manager_t *m, elastic_event_f cb, void *arg)
+{
+    if (m) {
+        m->event_cb = cb;
+        m->event_arg = arg;
+    }
+}
+
+static int check_working (elastic_manager_t *m, const char *fn, elastic_error_t *err)
+{
+    if (!m)
+        return mgr_err (err, ELASTIC_ERR_INVAL, "%s: manager is NULL", fn);
+    if (m->finished)
+        return mgr_err (err,
+                        m->fatal_rc ? m->fatal_rc : ELASTIC_ERR_STATE,
+                        "%s: the manager has ended (after a final error or the end of the job)",
+                        fn);
+    if (!m->started)
+        return mgr_err (err, ELASTIC_ERR_STATE, "%s: call elastic_manager_start first", fn);
+    if (m->myslot < 0)
+        return mgr_err (err, ELASTIC_ERR_STATE, "%s: not a working rank", fn);
+    return ELASTIC_OK;
+}
+
+/* After a process failure seen inside the library: repair with the handler
+ * given to start (or to the last maybe_reshard call). */
+static int recover_inside (elastic_manager_t *m, elastic_error_t *err)
+{
+    enum event_outcome outcome;
+    int rc = event_run (m, WHY_FAILURE, m->handler, m->handler_arg, &outcome, err);
+    if (rc != ELASTIC_OK)
+        m->fatal_rc = rc;
+    return rc;
+}
+
+int elastic_maybe_snapshot (elastic_manager_t *m, int64_t step, elastic_error_t *err)
+{
+    int rc;
+
+    if ((rc = check_working (m, "elastic_maybe_snapshot", err)) != ELASTIC_OK)
+        return rc;
+    if (step < 0)
+        return mgr_err (err, ELASTIC_ERR_INVAL, "elastic_maybe_snapshot: step %lld is invalid (expected >= 0)", (long long)step);
+    elastic_progress (step);
+    m->t_progress = mgr_now ();
+    m->step = step;
+    if (step % m->cfg.snapshot_period != 0 || snapstore_meta (m->store)->step == step)
+        return ELASTIC_OK;
+    rc = snapshot_take (m, step, err);
+    if (rc == ELASTIC_ERR_PROC_FAILED) {
+        el_log (EL_INFO, "a process failed during the snapshot of step %lld: recovering", (long long)step);
+        return recover_inside (m, err);
+    }
+    return rc;
+}
+
+int elastic_maybe_reshard_down (elastic_manager_t *m,
+                                int mpi_err,
+                                elastic_handler_f handler,
+                                void *arg,
+                                elastic_error_t *err)
+{
+    enum event_outcome outcome;
+    char ebuf[256];
+    int rc;
+
+    if (mpi_err == MPI_SUCCESS)
+        return ELASTIC_OK;
+    if ((rc = check_working (m, "elastic_maybe_reshard_down", err)) != ELASTIC_OK)
+        return rc;
+    if (!ft_available ()) {
+        m->fatal_rc = ELASTIC_ERR_NO_ULFM;
+        return mgr_err (err,
+                        ELASTIC_ERR_NO_ULFM,
+                        "%s cannot be recovered in place: this MPI has no ULFM; relaunch needed",
+                        ft_strerror (mpi_err, ebuf, sizeof (ebuf)));
+    }
+    if (!ft_is_failure (mpi_err))
+        return mgr_err (err,
+                        ELASTIC_ERR_MPI,
+                        "not a process failure, returned unchanged: %s",
+                        ft_strerror (mpi_err, ebuf, sizeof (ebuf)));
+    if (handler) {
+        m->handler = handler;
+        m->handler_arg = arg;
+    }
+    el_log (EL_INFO, "step %lld: %s: recovering", (long long)m->step, ft_strerror (mpi_err, ebuf, sizeof (ebuf)));
+    rc = event_run (m, WHY_FAILURE, m->handler, m->handler_arg, &outcome, err);
+    if (rc != ELASTIC_OK)
+        m->fatal_rc = rc;
+    return rc;
+}
+
+int elastic_maybe_reshard_up (elastic_manager_t *m,
+                              int64_t step,
+                              elastic_handler_f handler,
+                              void *arg,
+                              int *resharded,
+                              elastic_error_t *err)
+{
+    enum event_outcome outcome;
+    int rc;
+
+    if (resharded)
+        *resharded = 0;
+    if ((rc = check_working (m, "elastic_maybe_reshard_up", err)) != ELASTIC_OK)
+        return rc;
+    if (step < 0)
+        return mgr_err (err, ELASTIC_ERR_INVAL, "elastic_maybe_reshard_up: step %lld is invalid (expected >= 0)", (long long)step);
+    if (step % m->cfg.reshard_check_period != 0 || m->nwork >= m->orig_nwork || m->nspare == 0
+        || !ft_available ())
+        return ELASTIC_OK;
+    if (handler) {
+        m->handler = handler;
+        m->handler_arg = arg;
+    }
+    m->t_progress = mgr_now ();
+    m->step = step;
+    if (snapstore_meta (m->store)->step != step) {
+        rc = snapshot_take (m, step, err);
+        if (rc == ELASTIC_ERR_PROC_FAILED) {
+            if (resharded)
+                *resharded = 1;
+            return recover_inside (m, err);
+        }
+        if (rc != ELASTIC_OK)
+            return rc;
+    }
+    el_log (EL_INFO, "step %lld: %d idle spares, working world %d < %d: growing", (long long)step,
+            m->nspare, m->nwork, m->orig_nwork);
+    rc = event_run (m, WHY_GROW, m->handler, m->handler_arg, &outcome, err);
+    if (rc != ELASTIC_OK)
+        m->fatal_rc = rc;
+    else if (resharded)
+        *resharded = 1;
+    return rc;
+}
+
+int elastic_array_block (const elastic_manager_t *m,
+                         const char *name,
+                         uint64_t *offset,
+                         uint64_t *count,
+                         uint64_t *global_count)
+{
+    int a, na;
+    uint64_t off = 0, all = 0;
+
+    if (!m)
+        return ELASTIC_ERR_INVAL;
+    if ((a = registry_find_array (m->reg, name)) < 0)
+        return ELASTIC_ERR_NOT_FOUND;
+    if (!m->layout)
+        return ELASTIC_ERR_STATE;
+    na = m->reg->na;
+    for (int j = 0; j < m->nwork; j++) {
+        if (j < m->myslot)
+            off += m->layout[(size_t)j * na + a];
+        all += m->layout[(size_t)j * na + a];
+    }
+    if (offset)
+        *offset = m->myslot >= 0 ? off : 0;
+    if (count)
+        *count = m->myslot >= 0 ? m->layout[(size_t)m->myslot * na + a] : 0;
+    if (global_count)
+        *global_count = all;
+    return ELASTIC_OK;
+}
+
+int elastic_array_restore (elastic_manager_t *m, const char *name, void *buf, uint64_t count, elastic_error_t *err)
+{
+    struct reg_array *ra;
+    int a;
+
+    if (!m)
+        return mgr_err (err, ELASTIC_ERR_INVAL, "elastic_array_restore: manager is NULL");
+    if (!m->in_handler)
+        return mgr_err (err, ELASTIC_ERR_STATE, "elastic_array_restore: only inside a handler");
+    if ((a = registry_find_array (m->reg, name)) < 0)
+        return mgr_err (err, ELASTIC_ERR_NOT_FOUND, "elastic_array_restore: no array '%s'", name ? name : "");
+    ra = &m->reg->a[a];
+    if (count != ra->rcount)
+        return mgr_err (err,
+                        ELASTIC_ERR_INVAL,
+                        "elastic_array_restore: array '%s': count %llu is invalid (expected %llu, "
+                        "this rank's new block)",
+                        name,
+                        (unsigned long long)count,
+                        (unsigned long long)ra->rcount);
+    if (count > 0 && !buf)
+        return mgr_err (err, ELASTIC_ERR_INVAL, "elastic_array_restore: array '%s': buf is NULL", name);
+    if (count > 0)
+        memcpy (buf, ra->rbuf, count * ra->elem_size);
+    ra->data = buf;
+    ra->count = count;
+    ra->restored = 1;
+    return ELASTIC_OK;
+}
+
+/* The last error every rank agreed on, and whether this process reports it */
+static int agreed_rc = ELASTIC_OK;
+static int agreed_reporter = 1;
+
+void mgr_set_agreed_error (int rc, int reporter)
+{
+    agreed_rc = rc;
+    agreed_reporter = reporter ? 1 : 0;
+}
+
+int elastic_exit_code (int rc)
+{
+    if (rc == ELASTIC_OK)
+        return 0;
+    if (rc == agreed_rc && !agreed_reporter)
+        return 0; /* the lowest survivor exits with the code for the job */
+    if (rc == ELASTIC_ERR_RELAUNCH || rc == ELASTIC_ERR_NO_ULFM)
+        return ELASTIC_EXIT_RELAUNCH;
+    return 1;
+}

@@ -1,0 +1,675 @@
+/* recover.c - world events: repair after failures, growth, the end of the job
+ *
+ * Every live process of the manager's world runs an event together: workers
+ * that saw a failure (or grow, or finish), and idle spares woken by the
+ * revoke of the world.  One attempt is
+ *
+ *   revoke work and world; agree on the intent (done? failure? grow?);
+ *   shrink the world; share the replicated state (spares lack it);
+ *   decide the new membership and layout (or a final error), the same
+ *   everywhere; split the new working communicator; exchange the snapshot
+ *   into the new layout; agree that all of it worked -> commit.
+ *
+ * Then the working ranks restore the values, call the handler, agree that
+ * every handler succeeded and take a snapshot of the restored state in the
+ * new layout.  Anything failing before that snapshot commits starts another
+ * attempt: the committed snapshot is never touched until then, so every
+ * attempt restores from the same, whole data.
+ */
+#if HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <mpi.h>
+
+#include "event.h"
+#include "ft.h"
+#include "layout.h"
+#include "log.h"
+#include "manager.h"
+#include "restore.h"
+#include "snapshot.h"
+#include "testhook.h"
+
+/* Intent flags, combined with a bitwise AND by the agreement. */
+enum { F_NOT_DONE = 1, F_NO_FAILURE = 2, F_GROW = 4, F_ALL = 7 };
+/* Commit flags. */
+enum { C_OK = 1, C_NOT_FATAL = 2 };
+
+struct ev {
+    int kind_failure; /* 1: an elastic down event (counted) */
+    int attempts;
+    int started; /* membership at the start is known */
+    int old_size;
+    int *members; /* [norig] 1: working or idle spare at the start */
+    int *failed;
+    int nfailed;
+    int *used;
+    int nused;
+    double t_start, t_detect, t_ra, t_shrink, t_restore, t_handler, t_protect;
+    char fatal[512];
+};
+
+static int contains (const int *v, int n, int x)
+{
+    for (int i = 0; i < n; i++)
+        if (v[i] == x)
+            return 1;
+    return 0;
+}
+
+/* The original rank of every rank of comm, into orig[size]. */
+static int comm_orig_ranks (struct elastic_manager *m, MPI_Comm comm, int *orig, int *size)
+{
+    MPI_Group g;
+    int *idx, rc;
+
+    MPI_Comm_size (comm, size);
+    if (!(idx = malloc (*size * sizeof (int))))
+        return MPI_ERR_NO_MEM;
+    for (int i = 0; i < *size; i++)
+        idx[i] = i;
+    MPI_Comm_group (comm, &g);
+    rc = MPI_Group_translate_ranks (g, *size, idx, m->orig_group, orig);
+    MPI_Group_free (&g);
+    free (idx);
+    return rc;
+}
+
+/* Share the replicated state from the lowest working rank of nw with every
+ * process of nw (idle spares lack it).  Returns an MPI error code;
+ * MPI_ERR_PENDING (an otherwise unused class) if no working rank is alive. */
+static int sync_state (struct elastic_manager *m, MPI_Comm nw)
+{
+    struct snapmeta *sm = snapstore_meta (m->store), *nsm = NULL;
+    int rank, has = m->myslot >= 0, mine, root, rc;
+    int64_t len = 0, *buf = NULL;
+    size_t pos = 0;
+
+    MPI_Comm_rank (nw, &rank);
+    mine = has ? rank : INT_MAX;
+    if ((rc = MPI_Allreduce (&mine, &root, 1, MPI_INT, MPI_MIN, nw)) != MPI_SUCCESS)
+        return rc;
+    if (root == INT_MAX)
+        return MPI_ERR_PENDING;
+    if (rank == root) {
+        len = 12 + m->nwork + m->nspare + 2 * (int64_t)sm->n + (int64_t)sm->n * (sm->na + sm->nb + 1);
+        if (!(buf = malloc (len * sizeof (int64_t))))
+            len = -1;
+        else {
+            buf[pos++] = m->nwork;
+            buf[pos++] = m->nspare;
+            buf[pos++] = m->orig_nwork;
+            buf[pos++] = m->events;
+            buf[pos++] = (int64_t)m->generation;
+            buf[pos++] = m->in_event;
+            buf[pos++] = m->handler_tries;
+            buf[pos++] = m->step;
+            buf[pos++] = sm->step;
+            buf[pos++] = sm->n;
+            buf[pos++] = sm->na;
+            buf[pos++] = sm->nb;
+            for (int j = 0; j < m->nwork; j++)
+                buf[pos++] = m->slot[j];
+            for (int j = 0; j < m->nspare; j++)
+                buf[pos++] = m->spare[j];
+            for (int j = 0; j < sm->n; j++) {
+                buf[pos++] = sm->holder[j];
+                buf[pos++] = sm->buddy[j];
+                for (int a = 0; a < sm->na; a++)
+                    buf[pos++] = (int64_t)sm->counts[(size_t)j * sm->na + a];
+                for (int b = 0; b < sm->nb; b++)
+                    buf[pos++] = (int64_t)sm->blobsz[(size_t)j * sm->nb + b];
+                buf[pos++] = (int64_t)sm->bytes[j];
+            }
+        }
+    }
+    if ((rc = MPI_Bcast (&len, 1, MPI_INT64_T, root, nw)) != MPI_SUCCESS)
+        goto out;
+    if (len < 0) {
+        rc = MPI_ERR_NO_MEM;
+        goto out;
+    }
+    if (rank != root && !(buf = malloc (len * sizeof (int64_t)))) {
+        /* the others are about to send: make them fail instead of hang */
+        ft_revoke (nw);
+        rc = MPI_ERR_NO_MEM;
+        goto out;
+    }
+    if ((rc = MPI_Bcast (buf, (int)len, MPI_INT64_T, root, nw)) != MPI_SUCCESS)
+        goto out;
+    if (has)
+        goto out; /* identical already */
+    pos = 0;
+    m->nwork = (int)buf[pos++];
+    m->nspare = (int)buf[pos++];
+    m->orig_nwork = (int)buf[pos++];
+    m->events = (int)buf[pos++];
+    m->generation = (uint64_t)buf[pos++];
+    m->in_event = (int)buf[pos++];
+    m->handler_tries = (int)buf[pos++];
+    m->step = buf[pos++];
+    {
+        int64_t step = buf[pos++];
+        int n = (int)buf[pos++], na = (int)buf[pos++], nb = (int)buf[pos++];
+        if (na != m->reg->na || nb != m->reg->nb || !(nsm = snapmeta_create (n, na, nb))) {
+            rc = MPI_ERR_NO_MEM;
+            goto out;
+        }
+        nsm->step = step;
+        for (int j = 0; j < m->nwork; j++)
+            m->slot[j] = (int)buf[pos++];
+        for (int j = 0; j < m->nspare; j++)
+            m->spare[j] = (int)buf[pos++];
+        for (int j = 0; j < n; j++) {
+            nsm->holder[j] = (int)buf[pos++];
+            nsm->buddy[j] = (int)buf[pos++];
+            for (int a = 0; a < na; a++)
+                nsm->counts[(size_t)j * na + a] = (uint64_t)buf[pos++];
+            for (int b = 0; b < nb; b++)
+                nsm->blobsz[(size_t)j * nb + b] = (uint64_t)buf[pos++];
+            nsm->bytes[j] = (uint64_t)buf[pos++];
+        }
+        snapstore_set_meta (m->store, nsm);
+    }
+out:
+    free (buf);
+    return rc;
+}
+
+/* Decide the new membership and layout from the shared state and the live
+ * set, identically on every process.  Returns 0 with p filled, 1 with a
+ * final error in ev->fatal, -1 if memory ran out. */
+static int decide (struct elastic_manager *m, const int *alive, int flags, struct ev *ev, struct plan *p)
+{
+    const struct snapmeta *sm = snapstore_meta (m->store);
+    int na = m->reg->na, nlost = 0, nidle = 0, failure, grow;
+    int *idle = NULL;
+
+    if (!(idle = malloc ((m->nspare > 0 ? m->nspare : 1) * sizeof (int))))
+        return -1;
+    for (int j = 0; j < m->nwork; j++)
+        if (!alive[m->slot[j]])
+            nlost++;
+    for (int j = 0; j < m->nspare; j++)
+        if (alive[m->spare[j]])
+            idle[nidle++] = m->spare[j];
+    failure = nlost > 0 || !(flags & F_NO_FAILURE);
+    grow = !failure && (flags & F_GROW) && nidle > 0 && m->nwork < m->orig_nwork;
+    if (failure)
+        ev->kind_failure = 1;
+
+    if (sm->step < 0) {
+        snprintf (ev->fatal,
+                  sizeof (ev->fatal),
+                  "no snapshot to restore: a process failed before the first snapshot "
+                  "completed; relaunch needed");
+        goto fatal;
+    }
+    for (int j = 0; j < sm->n; j++) {
+        if (alive[sm->holder[j]])
+            continue;
+        if (sm->buddy[j] < 0) {
+            snprintf (ev->fatal,
+                      sizeof (ev->fatal),
+                      "rank %d failed and its data has no copy (a single working rank has no "
+                      "L2 buddy); relaunch needed",
+                      sm->holder[j]);
+            goto fatal;
+        }
+        if (!alive[sm->buddy[j]]) {
+            snprintf (ev->fatal,
+                      sizeof (ev->fatal),
+                      "ranks %d and %d both failed: rank %d held the only copy (L2 buddy) of "
+                      "rank %d's snapshot of step %lld; relaunch needed",
+                      sm->holder[j],
+                      sm->buddy[j],
+                      sm->buddy[j],
+                      sm->holder[j],
+                      (long long)sm->step);
+            goto fatal;
+        }
+    }
+    if (ev->kind_failure && !m->in_event && m->events + 1 > m->cfg.max_elastic_down_event_count) {
+        snprintf (ev->fatal,
+                  sizeof (ev->fatal),
+                  "elastic down event %d exceeds max_elastic_down_event_count %d; relaunch needed",
+                  m->events + 1,
+                  m->cfg.max_elastic_down_event_count);
+        goto fatal;
+    }
+    if (m->handler_tries > m->cfg.max_reshard_retry_count) {
+        snprintf (ev->fatal,
+                  sizeof (ev->fatal),
+                  "the handler failed %d times (max_reshard_retry_count %d); relaunch needed",
+                  m->handler_tries,
+                  m->cfg.max_reshard_retry_count);
+        goto fatal;
+    }
+
+    p->n = 0;
+    p->nspare = 0;
+    p->nused = 0;
+    if (grow) {
+        int g = m->orig_nwork - m->nwork;
+        if (g > nidle)
+            g = nidle;
+        for (int j = 0; j < m->nwork; j++)
+            p->slot[p->n++] = m->slot[j];
+        for (int i = 0; i < nidle; i++) {
+            if (i < g) {
+                p->slot[p->n++] = idle[i];
+                p->used[p->nused++] = idle[i];
+            }
+            else
+                p->spare[p->nspare++] = idle[i];
+        }
+    }
+    else if (m->cfg.spare_takeover && nidle >= nlost) {
+        /* spares take the dead ranks' places: same size, same layout */
+        int next = 0;
+        for (int j = 0; j < m->nwork; j++) {
+            if (alive[m->slot[j]])
+                p->slot[p->n++] = m->slot[j];
+            else {
+                p->slot[p->n++] = idle[next];
+                p->used[p->nused++] = idle[next++];
+            }
+        }
+        for (int i = next; i < nidle; i++)
+            p->spare[p->nspare++] = idle[i];
+    }
+    else {
+        /* survivors (plus every idle spare with spare_takeover) */
+        for (int j = 0; j < m->nwork; j++)
+            if (alive[m->slot[j]])
+                p->slot[p->n++] = m->slot[j];
+        for (int i = 0; i < nidle; i++) {
+            if (m->cfg.spare_takeover) {
+                p->slot[p->n++] = idle[i];
+                p->used[p->nused++] = idle[i];
+            }
+            else
+                p->spare[p->nspare++] = idle[i];
+        }
+    }
+    if (p->n < m->cfg.min_world_size || p->n == 0) {
+        snprintf (ev->fatal,
+                  sizeof (ev->fatal),
+                  "%d working ranks left, below min_world_size %d; relaunch needed",
+                  p->n,
+                  m->cfg.min_world_size);
+        goto fatal;
+    }
+    /* layout: the snapshot's when the size is the snapshot's, else even */
+    for (int a = 0; a < na; a++) {
+        if (p->n == sm->n) {
+            for (int j = 0; j < p->n; j++)
+                p->counts[(size_t)j * na + a] = sm->counts[(size_t)j * na + a];
+        }
+        else
+            layout_even (layout_sum (sm->counts + a, sm->n, na), p->n, p->counts + a, na);
+    }
+    free (idle);
+    return 0;
+fatal:
+    free (idle);
+    return 1;
+}
+
+static void ev_note_failed (struct ev *ev, const int *alive, int norig)
+{
+    for (int r = 0; r < norig; r++)
+        if (ev->members[r] && !alive[r] && !contains (ev->failed, ev->nfailed, r))
+            ev->failed[ev->nfailed++] = r;
+}
+
+static void ev_emit (struct elastic_manager *m, struct ev *ev, const char *kind, int new_size, int write_file)
+{
+    struct event_rec e = {
+        .kind = kind,
+        .step = snapstore_meta (m->store)->step,
+        .old_size = ev->old_size,
+        .new_size = new_size,
+        .failed = ev->failed,
+        .nfailed = ev->nfailed,
+        .used = ev->used,
+        .nused = ev->nused,
+        .attempts = ev->attempts,
+        .handler_tries = m->handler_tries + 1,
+        .t_detect = ev->t_detect,
+        .t_revoke_agree = ev->t_ra,
+        .t_shrink = ev->t_shrink,
+        .t_restore = ev->t_restore,
+        .t_handler = ev->t_handler,
+        .t_protect = ev->t_protect,
+        .t_total = mgr_now () - ev->t_start + ev->t_detect,
+        .error = ev->fatal[0] ? ev->fatal : NULL,
+        .rank = m->me,
+    };
+    event_emit (m, &e, write_file);
+}
+
+/* Apply a committed plan. */
+static void commit (struct elastic_manager *m, const struct plan *p, MPI_Comm nw, MPI_Comm newwork, struct ev *ev)
+{
+    int na = m->reg->na;
+
+    ft_free (&m->work);
+    ft_free (&m->world);
+    m->world = nw;
+    m->work = newwork;
+    m->nwork = p->n;
+    memcpy (m->slot, p->slot, p->n * sizeof (int));
+    m->nspare = p->nspare;
+    memcpy (m->spare, p->spare, p->nspare * sizeof (int));
+    m->myslot = -1;
+    for (int j = 0; j < p->n; j++)
+        if (p->slot[j] == m->me)
+            m->myslot = j;
+    memcpy (m->layout, p->counts, (size_t)p->n * na * sizeof (uint64_t));
+    m->buddy_valid = 0;
+    m->work_final = 0;
+    m->work_result = 0;
+    m->generation++;
+    if (ev->kind_failure && !m->in_event)
+        m->events++;
+    m->in_event = 1;
+    for (int i = 0; i < p->nused; i++)
+        if (!contains (ev->used, ev->nused, p->used[i]))
+            ev->used[ev->nused++] = p->used[i];
+}
+
+static int all_restored (struct elastic_manager *m)
+{
+    for (int a = 0; a < m->reg->na; a++) {
+        if (!m->reg->a[a].restored) {
+            el_log (EL_ERROR,
+                    "the handler did not call elastic_array_restore for array '%s'",
+                    m->reg->a[a].name);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+int event_run (struct elastic_manager *m,
+               enum event_why why,
+               elastic_handler_f handler,
+               void *arg,
+               enum event_outcome *outcome,
+               elastic_error_t *err)
+{
+    struct ev ev;
+    struct plan *p = NULL;
+    int *alive = NULL, *orig = NULL, *members = NULL;
+    void *values = NULL;
+    char ebuf[256];
+    int rc = ELASTIC_OK, size;
+
+    memset (&ev, 0, sizeof (ev));
+    *outcome = EV_IDLE;
+    ev.t_start = mgr_now ();
+    if (why == WHY_FAILURE && m->t_progress > 0)
+        ev.t_detect = ev.t_start - m->t_progress;
+    ev.kind_failure = why == WHY_FAILURE;
+    if (!ft_available ())
+        return mgr_err (err,
+                        ELASTIC_ERR_NO_ULFM,
+                        "in-place recovery impossible: this MPI has no ULFM; relaunch needed");
+    if (!(p = plan_create (m->norig, m->reg->na)) || !(alive = calloc (m->norig, sizeof (int)))
+        || !(orig = calloc (m->norig, sizeof (int))) || !(members = calloc (m->norig, sizeof (int)))
+        || !(ev.failed = calloc (m->norig, sizeof (int))) || !(ev.used = calloc (m->norig, sizeof (int)))
+        || !(values = malloc (m->reg->vbytes > 0 ? m->reg->vbytes : 1))) {
+        rc = mgr_err (err, ELASTIC_ERR_NOMEM, "recovery: out of memory");
+        goto out;
+    }
+    ev.members = members;
+
+    /* A working rank first makes the last agreement on its working
+     * communicator (unless a snapshot made it): it meets the ranks still in
+     * a snapshot there, and every rank learns the same intent. */
+    if (m->myslot >= 0 && m->work != MPI_COMM_NULL && !m->work_final) {
+        int wf = W_NO_FAILURE | W_NOT_DONE | W_GROW;
+        double t = mgr_now ();
+        if (why == WHY_FAILURE) {
+            wf &= ~W_NO_FAILURE;
+            ft_revoke (m->work); /* release ranks blocked on it */
+        }
+        if (why == WHY_DONE)
+            wf &= ~W_NOT_DONE;
+        if (why != WHY_GROW)
+            wf &= ~W_GROW;
+        if (ft_agree (m->work, &wf) != MPI_SUCCESS)
+            wf &= ~W_NO_FAILURE;
+        m->work_final = 1;
+        m->work_result = wf;
+        ev.t_ra += mgr_now () - t;
+    }
+    if (m->myslot >= 0 && !(m->work_result & W_NO_FAILURE))
+        ev.kind_failure = 1;
+
+    for (;;) {
+        MPI_Comm nw = MPI_COMM_NULL, newwork = MPI_COMM_NULL;
+        int flags, cflags, ok = 1, fatal = 0, myidx = -1, mrc;
+        double t;
+
+        ev.attempts++;
+        /* 1. revoke, agree on the intent */
+        t = mgr_now ();
+        /* The working communicator is revoked only to interrupt a repair:
+         * at the end of the job or to grow, slower ranks may still be
+         * finishing a collective on it. */
+        if (why == WHY_FAILURE || ev.kind_failure || ev.attempts > 1)
+            ft_revoke (m->work);
+        ft_revoke (m->world);
+        if (m->myslot < 0)
+            flags = F_ALL; /* an idle spare follows */
+        else if (ev.attempts == 1)
+            flags = (m->work_result & W_NOT_DONE ? F_NOT_DONE : 0)
+                    | (m->work_result & W_NO_FAILURE ? F_NO_FAILURE : 0)
+                    | (m->work_result & W_GROW ? F_GROW : 0);
+        else if (ev.kind_failure)
+            flags = F_NOT_DONE;
+        else
+            flags = F_NOT_DONE | F_NO_FAILURE | F_GROW;
+        if ((mrc = ft_agree_robust (m->world, &flags)) != MPI_SUCCESS) {
+            rc = mgr_err (err, ELASTIC_ERR_RELAUNCH, "recovery: agreement failed: %s; relaunch needed",
+                          ft_strerror (mrc, ebuf, sizeof (ebuf)));
+            m->finished = 1;
+            goto out;
+        }
+        ev.t_ra += mgr_now () - t;
+        if (!(flags & F_NOT_DONE)) {
+            m->finished = 1;
+            *outcome = EV_DONE;
+            if (why == WHY_FAILURE || why == WHY_GROW)
+                rc = mgr_err (err,
+                              ELASTIC_ERR_RELAUNCH,
+                              "the job ended on other ranks while this one was recovering from a "
+                              "failure; relaunch needed");
+            goto out;
+        }
+        /* 2. shrink */
+        t = mgr_now ();
+        if ((mrc = ft_shrink (m->world, &nw)) != MPI_SUCCESS) {
+            rc = mgr_err (err, ELASTIC_ERR_RELAUNCH, "recovery: MPIX_Comm_shrink failed: %s; relaunch needed",
+                          ft_strerror (mrc, ebuf, sizeof (ebuf)));
+            m->finished = 1;
+            goto out;
+        }
+        ev.t_shrink += mgr_now () - t;
+        t = mgr_now ();
+        memset (alive, 0, m->norig * sizeof (int));
+        if ((mrc = comm_orig_ranks (m, nw, orig, &size)) != MPI_SUCCESS) {
+            ok = 0;
+            ft_revoke (nw);
+        }
+        for (int i = 0; ok && i < size; i++)
+            alive[orig[i]] = 1;
+        /* 3. share the state, decide */
+        if (ok && (mrc = sync_state (m, nw)) != MPI_SUCCESS) {
+            if (mrc == MPI_ERR_PENDING) {
+                snprintf (ev.fatal, sizeof (ev.fatal), "every working rank failed; relaunch needed");
+                fatal = 1;
+            }
+            else {
+                ok = 0;
+                ft_revoke (nw);
+            }
+        }
+        if (ok && !fatal) {
+            if (!ev.started) {
+                ev.started = 1;
+                ev.old_size = m->nwork;
+                for (int j = 0; j < m->nwork; j++)
+                    members[m->slot[j]] = 1;
+                for (int j = 0; j < m->nspare; j++)
+                    members[m->spare[j]] = 1;
+            }
+            ev_note_failed (&ev, alive, m->norig);
+            int d = decide (m, alive, flags, &ev, p);
+            if (d == 1)
+                fatal = 1;
+            else if (d < 0) {
+                ok = 0;
+                ft_revoke (nw);
+            }
+        }
+        if (ok && !fatal) {
+            if (ev.kind_failure)
+                testhook_check (m->hooks, m->me, m->step, HOOK_RECOVERY);
+            for (int j = 0; j < p->n; j++)
+                if (p->slot[j] == m->me)
+                    myidx = j;
+            /* 4. the new working communicator, the state in its layout */
+            mrc = MPI_Comm_split (nw, myidx >= 0 ? 0 : MPI_UNDEFINED, myidx, &newwork);
+            if (mrc != MPI_SUCCESS) {
+                newwork = MPI_COMM_NULL; /* undefined after an error */
+                ok = 0;
+                ft_revoke (nw);
+            }
+            else if (newwork != MPI_COMM_NULL)
+                MPI_Comm_set_errhandler (newwork, MPI_ERRORS_RETURN);
+        }
+        if (ok && !fatal && myidx >= 0) {
+            if ((mrc = restore_exchange (m, p, newwork, myidx, values)) != MPI_SUCCESS) {
+                el_log (EL_DEBUG, "recovery: restore: %s", ft_strerror (mrc, ebuf, sizeof (ebuf)));
+                ok = 0;
+                ft_revoke (nw);
+            }
+        }
+        /* 5. commit, or start again */
+        cflags = (ok ? C_OK : 0) | (fatal ? 0 : C_NOT_FATAL);
+        mrc = ft_agree (nw, &cflags);
+        ev.t_restore += mgr_now () - t;
+        if (!(cflags & C_NOT_FATAL)) {
+            int nwrank;
+            if (!ev.fatal[0])
+                snprintf (ev.fatal, sizeof (ev.fatal), "a final error was decided on another rank; relaunch needed");
+            ft_free (&newwork);
+            ft_free (&m->work);
+            ft_free (&m->world);
+            m->world = nw;
+            m->finished = 1;
+            m->myslot = -1;
+            MPI_Comm_rank (nw, &nwrank);
+            mgr_set_agreed_error (ELASTIC_ERR_RELAUNCH, nwrank == 0);
+            el_log (EL_ERROR, "%s", ev.fatal);
+            ev_emit (m, &ev, "fatal", 0, nwrank == 0);
+            rc = mgr_err (err, ELASTIC_ERR_RELAUNCH, "%s", ev.fatal);
+            goto out;
+        }
+        if (mrc != MPI_SUCCESS || !(cflags & C_OK)) {
+            el_log (EL_INFO, "recovery attempt %d interrupted; starting again", ev.attempts);
+            ft_free (&newwork);
+            ft_free (&m->world);
+            m->world = nw;
+            ev.kind_failure |= mrc != MPI_SUCCESS;
+            continue;
+        }
+        commit (m, p, nw, newwork, &ev);
+        if (m->myslot < 0) {
+            *outcome = EV_IDLE;
+            registry_clear_restore (m->reg);
+            goto out;
+        }
+        /* 6. the working ranks: values, handler, agreement */
+        {
+            char *v = values;
+            for (int i = 0; i < m->reg->nv; i++) {
+                memcpy (m->reg->v[i].data, v, m->reg->v[i].size);
+                v += m->reg->v[i].size;
+            }
+        }
+        m->step = snapstore_meta (m->store)->step;
+        t = mgr_now ();
+        int hrc = 0, hflag;
+        if (handler) {
+            m->in_handler = 1;
+            hrc = handler (m, m->work, arg);
+            m->in_handler = 0;
+        }
+        if (hrc == 0 && !all_restored (m))
+            hrc = -1;
+        if (hrc != 0) {
+            el_log (EL_WARN, "the reshard handler failed (returned %d)", hrc);
+            ft_revoke (m->work);
+        }
+        hflag = hrc == 0;
+        mrc = ft_agree (m->work, &hflag);
+        ev.t_handler += mgr_now () - t;
+        if (mrc != MPI_SUCCESS || !hflag)
+            m->work_final = 1; /* every working rank is here: the last one */
+        if (mrc != MPI_SUCCESS) {
+            ev.kind_failure = 1;
+            continue;
+        }
+        if (!hflag) {
+            m->handler_tries++;
+            continue;
+        }
+        /* 7. protect the restored state in the new layout */
+        t = mgr_now ();
+        mrc = snapshot_take (m, m->step, err);
+        ev.t_protect += mgr_now () - t;
+        if (mrc == ELASTIC_ERR_PROC_FAILED) {
+            ev.kind_failure = 1;
+            continue;
+        }
+        if (mrc != ELASTIC_OK) {
+            /* not taken, everywhere (no failure): count it as a failed try
+             * and start again on fresh communicators */
+            m->work_final = 1;
+            m->handler_tries++;
+            continue;
+        }
+        break;
+    }
+    /* done: a working rank of the new world */
+    *outcome = EV_WORKING;
+    registry_clear_restore (m->reg);
+    ev_emit (m, &ev, ev.kind_failure ? "reshard_down" : "reshard_up", m->nwork, m->myslot == 0);
+    el_log (EL_INFO,
+            "%s: world %d -> %d, rolled back to step %lld",
+            ev.kind_failure ? "reshard down" : "reshard up",
+            ev.old_size,
+            m->nwork,
+            (long long)m->step);
+    m->in_event = 0;
+    m->handler_tries = 0;
+    rc = ELASTIC_OK;
+out:
+    plan_destroy (p);
+    free (alive);
+    free (orig);
+    free (members);
+    free (ev.failed);
+    free (ev.used);
+    free (values);
+    return rc;
+}

@@ -1,0 +1,225 @@
+/* registry.c - the state an application registers with its manager */
+#if HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "registry.h"
+
+static int errset (elastic_error_t *err, int code, const char *fmt, ...) __attribute__ ((format (printf, 3, 4)));
+
+static int errset (elastic_error_t *err, int code, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (err) {
+        va_start (ap, fmt);
+        vsnprintf (err->text, sizeof (err->text), fmt, ap);
+        va_end (ap);
+    }
+    return code;
+}
+
+struct registry *registry_create (void)
+{
+    return calloc (1, sizeof (struct registry));
+}
+
+void registry_destroy (struct registry *r)
+{
+    int saved = errno;
+
+    if (r) {
+        registry_clear_restore (r);
+        free (r->v);
+        free (r->a);
+        free (r->b);
+        free (r);
+    }
+    errno = saved;
+}
+
+static int check_name (const struct registry *r, const char *name, elastic_error_t *err)
+{
+    if (!name || name[0] == '\0')
+        return errset (err, ELASTIC_ERR_INVAL, "name: '' is invalid (expected a non-empty name)");
+    if (strlen (name) >= REG_NAME_MAX)
+        return errset (err,
+                       ELASTIC_ERR_INVAL,
+                       "name: '%.20s...' is invalid (expected at most %d characters)",
+                       name,
+                       REG_NAME_MAX - 1);
+    for (int i = 0; i < r->nv; i++)
+        if (!strcmp (r->v[i].name, name))
+            return errset (err, ELASTIC_ERR_EXISTS, "'%s' is already registered (a value)", name);
+    for (int i = 0; i < r->na; i++)
+        if (!strcmp (r->a[i].name, name))
+            return errset (err, ELASTIC_ERR_EXISTS, "'%s' is already registered (an array)", name);
+    for (int i = 0; i < r->nb; i++)
+        if (!strcmp (r->b[i].name, name))
+            return errset (err, ELASTIC_ERR_EXISTS, "'%s' is already registered (a blob)", name);
+    if (r->frozen)
+        return errset (err,
+                       ELASTIC_ERR_STATE,
+                       "'%s': state must be registered before elastic_manager_start",
+                       name);
+    return ELASTIC_OK;
+}
+
+static int grow (void **p, int n, size_t elem)
+{
+    void *q = realloc (*p, (size_t)(n + 1) * elem);
+    if (!q)
+        return -1;
+    *p = q;
+    return 0;
+}
+
+int registry_add_value (struct registry *r, const char *name, void *data, size_t size, elastic_error_t *err)
+{
+    int rc;
+
+    if ((rc = check_name (r, name, err)) != ELASTIC_OK)
+        return rc;
+    if (!data || size == 0)
+        return errset (err,
+                       ELASTIC_ERR_INVAL,
+                       "value '%s': %s is invalid (expected a non-NULL pointer and a size >= 1)",
+                       name,
+                       data ? "size 0" : "a NULL pointer");
+    if (grow ((void **)&r->v, r->nv, sizeof (r->v[0])) < 0)
+        return errset (err, ELASTIC_ERR_NOMEM, "value '%s': out of memory", name);
+    memset (&r->v[r->nv], 0, sizeof (r->v[0]));
+    strcpy (r->v[r->nv].name, name);
+    r->v[r->nv].data = data;
+    r->v[r->nv].size = size;
+    r->nv++;
+    r->vbytes += size;
+    return ELASTIC_OK;
+}
+
+int registry_add_array (struct registry *r,
+                        const char *name,
+                        void *data,
+                        size_t elem_size,
+                        uint64_t count,
+                        elastic_error_t *err)
+{
+    int rc;
+
+    if ((rc = check_name (r, name, err)) != ELASTIC_OK)
+        return rc;
+    if (elem_size == 0)
+        return errset (err,
+                       ELASTIC_ERR_INVAL,
+                       "array '%s': elem_size 0 is invalid (expected >= 1 byte)",
+                       name);
+    if (count > 0 && !data)
+        return errset (err,
+                       ELASTIC_ERR_INVAL,
+                       "array '%s': a NULL pointer with %llu elements is invalid (expected data "
+                       "for count > 0)",
+                       name,
+                       (unsigned long long)count);
+    if (grow ((void **)&r->a, r->na, sizeof (r->a[0])) < 0)
+        return errset (err, ELASTIC_ERR_NOMEM, "array '%s': out of memory", name);
+    memset (&r->a[r->na], 0, sizeof (r->a[0]));
+    strcpy (r->a[r->na].name, name);
+    r->a[r->na].data = data;
+    r->a[r->na].elem_size = elem_size;
+    r->a[r->na].count = count;
+    r->na++;
+    return ELASTIC_OK;
+}
+
+int registry_set_blob (struct registry *r, const char *name, const void *data, size_t size, elastic_error_t *err)
+{
+    int i, rc;
+
+    if (size > 0 && !data)
+        return errset (err,
+                       ELASTIC_ERR_INVAL,
+                       "blob '%s': a NULL pointer with %zu bytes is invalid (expected data for "
+                       "size > 0)",
+                       name ? name : "",
+                       size);
+    if (name && (i = registry_find_blob (r, name)) >= 0) {
+        r->b[i].data = data;
+        r->b[i].size = size;
+        return ELASTIC_OK;
+    }
+    if ((rc = check_name (r, name, err)) != ELASTIC_OK)
+        return rc;
+    if (grow ((void **)&r->b, r->nb, sizeof (r->b[0])) < 0)
+        return errset (err, ELASTIC_ERR_NOMEM, "blob '%s': out of memory", name);
+    memset (&r->b[r->nb], 0, sizeof (r->b[0]));
+    strcpy (r->b[r->nb].name, name);
+    r->b[r->nb].data = data;
+    r->b[r->nb].size = size;
+    r->nb++;
+    return ELASTIC_OK;
+}
+
+int registry_find_array (const struct registry *r, const char *name)
+{
+    for (int i = 0; name && i < r->na; i++)
+        if (!strcmp (r->a[i].name, name))
+            return i;
+    return -1;
+}
+
+int registry_find_blob (const struct registry *r, const char *name)
+{
+    for (int i = 0; name && i < r->nb; i++)
+        if (!strcmp (r->b[i].name, name))
+            return i;
+    return -1;
+}
+
+/* FNV-1a, 64 bits */
+static uint64_t fnv (uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *c = p;
+    for (size_t i = 0; i < n; i++) {
+        h ^= c[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+uint64_t registry_signature (const struct registry *r)
+{
+    uint64_t h = 0xcbf29ce484222325ull, x;
+
+    for (int i = 0; i < r->nv; i++) {
+        h = fnv (h, "v", 1);
+        h = fnv (h, r->v[i].name, strlen (r->v[i].name) + 1);
+        x = r->v[i].size;
+        h = fnv (h, &x, sizeof (x));
+    }
+    for (int i = 0; i < r->na; i++) {
+        h = fnv (h, "a", 1);
+        h = fnv (h, r->a[i].name, strlen (r->a[i].name) + 1);
+        x = r->a[i].elem_size;
+        h = fnv (h, &x, sizeof (x));
+    }
+    for (int i = 0; i < r->nb; i++) {
+        h = fnv (h, "b", 1);
+        h = fnv (h, r->b[i].name, strlen (r->b[i].name) + 1);
+    }
+    return h;
+}
+
+void registry_clear_restore (struct registry *r)
+{
+    for (int i = 0; r && i < r->na; i++) {
+        free (r->a[i].rbuf);
+        r->a[i].rbuf = NULL;
+        r->a[i].rcount = 0;
+        r->a[i].restored = 0;
+    }
+}

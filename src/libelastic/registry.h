@@ -1,0 +1,76 @@
+/* registry.h - the state an application registers with its manager (internal)
+ *
+ * Values are replicated bytes restored in place; arrays are distributed in
+ * blocks along their first dimension; blobs are opaque per-rank bytes.
+ * During a world change each array also carries its restored block (rbuf)
+ * until the handler copies it out with elastic_array_restore.
+ */
+#ifndef ELASTIC_REGISTRY_H
+#define ELASTIC_REGISTRY_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <elastic.h>
+
+#define REG_NAME_MAX 64
+
+struct reg_value {
+    char name[REG_NAME_MAX];
+    void *data;
+    size_t size;
+};
+
+struct reg_array {
+    char name[REG_NAME_MAX];
+    void *data;
+    size_t elem_size;
+    uint64_t count;
+    void *rbuf;       /* restored block (malloc'ed), during a world change */
+    uint64_t rcount;  /* its element count */
+    int restored;     /* elastic_array_restore was called */
+};
+
+struct reg_blob {
+    char name[REG_NAME_MAX];
+    const void *data;
+    size_t size;
+};
+
+struct registry {
+    struct reg_value *v;
+    int nv;
+    struct reg_array *a;
+    int na;
+    struct reg_blob *b;
+    int nb;
+    size_t vbytes; /* sum of the value sizes */
+    int frozen;    /* no new names (after start) */
+};
+
+struct registry *registry_create (void);
+void registry_destroy (struct registry *r);
+
+/* Add an entry; ELASTIC_ERR_EXISTS if the name is taken (any kind),
+ * ELASTIC_ERR_INVAL on a bad name or size, ELASTIC_ERR_STATE when frozen. */
+int registry_add_value (struct registry *r, const char *name, void *data, size_t size, elastic_error_t *err);
+int registry_add_array (struct registry *r,
+                        const char *name,
+                        void *data,
+                        size_t elem_size,
+                        uint64_t count,
+                        elastic_error_t *err);
+/* Adds, or updates data and size of an existing blob (also when frozen). */
+int registry_set_blob (struct registry *r, const char *name, const void *data, size_t size, elastic_error_t *err);
+
+/* Index of a name, or -1. */
+int registry_find_array (const struct registry *r, const char *name);
+int registry_find_blob (const struct registry *r, const char *name);
+
+/* A hash of the names, kinds and fixed sizes, equal on ranks that registered
+ * the same state in the same order. */
+uint64_t registry_signature (const struct registry *r);
+
+/* Free the restored blocks. */
+void registry_clear_restore (struct registry *r);
+
+#endif /* ELASTIC_REGISTRY_H */

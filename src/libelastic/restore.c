@@ -1,0 +1,330 @@
+/* restore.c - move a committed snapshot into a new layout; blob fetches */
+#if HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <mpi.h>
+
+#include "ft.h"
+#include "layout.h"
+#include "log.h"
+#include "manager.h"
+#include "restore.h"
+
+struct plan *plan_create (int norig, int na)
+{
+    struct plan *p = calloc (1, sizeof (*p));
+    int nn = norig > 0 ? norig : 1;
+
+    if (!p)
+        return NULL;
+    if (!(p->slot = calloc (nn, sizeof (int))) || !(p->spare = calloc (nn, sizeof (int)))
+        || !(p->used = calloc (nn, sizeof (int)))
+        || !(p->counts = calloc ((size_t)nn * (na > 0 ? na : 1), sizeof (uint64_t)))) {
+        plan_destroy (p);
+        return NULL;
+    }
+    return p;
+}
+
+void plan_destroy (struct plan *p)
+{
+    int saved = errno;
+    if (p) {
+        free (p->slot);
+        free (p->spare);
+        free (p->used);
+        free (p->counts);
+        free (p);
+    }
+    errno = saved;
+}
+
+static int rank_in (const int *v, int n, int r)
+{
+    for (int i = 0; i < n; i++)
+        if (v[i] == r)
+            return i;
+    return -1;
+}
+
+int plan_source (const struct elastic_manager *m, const struct plan *p, int j)
+{
+    const struct snapmeta *sm = snapstore_meta (m->store);
+
+    if (j < 0 || j >= sm->n)
+        return -1;
+    if (rank_in (p->slot, p->n, sm->holder[j]) >= 0)
+        return sm->holder[j];
+    if (sm->buddy[j] >= 0 && rank_in (p->slot, p->n, sm->buddy[j]) >= 0)
+        return sm->buddy[j];
+    return -1;
+}
+
+/* Requests of one exchange, grown on demand. */
+struct xfer {
+    MPI_Request *r;
+    int n, cap;
+    int rc;
+};
+
+#define CHUNK ((size_t)1 << 30)
+
+static void xfer_post (struct xfer *x, int send, void *p, size_t bytes, int peer, int tag, MPI_Comm comm)
+{
+    for (size_t off = 0; off < bytes && x->rc == MPI_SUCCESS; off += CHUNK) {
+        int len = (int)(bytes - off < CHUNK ? bytes - off : CHUNK);
+        if (x->n == x->cap) {
+            int cap = x->cap ? 2 * x->cap : 64;
+            MPI_Request *r = realloc (x->r, cap * sizeof (*r));
+            if (!r) {
+                x->rc = MPI_ERR_NO_MEM;
+                return;
+            }
+            x->r = r;
+            x->cap = cap;
+        }
+        x->rc = send ? MPI_Isend ((char *)p + off, len, MPI_BYTE, peer, tag, comm, &x->r[x->n])
+                     : MPI_Irecv ((char *)p + off, len, MPI_BYTE, peer, tag, comm, &x->r[x->n]);
+        if (x->rc == MPI_SUCCESS)
+            x->n++;
+    }
+}
+
+struct array_ctx {
+    struct elastic_manager *m;
+    const struct plan *p;
+    MPI_Comm comm;
+    int myrank;
+    int a;
+    int *src;      /* [old n] source working rank (in p) of old rank j */
+    struct xfer *x;
+};
+
+static void array_piece (int j,
+                         int k,
+                         uint64_t lo,
+                         uint64_t hi,
+                         uint64_t old_start,
+                         uint64_t new_start,
+                         void *arg)
+{
+    struct array_ctx *c = arg;
+    struct registry *reg = c->m->reg;
+    const struct snapmeta *sm = snapstore_meta (c->m->store);
+    size_t es = reg->a[c->a].elem_size;
+    size_t bytes = (hi - lo) * es;
+    int src = c->src[j];
+
+    if (c->x->rc != MPI_SUCCESS)
+        return;
+    if (src == c->myrank) {
+        const char *base = snapstore_source (c->m->store, c->m->me, j);
+        const char *from;
+        if (!base) {
+            c->x->rc = MPI_ERR_INTERN;
+            return;
+        }
+        from = base + snapmeta_array_offset (sm, reg, j, c->a) + (lo - old_start) * es;
+        if (k == c->myrank)
+            memcpy ((char *)reg->a[c->a].rbuf + (lo - new_start) * es, from, bytes);
+        else
+            xfer_post (c->x, 1, (void *)from, bytes, k, TAG_RESTORE, c->comm);
+    }
+    else if (k == c->myrank)
+        xfer_post (c->x, 0, (char *)reg->a[c->a].rbuf + (lo - new_start) * es, bytes, src, TAG_RESTORE, c->comm);
+}
+
+int restore_exchange (struct elastic_manager *m, const struct plan *p, MPI_Comm newwork, int myrank, void *values)
+{
+    struct registry *reg = m->reg;
+    const struct snapmeta *sm = snapstore_meta (m->store);
+    struct xfer x = {0};
+    int *src = NULL, na = reg->na, rc;
+
+    registry_clear_restore (reg);
+    if (!(src = malloc ((sm->n > 0 ? sm->n : 1) * sizeof (int)))) {
+        x.rc = MPI_ERR_NO_MEM;
+        goto done;
+    }
+    for (int j = 0; j < sm->n; j++) {
+        int o = plan_source (m, p, j);
+        src[j] = o >= 0 ? rank_in (p->slot, p->n, o) : -1;
+        if (src[j] < 0) {
+            el_log (EL_ERROR, "restore: no source for old rank %d", j);
+            x.rc = MPI_ERR_INTERN;
+            goto done;
+        }
+    }
+    for (int a = 0; a < na; a++) {
+        uint64_t c = p->counts[(size_t)myrank * na + a];
+        reg->a[a].rcount = c;
+        if (!(reg->a[a].rbuf = malloc (c > 0 ? c * reg->a[a].elem_size : 1))) {
+            x.rc = MPI_ERR_NO_MEM;
+            goto done;
+        }
+    }
+    /* arrays, in a fixed order on every rank so that messages between two
+     * ranks match in posting order */
+    for (int a = 0; a < na && x.rc == MPI_SUCCESS; a++) {
+        struct array_ctx c = {m, p, newwork, myrank, a, src, &x};
+        layout_overlaps (sm->counts + a, sm->n, p->counts + a, p->n, na, array_piece, &c);
+    }
+    /* values, from old rank 0's source to everyone */
+    if (x.rc == MPI_SUCCESS && reg->vbytes > 0) {
+        if (src[0] == myrank) {
+            const char *base = snapstore_source (m->store, m->me, 0);
+            if (!base)
+                x.rc = MPI_ERR_INTERN;
+            for (int k = 0; k < p->n && x.rc == MPI_SUCCESS; k++) {
+                if (k == myrank)
+                    memcpy (values, base, reg->vbytes);
+                else
+                    xfer_post (&x, 1, (void *)base, reg->vbytes, k, TAG_RESTORE, newwork);
+            }
+        }
+        else
+            xfer_post (&x, 0, values, reg->vbytes, src[0], TAG_RESTORE, newwork);
+    }
+done:
+    if (x.rc != MPI_SUCCESS)
+        ft_revoke (newwork);
+    rc = ft_waitall (x.n, x.r, newwork);
+    if (x.rc == MPI_SUCCESS)
+        x.rc = rc;
+    free (x.r);
+    free (src);
+    return x.rc;
+}
+
+/* elastic_blob_fetch: collective over the working communicator inside a
+ * handler.  Every rank says which old ranks it wants; each source sends. */
+int elastic_blob_fetch (elastic_manager_t *m,
+                        const char *name,
+                        int n,
+                        const int *old_ranks,
+                        void **bufs,
+                        size_t *sizes,
+                        elastic_error_t *err)
+{
+    const struct snapmeta *sm;
+    struct xfer x = {0};
+    int b, nw, me, rc, total = 0, ok = 1, allok;
+    int *counts = NULL, *displs = NULL, *all = NULL, *srcrank = NULL;
+    char ebuf[200];
+
+    if (!m || n < 0 || (n > 0 && (!old_ranks || !bufs || !sizes)))
+        return mgr_err (err, ELASTIC_ERR_INVAL, "elastic_blob_fetch: invalid arguments");
+    if (!m->in_handler || m->work == MPI_COMM_NULL)
+        return mgr_err (err, ELASTIC_ERR_STATE, "elastic_blob_fetch: only inside a handler");
+    sm = snapstore_meta (m->store);
+    b = registry_find_blob (m->reg, name);
+    for (int i = 0; i < n; i++) {
+        bufs[i] = NULL;
+        sizes[i] = 0;
+        if (b < 0 || old_ranks[i] < 0 || old_ranks[i] >= sm->n)
+            ok = 0;
+    }
+    /* agree on the arguments first, so that a bad call fails everywhere */
+    rc = MPI_Allreduce (&ok, &allok, 1, MPI_INT, MPI_LAND, m->work);
+    if (rc != MPI_SUCCESS)
+        ft_revoke (m->work);
+    if (rc != MPI_SUCCESS)
+        return mgr_err (err, ELASTIC_ERR_PROC_FAILED, "elastic_blob_fetch: %s", ft_strerror (rc, ebuf, sizeof (ebuf)));
+    if (!allok) {
+        if (b < 0)
+            return mgr_err (err, ELASTIC_ERR_NOT_FOUND, "elastic_blob_fetch: no blob '%s'", name ? name : "");
+        for (int i = 0; i < n; i++)
+            if (old_ranks[i] < 0 || old_ranks[i] >= sm->n)
+                return mgr_err (err,
+                                ELASTIC_ERR_NOT_FOUND,
+                                "elastic_blob_fetch: old rank %d is invalid (expected 0 to %d)",
+                                old_ranks[i],
+                                sm->n - 1);
+        return mgr_err (err, ELASTIC_ERR_NOT_FOUND, "elastic_blob_fetch: a bad request on another rank");
+    }
+    MPI_Comm_size (m->work, &nw);
+    me = m->myslot;
+    if (!(counts = calloc (nw, sizeof (int))) || !(displs = calloc (nw, sizeof (int)))
+        || !(srcrank = malloc ((sm->n > 0 ? sm->n : 1) * sizeof (int)))) {
+        rc = mgr_err (err, ELASTIC_ERR_NOMEM, "elastic_blob_fetch: out of memory");
+        goto out;
+    }
+    if ((rc = MPI_Allgather (&n, 1, MPI_INT, counts, 1, MPI_INT, m->work)) != MPI_SUCCESS)
+        goto mpi_error;
+    for (int r = 0; r < nw; r++) {
+        displs[r] = total;
+        total += counts[r];
+    }
+    if (!(all = malloc ((total > 0 ? total : 1) * sizeof (int)))) {
+        rc = mgr_err (err, ELASTIC_ERR_NOMEM, "elastic_blob_fetch: out of memory");
+        goto out;
+    }
+    if ((rc = MPI_Allgatherv (old_ranks, n, MPI_INT, all, counts, displs, MPI_INT, m->work)) != MPI_SUCCESS)
+        goto mpi_error;
+    for (int j = 0; j < sm->n; j++) {
+        int o = sm->holder[j];
+        srcrank[j] = mgr_slot_of (m, o);
+        if (srcrank[j] < 0 && sm->buddy[j] >= 0)
+            srcrank[j] = mgr_slot_of (m, sm->buddy[j]);
+    }
+    for (int i = 0; i < n; i++) {
+        size_t sz = sm->blobsz[(size_t)old_ranks[i] * sm->nb + b];
+        if (!(bufs[i] = malloc (sz > 0 ? sz : 1))) {
+            rc = mgr_err (err, ELASTIC_ERR_NOMEM, "elastic_blob_fetch: out of memory");
+            ft_revoke (m->work);
+            goto out;
+        }
+        sizes[i] = sz;
+    }
+    for (int r = 0; r < nw && x.rc == MPI_SUCCESS; r++) {
+        for (int i = 0; i < counts[r] && x.rc == MPI_SUCCESS; i++) {
+            int j = all[displs[r] + i];
+            size_t sz = sm->blobsz[(size_t)j * sm->nb + b];
+            int src = srcrank[j];
+            if (src == me) {
+                const char *base = snapstore_source (m->store, m->me, j);
+                const char *from = base ? base + snapmeta_blob_offset (sm, m->reg, j, b) : NULL;
+                if (!from) {
+                    x.rc = MPI_ERR_INTERN;
+                    break;
+                }
+                if (r == me)
+                    memcpy (bufs[i], from, sz);
+                else
+                    xfer_post (&x, 1, (void *)from, sz, r, TAG_BLOB, m->work);
+            }
+            else if (r == me)
+                xfer_post (&x, 0, bufs[i], sz, src, TAG_BLOB, m->work);
+        }
+    }
+    if (x.rc != MPI_SUCCESS)
+        ft_revoke (m->work);
+    rc = ft_waitall (x.n, x.r, m->work);
+    if (x.rc == MPI_SUCCESS)
+        x.rc = rc;
+    if ((rc = x.rc) != MPI_SUCCESS)
+        goto mpi_error;
+    rc = ELASTIC_OK;
+    goto out;
+mpi_error:
+    ft_revoke (m->work);
+    rc = mgr_err (err, ELASTIC_ERR_PROC_FAILED, "elastic_blob_fetch: %s", ft_strerror (rc, ebuf, sizeof (ebuf)));
+out:
+    if (rc != ELASTIC_OK) {
+        for (int i = 0; i < n; i++) {
+            free (bufs[i]);
+            bufs[i] = NULL;
+            sizes[i] = 0;
+        }
+    }
+    free (x.r);
+    free (counts);
+    free (displs);
+    free (all);
+    free (srcrank);
+    return rc;
+}

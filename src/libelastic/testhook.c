@@ -1,0 +1,114 @@
+/* testhook.c - failure injection for tests: ELASTIC_TEST_KILL */
+#if HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "testhook.h"
+
+struct hook {
+    int rank;
+    int64_t step;
+    enum hook_where where;
+};
+
+struct testhook {
+    struct hook *h;
+    int n;
+};
+
+void testhook_destroy (struct testhook *h)
+{
+    int saved = errno;
+    if (h) {
+        free (h->h);
+        free (h);
+    }
+    errno = saved;
+}
+
+static int bad (elastic_error_t *err, const char *entry)
+{
+    if (err)
+        snprintf (err->text,
+                  sizeof (err->text),
+                  "ELASTIC_TEST_KILL: '%s' is invalid (expected RANK:STEP:WHERE with WHERE "
+                  "snapshot or recovery, comma-separated)",
+                  entry);
+    return ELASTIC_ERR_INVAL;
+}
+
+int testhook_create (const char *spec, struct testhook **out, elastic_error_t *err)
+{
+    struct testhook *t = NULL;
+    char *copy = NULL, *save = NULL, *tok;
+    int rc = ELASTIC_ERR_NOMEM;
+
+    *out = NULL;
+    if (!spec || *spec == '\0')
+        return ELASTIC_OK;
+    if (!(t = calloc (1, sizeof (*t))) || !(copy = strdup (spec)))
+        goto error;
+    for (tok = strtok_r (copy, ",", &save); tok; tok = strtok_r (NULL, ",", &save)) {
+        char where[32], extra;
+        long rank;
+        long long step;
+        struct hook *nh;
+        if (sscanf (tok, "%ld:%lld:%31[a-z]%c", &rank, &step, where, &extra) != 3 || rank < 0
+            || step < 0) {
+            rc = bad (err, tok);
+            goto error;
+        }
+        if (!(nh = realloc (t->h, (t->n + 1) * sizeof (*nh))))
+            goto error;
+        t->h = nh;
+        t->h[t->n].rank = (int)rank;
+        t->h[t->n].step = step;
+        if (!strcmp (where, "snapshot"))
+            t->h[t->n].where = HOOK_SNAPSHOT;
+        else if (!strcmp (where, "recovery"))
+            t->h[t->n].where = HOOK_RECOVERY;
+        else {
+            rc = bad (err, tok);
+            goto error;
+        }
+        t->n++;
+    }
+    free (copy);
+    *out = t;
+    return ELASTIC_OK;
+error:
+    if (rc == ELASTIC_ERR_NOMEM && err)
+        snprintf (err->text, sizeof (err->text), "ELASTIC_TEST_KILL: out of memory");
+    free (copy);
+    testhook_destroy (t);
+    return rc;
+}
+
+void testhook_check (struct testhook *h, int rank, int64_t step, enum hook_where where)
+{
+    if (!h)
+        return;
+    for (int i = 0; i < h->n; i++) {
+        struct hook *k = &h->h[i];
+        if (k->rank != rank || k->where != where)
+            continue;
+        if ((where == HOOK_SNAPSHOT && step == k->step)
+            || (where == HOOK_RECOVERY && step >= k->step)) {
+            el_log (EL_INFO,
+                    "ELASTIC_TEST_KILL: killing myself (pid %d) in %s at step %lld",
+                    (int)getpid (),
+                    where == HOOK_SNAPSHOT ? "snapshot" : "recovery",
+                    (long long)step);
+            kill (getpid (), SIGKILL);
+            for (;;)
+                pause ();
+        }
+    }
+}

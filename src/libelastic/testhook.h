@@ -1,0 +1,29 @@
+/* testhook.h - failure injection for tests: ELASTIC_TEST_KILL (internal)
+ *
+ * ELASTIC_TEST_KILL=RANK:STEP:WHERE[,RANK:STEP:WHERE...] makes the process of
+ * original rank RANK kill itself with a real SIGKILL:
+ *   snapshot  inside the snapshot of step STEP, after its L1 copy and before
+ *             its L2 exchange completes;
+ *   recovery  inside the first recovery that starts at step >= STEP, after
+ *             the shrink, before the state exchange.
+ * It is meant for tests and demos; an unset variable costs nothing.
+ */
+#ifndef ELASTIC_TESTHOOK_H
+#define ELASTIC_TESTHOOK_H
+
+#include <stdint.h>
+#include <elastic.h>
+
+enum hook_where { HOOK_SNAPSHOT, HOOK_RECOVERY };
+
+struct testhook;
+
+/* Parse spec (NULL or empty: no hooks, *out = NULL).  Returns
+ * ELASTIC_ERR_INVAL naming the bad entry. */
+int testhook_create (const char *spec, struct testhook **out, elastic_error_t *err);
+void testhook_destroy (struct testhook *h);
+
+/* Kill this process if a hook for (rank, step, where) is armed. */
+void testhook_check (struct testhook *h, int rank, int64_t step, enum hook_where where);
+
+#endif /* ELASTIC_TESTHOOK_H */

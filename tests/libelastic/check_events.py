@@ -1,0 +1,49 @@
+#!/usr/bin/python3
+"""check_events.py FILE - validate libelastic's JSON event lines.
+
+Prints one summary line per event:
+    KIND STEP OLD->NEW failed=A,B spares=C attempts=N
+or "BAD: line N: why" for a line that is not a valid event.
+"""
+import json
+import sys
+
+REQUIRED = {
+    "event": str, "step": int, "old_size": int, "new_size": int, "failed": list,
+    "spares_used": list, "attempts": int, "handler_tries": int, "t_detect_ms": (int, float),
+    "t_revoke_agree_ms": (int, float), "t_shrink_ms": (int, float), "t_restore_ms": (int, float),
+    "t_handler_ms": (int, float), "t_protect_ms": (int, float), "t_total_ms": (int, float),
+    "rank": int, "time": str,
+}
+
+def main(path):
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            try:
+                e = json.loads(line)
+            except ValueError as x:
+                print("BAD: line %d: not JSON (%s)" % (n, x))
+                continue
+            bad = [k for k, t in REQUIRED.items() if not isinstance(e.get(k), t)]
+            if bad:
+                print("BAD: line %d: missing or mistyped %s" % (n, ",".join(bad)))
+                continue
+            if e["event"] not in ("reshard_down", "reshard_up", "fatal"):
+                print("BAD: line %d: unknown event %s" % (n, e["event"]))
+                continue
+            if e["event"] == "fatal" and not isinstance(e.get("error"), str):
+                print("BAD: line %d: fatal without error" % n)
+                continue
+            if min(e[k] for k in REQUIRED if k.startswith("t_")) < 0:
+                print("BAD: line %d: negative duration" % n)
+                continue
+            if not e["time"].endswith("Z") or "T" not in e["time"]:
+                print("BAD: line %d: time %s is not ISO 8601 UTC" % (n, e["time"]))
+                continue
+            print("%s %d %d->%d failed=%s spares=%s attempts=%d" % (
+                e["event"], e["step"], e["old_size"], e["new_size"],
+                ",".join(str(r) for r in e["failed"]),
+                ",".join(str(r) for r in e["spares_used"]), e["attempts"]))
+
+if __name__ == "__main__":
+    main(sys.argv[1])

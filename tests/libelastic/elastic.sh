@@ -1,0 +1,30 @@
+# elastic.sh - helpers for libelastic's mpirun tests (source after lib/mpitest.sh)
+#
+#   app_run OUT N [mpirun args --] PROG ARGS   run a job and wait (RUN_TIMEOUT, 180 s)
+#   checksum_of FILE                           the hex checksum rank 0 printed
+#   final_world_of FILE                        the final working size printed
+#   events FILE                                one summary line per JSON event
+#                                              (or BAD: ... if a line is invalid)
+
+EXAMPLES=${top_builddir:-..}/examples
+PY=/usr/bin/python3
+
+app_run() {
+    mpi_start "$@"
+    mpi_wait "${RUN_TIMEOUT:-180}"
+}
+
+checksum_of() { sed -n 's/.*checksum \([0-9a-f]\{16\}\)$/\1/p' "$1" | head -n 1; }
+
+final_world_of() { sed -n 's/.*final world \([0-9]*\),.*/\1/p' "$1" | head -n 1; }
+
+events() {
+    if [ ! -s "$1" ]; then
+        echo "(no events)"
+        return
+    fi
+    "$PY" "${srcdir:-.}/libelastic/check_events.py" "$1"
+}
+
+# show_failure OUT: the job's output, as TAP diagnostics
+show_failure() { diag "output (last 40 lines):" "$(tail -n 40 "$1")"; }
