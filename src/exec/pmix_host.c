@@ -1,0 +1,1176 @@
+/* pmix_host.c - the PMIx server elastic-exec hosts for its local MPI ranks
+ *
+ * State lives in struct pmixhost and its jobs, under one mutex.  PMIx's
+ * progress thread runs the upcalls below: they only update state, queue an
+ * event and write a byte to the event pipe.  Every PMIx call that may block
+ * (register, deregister, notify) is made from the caller's thread, never
+ * with the mutex held, so neither side can wait for the other.
+ */
+#if HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <pmix.h>
+#include <pmix_server.h>
+
+#include "pmix_host.h"
+#include "pmix_jobinfo.h"
+#include "pmix_nodelay.h"
+#include "pmix_transport.h"
+
+/* Open MPI 5.0's MPI_Init runs four fences over the whole namespace: a
+ * modex and a barrier in ompi_mpi_instance_init, then again in
+ * ompi_mpi_init (measured with 5.0.7). */
+#define OMPI5_INIT_FENCES 4
+
+struct rank_state {
+    pid_t pid;
+    int connected;
+    int finalized;
+    int lost;
+    int exited;
+    int wstatus;
+    int deregistered;
+    char **env;
+};
+
+struct pmixhost_job {
+    struct pmixhost *h;
+    struct pmixhost_job *next;
+    char nspace[PMIX_MAX_NSLEN + 1];
+    char dir[PATH_MAX + PMIX_MAX_NSLEN + 2];
+    int nranks;
+    int registered; /* PMIx knows the namespace */
+    int init_fences;
+    int fences;
+    int initialized;
+    int init_broken; /* an init fence completed without every rank */
+    int oversubscribed;
+    int aborting;
+    int abort_rank;
+    int abort_status;
+    char abort_msg[256];
+    int stopping;
+    int restart_needed;
+    int restart_rank;
+    int failed;
+    int nexited;
+    int nderegistered;
+    struct rank_state *r;
+};
+
+struct event_item {
+    struct pmixhost_event ev;
+    struct event_item *next;
+};
+
+struct pmixhost {
+    pthread_mutex_t lock;
+    int pipefd[2];
+    struct event_item *head, *tail;
+    struct pmixhost_job *jobs;
+    char dir[PATH_MAX];
+    pmix_proc_t myproc;
+    const struct pmixhost_transport *tp;
+    void *tp_ctx;
+    int pmix_up;
+    size_t lost_ref;
+    int lost_registered;
+    struct nodelay_set listeners;
+};
+
+/* PMIx upcalls carry no context pointer: the one server of this process. */
+static struct pmixhost *the_host;
+
+static double now_mono (void)
+{
+    struct timespec ts;
+
+    clock_gettime (CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void errset (char *err, size_t errsz, const char *fmt, ...)
+    __attribute__ ((format (printf, 3, 4)));
+
+static void errset (char *err, size_t errsz, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (!err || errsz == 0)
+        return;
+    va_start (ap, fmt);
+    vsnprintf (err, errsz, fmt, ap);
+    va_end (ap);
+}
+
+static int rm_entry (const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)ftw;
+    if (flag == FTW_DP || flag == FTW_D)
+        rmdir (path);
+    else
+        unlink (path);
+    return 0;
+}
+
+/* rm -rf path (errors ignored: what is left shows up in the tests). */
+static void remove_tree (const char *path)
+{
+    if (path[0])
+        nftw (path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* ---- the event queue (caller holds h->lock) ------------------------------ */
+
+static void push_event (struct pmixhost *h,
+                        struct pmixhost_job *job,
+                        int type,
+                        int rank,
+                        int status,
+                        const char *msg)
+{
+    struct event_item *it = calloc (1, sizeof (*it));
+    char c = 1;
+
+    if (!it)
+        return; /* the state is recorded; only the notice is lost */
+    it->ev.type = type;
+    it->ev.job = job;
+    it->ev.rank = rank;
+    it->ev.status = status;
+    it->ev.time = now_mono ();
+    if (msg)
+        snprintf (it->ev.message, sizeof (it->ev.message), "%s", msg);
+    if (h->tail)
+        h->tail->next = it;
+    else
+        h->head = it;
+    h->tail = it;
+    if (write (h->pipefd[1], &c, 1) < 0) {
+        /* EAGAIN: the pipe is already readable */
+    }
+}
+
+static void drain_pipe (struct pmixhost *h)
+{
+    char buf[256];
+
+    while (read (h->pipefd[0], buf, sizeof (buf)) > 0)
+        ;
+}
+
+/* Drop the queued events of job (its pointer is about to die). */
+static void drop_events (struct pmixhost *h, struct pmixhost_job *job)
+{
+    struct event_item **pp = &h->head, *it;
+
+    h->tail = NULL;
+    while ((it = *pp)) {
+        if (it->ev.job == job) {
+            *pp = it->next;
+            free (it);
+        } else {
+            h->tail = it;
+            pp = &it->next;
+        }
+    }
+}
+
+/* ---- lookups (caller holds h->lock) -------------------------------------- */
+
+static struct pmixhost_job *find_job (struct pmixhost *h, const char *nspace)
+{
+    for (struct pmixhost_job *j = h->jobs; j; j = j->next)
+        if (PMIX_CHECK_NSPACE (j->nspace, nspace))
+            return j;
+    return NULL;
+}
+
+static struct rank_state *
+find_rank (struct pmixhost *h, const pmix_proc_t *proc, struct pmixhost_job **jobp)
+{
+    struct pmixhost_job *job;
+
+    if (!h || !proc || !(job = find_job (h, proc->nspace)))
+        return NULL;
+    if (proc->rank >= (pmix_rank_t)job->nranks)
+        return NULL;
+    *jobp = job;
+    return &job->r[proc->rank];
+}
+
+/* ---- PMIx server upcalls (PMIx's progress thread) ------------------------ */
+
+static pmix_status_t up_client_connected (const pmix_proc_t *proc,
+                                          void *server_object,
+                                          pmix_op_cbfunc_t cbfunc,
+                                          void *cbdata)
+{
+    struct pmixhost *h = the_host;
+    struct pmixhost_job *job;
+    struct rank_state *r;
+
+    (void)server_object;
+    (void)cbdata;
+    if (h) {
+        pthread_mutex_lock (&h->lock);
+        if ((r = find_rank (h, proc, &job)) && !r->connected) {
+            r->connected = 1;
+            push_event (h, job, PMIXHOST_EV_CONNECTED, (int)proc->rank, 0, NULL);
+        }
+        pthread_mutex_unlock (&h->lock);
+    }
+    return cbfunc ? PMIX_OPERATION_SUCCEEDED : PMIX_SUCCESS;
+}
+
+static pmix_status_t up_client_finalized (const pmix_proc_t *proc,
+                                          void *server_object,
+                                          pmix_op_cbfunc_t cbfunc,
+                                          void *cbdata)
+{
+    struct pmixhost *h = the_host;
+    struct pmixhost_job *job;
+    struct rank_state *r;
+
+    (void)server_object;
+    (void)cbfunc;
+    (void)cbdata;
+    if (h) {
+        pthread_mutex_lock (&h->lock);
+        if ((r = find_rank (h, proc, &job)) && !r->finalized) {
+            r->finalized = 1;
+            push_event (h, job, PMIXHOST_EV_FINALIZED, (int)proc->rank, 0, NULL);
+        }
+        pthread_mutex_unlock (&h->lock);
+    }
+    return PMIX_OPERATION_SUCCEEDED;
+}
+
+/* MPI_Abort: mark the job aborting before the rank is released (it _exits
+ * right after), so its exit and the kills that follow send no fault event;
+ * the caller kills every rank when it reads the event. */
+static pmix_status_t up_abort (const pmix_proc_t *proc,
+                               void *server_object,
+                               int status,
+                               const char msg[],
+                               pmix_proc_t procs[],
+                               size_t nprocs,
+                               pmix_op_cbfunc_t cbfunc,
+                               void *cbdata)
+{
+    struct pmixhost *h = the_host;
+    struct pmixhost_job *job;
+    struct rank_state *r;
+
+    (void)server_object;
+    (void)procs;
+    (void)nprocs;
+    if (h) {
+        pthread_mutex_lock (&h->lock);
+        if ((r = find_rank (h, proc, &job)) && !job->aborting) {
+            job->aborting = 1;
+            job->abort_rank = (int)proc->rank;
+            job->abort_status = status;
+            snprintf (job->abort_msg, sizeof (job->abort_msg), "%s", msg ? msg : "");
+            push_event (h, job, PMIXHOST_EV_ABORT, (int)proc->rank, status, msg);
+        }
+        pthread_mutex_unlock (&h->lock);
+    }
+    if (cbfunc)
+        cbfunc (PMIX_SUCCESS, cbdata);
+    return PMIX_SUCCESS;
+}
+
+/* A fence in flight: completion is counted before PMIx is called back. */
+struct fence_op {
+    char nspace[PMIX_MAX_NSLEN + 1];
+    int whole;   /* every rank of the namespace takes part */
+    int partial; /* PMIx completed it locally without a dead rank */
+    pmix_modex_cbfunc_t cbfunc;
+    void *cbdata;
+};
+
+static void fence_done (pmix_status_t status,
+                        const char *data,
+                        size_t ndata,
+                        void *cbdata,
+                        pmix_release_cbfunc_t relfn,
+                        void *relcbdata)
+{
+    struct fence_op *op = cbdata;
+    struct pmixhost *h = the_host;
+    struct pmixhost_job *job;
+
+    if (h && op->whole) {
+        pthread_mutex_lock (&h->lock);
+        if ((job = find_job (h, op->nspace)) && !job->initialized) {
+            if (status != PMIX_SUCCESS || op->partial)
+                job->init_broken = 1;
+            else if (++job->fences >= job->init_fences && !job->init_broken) {
+                job->initialized = 1;
+                push_event (h, job, PMIXHOST_EV_INITIALIZED, -1, 0, NULL);
+            }
+        } else if (job && status == PMIX_SUCCESS)
+            job->fences++;
+        pthread_mutex_unlock (&h->lock);
+    }
+    op->cbfunc (status, data, ndata, op->cbdata, relfn, relcbdata);
+    free (op);
+}
+
+static pmix_status_t up_fence_nb (const pmix_proc_t procs[],
+                                  size_t nprocs,
+                                  const pmix_info_t info[],
+                                  size_t ninfo,
+                                  char *data,
+                                  size_t ndata,
+                                  pmix_modex_cbfunc_t cbfunc,
+                                  void *cbdata)
+{
+    struct pmixhost *h = the_host;
+    struct fence_op *op;
+    pmix_status_t rc;
+
+    if (!h || !cbfunc)
+        return PMIX_ERR_BAD_PARAM;
+    if (!(op = calloc (1, sizeof (*op))))
+        return PMIX_ERR_NOMEM;
+    if (nprocs > 0) {
+        PMIX_LOAD_NSPACE (op->nspace, procs[0].nspace);
+        op->whole = nprocs == 1 && procs[0].rank == PMIX_RANK_WILDCARD;
+    }
+    for (size_t i = 0; i < ninfo; i++)
+        if (PMIX_CHECK_KEY (&info[i], PMIX_LOCAL_COLLECTIVE_STATUS) &&
+            info[i].value.type == PMIX_STATUS &&
+            info[i].value.data.status != PMIX_SUCCESS)
+            op->partial = 1;
+    op->cbfunc = cbfunc;
+    op->cbdata = cbdata;
+    rc =
+        h->tp->fence (h->tp_ctx, procs, nprocs, info, ninfo, data, ndata, fence_done, op);
+    if (rc != PMIX_SUCCESS) {
+        free (op);
+        if (rc == PMIX_OPERATION_SUCCEEDED)
+            rc = PMIX_ERR_NOT_SUPPORTED; /* a fence must hand data back */
+    }
+    return rc;
+}
+
+static pmix_status_t up_direct_modex (const pmix_proc_t *proc,
+                                      const pmix_info_t info[],
+                                      size_t ninfo,
+                                      pmix_modex_cbfunc_t cbfunc,
+                                      void *cbdata)
+{
+    struct pmixhost *h = the_host;
+
+    if (!h)
+        return PMIX_ERR_NOT_FOUND;
+    return h->tp->direct_modex (h->tp_ctx, proc, info, ninfo, cbfunc, cbdata);
+}
+
+static pmix_status_t up_notify_event (pmix_status_t code,
+                                      const pmix_proc_t *source,
+                                      pmix_data_range_t range,
+                                      pmix_info_t info[],
+                                      size_t ninfo,
+                                      pmix_op_cbfunc_t cbfunc,
+                                      void *cbdata)
+{
+    struct pmixhost *h = the_host;
+
+    if (!h)
+        return PMIX_OPERATION_SUCCEEDED;
+    return h->tp->notify (h->tp_ctx, code, source, range, info, ninfo, cbfunc, cbdata);
+}
+
+/* PMIx delivers events to the ranks that registered for them; there are
+ * no host-level (environmental) events to subscribe to. */
+static pmix_status_t up_register_events (pmix_status_t *codes,
+                                         size_t ncodes,
+                                         const pmix_info_t info[],
+                                         size_t ninfo,
+                                         pmix_op_cbfunc_t cbfunc,
+                                         void *cbdata)
+{
+    (void)codes;
+    (void)ncodes;
+    (void)info;
+    (void)ninfo;
+    (void)cbfunc;
+    (void)cbdata;
+    return PMIX_OPERATION_SUCCEEDED;
+}
+
+static pmix_status_t up_deregister_events (pmix_status_t *codes,
+                                           size_t ncodes,
+                                           pmix_op_cbfunc_t cbfunc,
+                                           void *cbdata)
+{
+    (void)codes;
+    (void)ncodes;
+    (void)cbfunc;
+    (void)cbdata;
+    return PMIX_OPERATION_SUCCEEDED;
+}
+
+/* Present so PMIx accepts (and executes itself) the cleanup registrations
+ * Open MPI makes for its /dev/shm segments; anything else is refused. */
+static pmix_status_t up_job_control (const pmix_proc_t *requestor,
+                                     const pmix_proc_t targets[],
+                                     size_t ntargets,
+                                     const pmix_info_t directives[],
+                                     size_t ndirs,
+                                     pmix_info_cbfunc_t cbfunc,
+                                     void *cbdata)
+{
+    (void)requestor;
+    (void)targets;
+    (void)ntargets;
+    (void)directives;
+    (void)ndirs;
+    (void)cbfunc;
+    (void)cbdata;
+    return PMIX_ERR_NOT_SUPPORTED;
+}
+
+static pmix_server_module_t module = {
+    .client_connected = up_client_connected,
+    .client_finalized = up_client_finalized,
+    .abort = up_abort,
+    .fence_nb = up_fence_nb,
+    .direct_modex = up_direct_modex,
+    .register_events = up_register_events,
+    .deregister_events = up_deregister_events,
+    .notify_event = up_notify_event,
+    .job_control = up_job_control,
+};
+
+/* PMIx's own report that a client vanished without finalizing. */
+static void on_lost_connection (size_t id,
+                                pmix_status_t status,
+                                const pmix_proc_t *source,
+                                pmix_info_t info[],
+                                size_t ninfo,
+                                pmix_info_t *results,
+                                size_t nresults,
+                                pmix_event_notification_cbfunc_fn_t cbfunc,
+                                void *cbdata)
+{
+    struct pmixhost *h = the_host;
+    struct pmixhost_job *job;
+    struct rank_state *r;
+
+    (void)id;
+    (void)status;
+    (void)info;
+    (void)ninfo;
+    (void)results;
+    (void)nresults;
+    if (h) {
+        pthread_mutex_lock (&h->lock);
+        if ((r = find_rank (h, source, &job)) && !r->lost) {
+            r->lost = 1;
+            push_event (h, job, PMIXHOST_EV_LOST, (int)source->rank, 0, NULL);
+        }
+        pthread_mutex_unlock (&h->lock);
+    }
+    if (cbfunc)
+        cbfunc (PMIX_EVENT_ACTION_COMPLETE, NULL, 0, NULL, NULL, cbdata);
+}
+
+/* ---- the server ----------------------------------------------------------- */
+
+static const char *env_localonly = "PMIX_MCA_pmix_server_fence_localonly_opt";
+static const char *env_gds = "PMIX_MCA_gds";
+
+/* Set name=value for the duration of PMIx_server_init; *saved gets the old
+ * value (malloc'ed) or NULL. */
+static void env_push (const char *name, const char *value, char **saved)
+{
+    const char *old = getenv (name);
+
+    *saved = old ? strdup (old) : NULL;
+    setenv (name, value, 1);
+}
+
+static void env_pop (const char *name, char *saved)
+{
+    if (saved)
+        setenv (name, saved, 1);
+    else
+        unsetenv (name);
+    free (saved);
+}
+
+struct pmixhost *
+pmixhost_create (const struct pmixhost_opts *opts, char *err, size_t errsz)
+{
+    struct pmixhost *h;
+    const char *tmp = opts && opts->tmpdir ? opts->tmpdir : getenv ("TMPDIR");
+    char *saved_lo, *saved_gds;
+    sigset_t all, old;
+    pmix_info_t info[6];
+    pmix_status_t rc, code = PMIX_ERR_LOST_CONNECTION;
+    pmix_rank_t myrank = 0;
+    bool yes = true;
+    struct nodelay_set before;
+    char name[64];
+    int n;
+
+    if (the_host) {
+        errset (
+            err, errsz, "a PMIx server already runs in this process (one per process)");
+        errno = EBUSY;
+        return NULL;
+    }
+    if (!tmp || !tmp[0])
+        tmp = "/tmp";
+    if (!(h = calloc (1, sizeof (*h)))) {
+        errset (err, errsz, "out of memory");
+        return NULL;
+    }
+    pthread_mutex_init (&h->lock, NULL);
+    h->pipefd[0] = h->pipefd[1] = -1;
+    h->tp = opts && opts->transport ? opts->transport : &pmixhost_transport_local;
+    h->tp_ctx = opts ? opts->transport_ctx : NULL;
+    if (pipe2 (h->pipefd, O_NONBLOCK | O_CLOEXEC) < 0) {
+        errset (err, errsz, "pipe: %s", strerror (errno));
+        goto error;
+    }
+    n = snprintf (h->dir, sizeof (h->dir), "%s/elastic-pmix.XXXXXX", tmp);
+    if (n < 0 || (size_t)n >= sizeof (h->dir) - 64) {
+        errset (err,
+                errsz,
+                "tmpdir: '%s' is too long (at most %zu characters)",
+                tmp,
+                sizeof (h->dir) - 96);
+        h->dir[0] = '\0';
+        errno = ENAMETOOLONG;
+        goto error;
+    }
+    if (!mkdtemp (h->dir)) {
+        errset (err,
+                errsz,
+                "tmpdir: cannot create a directory in '%s': %s",
+                tmp,
+                strerror (errno));
+        h->dir[0] = '\0';
+        goto error;
+    }
+
+    snprintf (name, sizeof (name), "elastic-exec.%d", (int)getpid ());
+    PMIX_LOAD_PROCID (&h->myproc, name, 0);
+    PMIX_INFO_LOAD (&info[0], PMIX_SERVER_NSPACE, name, PMIX_STRING);
+    PMIX_INFO_LOAD (&info[1], PMIX_SERVER_RANK, &myrank, PMIX_PROC_RANK);
+    PMIX_INFO_LOAD (&info[2], PMIX_SERVER_TMPDIR, h->dir, PMIX_STRING);
+    PMIX_INFO_LOAD (&info[3], PMIX_SYSTEM_TMPDIR, h->dir, PMIX_STRING);
+    PMIX_INFO_LOAD (&info[4], PMIX_TCP_DISABLE_IPV6, &yes, PMIX_BOOL);
+    /* The ranks adopt the server's topology (hwloc shared memory in the
+     * server's directory) instead of each probing the machine: Open MPI's
+     * own discovery binds to every core in turn, tens of milliseconds of
+     * MPI_Init on a loaded node. */
+    PMIX_INFO_LOAD (&info[5], PMIX_SERVER_SHARE_TOPOLOGY, &yes, PMIX_BOOL);
+
+    /* Every fence goes to the host (the transport seam, and the end of
+     * MPI_Init is seen); the hash store is the one Open MPI 5's client has. */
+    env_push (env_localonly, "0", &saved_lo);
+    env_push (env_gds, "hash", &saved_gds);
+    if (nodelay_listeners (&before) < 0)
+        memset (&before, 0, sizeof (before));
+    /* PMIx's threads inherit this mask: they must never take a signal. */
+    sigfillset (&all);
+    pthread_sigmask (SIG_BLOCK, &all, &old);
+    the_host = h;
+    rc = PMIx_server_init (&module, info, 6);
+    pthread_sigmask (SIG_SETMASK, &old, NULL);
+    env_pop (env_localonly, saved_lo);
+    env_pop (env_gds, saved_gds);
+    for (int i = 0; i < 6; i++)
+        PMIX_INFO_DESTRUCT (&info[i]);
+    if (rc != PMIX_SUCCESS) {
+        errset (err, errsz, "PMIx_server_init failed: %s", PMIx_Error_string (rc));
+        goto error;
+    }
+    h->pmix_up = 1;
+    /* Not fatal: without it events are slower (pmixhost_nodelay_check
+     * then returns -1, and callers can say so). */
+    if (!(opts && opts->no_nodelay) && nodelay_apply (&before, &h->listeners) < 0)
+        memset (&h->listeners, 0, sizeof (h->listeners));
+    rc = PMIx_Register_event_handler (&code, 1, NULL, 0, on_lost_connection, NULL, NULL);
+    if (rc < 0) {
+        errset (err,
+                errsz,
+                "cannot register for PMIx lost-connection events: %s",
+                PMIx_Error_string (rc));
+        goto error;
+    }
+    h->lost_ref = (size_t)rc;
+    h->lost_registered = 1;
+    return h;
+error:
+    pmixhost_destroy (h);
+    return NULL;
+}
+
+void pmixhost_destroy (struct pmixhost *h)
+{
+    int saved_errno = errno;
+
+    if (!h)
+        return;
+    while (h->jobs)
+        pmixhost_job_destroy (h->jobs);
+    if (h->lost_registered)
+        PMIx_Deregister_event_handler (h->lost_ref, NULL, NULL);
+    if (h->pmix_up)
+        PMIx_server_finalize ();
+    if (the_host == h)
+        the_host = NULL;
+    if (h->tp && h->tp->destroy)
+        h->tp->destroy (h->tp_ctx);
+    remove_tree (h->dir);
+    while (h->head) {
+        struct event_item *it = h->head;
+        h->head = it->next;
+        free (it);
+    }
+    if (h->pipefd[0] >= 0)
+        close (h->pipefd[0]);
+    if (h->pipefd[1] >= 0)
+        close (h->pipefd[1]);
+    pthread_mutex_destroy (&h->lock);
+    free (h);
+    errno = saved_errno;
+}
+
+int pmixhost_fd (struct pmixhost *h)
+{
+    return h->pipefd[0];
+}
+
+const char *pmixhost_dir (struct pmixhost *h)
+{
+    return h->dir;
+}
+
+int pmixhost_nodelay_check (struct pmixhost *h, int *total)
+{
+    if (!h || h->listeners.n == 0) {
+        errno = ENOENT;
+        return -1;
+    }
+    return nodelay_check (&h->listeners, total);
+}
+
+/* Deregister a dead rank whose lost connection PMIx reported: only then is
+ * it safe (earlier, the survivors' finalize fence waits for it forever).
+ * PMIx then runs the rank's cleanups (its /dev/shm segment). */
+static void deregister_rank (struct pmixhost_job *job, int rank)
+{
+    pmix_proc_t proc;
+
+    PMIX_LOAD_PROCID (&proc, job->nspace, (pmix_rank_t)rank);
+    PMIx_server_deregister_client (&proc, NULL, NULL);
+}
+
+int pmixhost_next_event (struct pmixhost *h, struct pmixhost_event *ev)
+{
+    struct event_item *it;
+    struct rank_state *r;
+    int dereg = -1;
+
+    pthread_mutex_lock (&h->lock);
+    if (!(it = h->head)) {
+        drain_pipe (h);
+        pthread_mutex_unlock (&h->lock);
+        return 0;
+    }
+    if (!(h->head = it->next))
+        h->tail = NULL;
+    *ev = it->ev;
+    if (ev->type == PMIXHOST_EV_LOST && ev->rank >= 0) {
+        r = &ev->job->r[ev->rank];
+        if (r->exited && !r->deregistered) {
+            r->deregistered = 1;
+            ev->job->nderegistered++;
+            dereg = ev->rank;
+        }
+    }
+    pthread_mutex_unlock (&h->lock);
+    free (it);
+    if (dereg >= 0)
+        deregister_rank (ev->job, dereg);
+    return 1;
+}
+
+/* ---- jobs ------------------------------------------------------------------ */
+
+static int usable_cpus (void)
+{
+    cpu_set_t set;
+    long n;
+
+    if (sched_getaffinity (0, sizeof (set), &set) == 0)
+        return CPU_COUNT (&set);
+    n = sysconf (_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+static int valid_run_id (const char *s)
+{
+    size_t n = 0;
+
+    for (; s[n]; n++) {
+        char c = s[n];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-'))
+            return 0;
+    }
+    return n > 0 && n <= 200;
+}
+
+/* Append "name=value" to a malloc'ed argv-style array. */
+static int env_add (char ***envp, const char *name, const char *value)
+{
+    size_t n = 0, len = strlen (name) + strlen (value) + 2;
+    char **env = *envp, *s;
+
+    while (env && env[n])
+        n++;
+    if (!(s = malloc (len)))
+        return -1;
+    snprintf (s, len, "%s=%s", name, value);
+    if (!(env = realloc (env, (n + 2) * sizeof (*env)))) {
+        free (s);
+        return -1;
+    }
+    env[n] = s;
+    env[n + 1] = NULL;
+    *envp = env;
+    return 0;
+}
+
+static void env_free (char **env)
+{
+    for (size_t i = 0; env && env[i]; i++)
+        free (env[i]);
+    free (env);
+}
+
+struct pmixhost_job *pmixhost_job_create (struct pmixhost *h,
+                                          const struct pmixhost_job_opts *opts,
+                                          char *err,
+                                          size_t errsz)
+{
+    struct pmixhost_job *job = NULL;
+    struct jobinfo_params jp;
+    pmix_info_t *info = NULL;
+    size_t ninfo = 0;
+    pmix_status_t rc;
+    const char *btl;
+    char host[256], cwd[PATH_MAX], path[PATH_MAX + PMIX_MAX_NSLEN + 32];
+    int n;
+
+    if (!h || !opts) {
+        errset (err, errsz, "pmixhost_job_create: no server or options");
+        errno = EINVAL;
+        return NULL;
+    }
+    if (!opts->run_id || !valid_run_id (opts->run_id)) {
+        errset (err,
+                errsz,
+                "run id: '%s' is not accepted (1-200 characters of A-Z a-z 0-9 _ . -)",
+                opts->run_id ? opts->run_id : "");
+        errno = EINVAL;
+        return NULL;
+    }
+    if (opts->attempt < 0) {
+        errset (err, errsz, "attempt: %d is not accepted (>= 0)", opts->attempt);
+        errno = EINVAL;
+        return NULL;
+    }
+    if (opts->nranks < 1 || opts->nranks > 65535) {
+        errset (err, errsz, "ranks: %d is not accepted (1-65535)", opts->nranks);
+        errno = EINVAL;
+        return NULL;
+    }
+    if (!opts->btl || !strcmp (opts->btl, "sm"))
+        btl = "self,sm";
+    else if (!strcmp (opts->btl, "tcp"))
+        btl = "self,tcp";
+    else {
+        errset (err, errsz, "btl: '%s' is not accepted (sm, tcp)", opts->btl);
+        errno = EINVAL;
+        return NULL;
+    }
+    if (opts->init_fences < 0) {
+        errset (err, errsz, "init fences: %d is not accepted (>= 0)", opts->init_fences);
+        errno = EINVAL;
+        return NULL;
+    }
+    if (!(job = calloc (1, sizeof (*job))) ||
+        !(job->r = calloc ((size_t)opts->nranks, sizeof (job->r[0])))) {
+        errset (err, errsz, "out of memory");
+        goto error;
+    }
+    job->h = h;
+    job->nranks = opts->nranks;
+    job->init_fences = opts->init_fences ? opts->init_fences : OMPI5_INIT_FENCES;
+    job->abort_rank = job->restart_rank = -1;
+    job->oversubscribed = opts->oversubscribed < 0 ? opts->nranks > usable_cpus ()
+                                                   : opts->oversubscribed != 0;
+    snprintf (
+        job->nspace, sizeof (job->nspace), "elastic.%s.%d", opts->run_id, opts->attempt);
+    pthread_mutex_lock (&h->lock);
+    n = find_job (h, job->nspace) != NULL;
+    pthread_mutex_unlock (&h->lock);
+    if (n) {
+        errset (err,
+                errsz,
+                "namespace '%s' is already in use (a new attempt needs a new number)",
+                job->nspace);
+        errno = EEXIST;
+        goto error;
+    }
+
+    /* session directories: <server dir>/<nspace>/<rank> */
+    snprintf (job->dir, sizeof (job->dir), "%s/%s", h->dir, job->nspace);
+    if (mkdir (job->dir, 0700) < 0) {
+        errset (err, errsz, "cannot create '%s': %s", job->dir, strerror (errno));
+        job->dir[0] = '\0';
+        goto error;
+    }
+    for (int r = 0; r < job->nranks; r++) {
+        snprintf (path, sizeof (path), "%s/%d", job->dir, r);
+        if (mkdir (path, 0700) < 0) {
+            errset (err, errsz, "cannot create '%s': %s", path, strerror (errno));
+            goto error;
+        }
+    }
+
+    if (gethostname (host, sizeof (host)) < 0)
+        snprintf (host, sizeof (host), "localhost");
+    host[sizeof (host) - 1] = '\0';
+    jp.nspace = job->nspace;
+    jp.nranks = job->nranks;
+    jp.hostname = host;
+    jp.tmpdir = h->dir;
+    jp.nsdir = job->dir;
+    jp.wdir = getcwd (cwd, sizeof (cwd)) ? cwd : NULL;
+    jp.oversubscribed = job->oversubscribed;
+    if (jobinfo_build (&jp, &info, &ninfo, err, errsz) < 0) {
+        errno = EINVAL;
+        goto error;
+    }
+    rc = PMIx_server_register_nspace (job->nspace, job->nranks, info, ninfo, NULL, NULL);
+    jobinfo_free (info, ninfo);
+    if (rc != PMIX_SUCCESS && rc != PMIX_OPERATION_SUCCEEDED) {
+        errset (err,
+                errsz,
+                "PMIx refused namespace '%s': %s",
+                job->nspace,
+                PMIx_Error_string (rc));
+        errno = EINVAL;
+        goto error;
+    }
+    job->registered = 1;
+
+    for (int r = 0; r < job->nranks; r++) {
+        pmix_proc_t proc;
+
+        PMIX_LOAD_PROCID (&proc, job->nspace, (pmix_rank_t)r);
+        rc =
+            PMIx_server_register_client (&proc, geteuid (), getegid (), NULL, NULL, NULL);
+        if (rc != PMIX_SUCCESS && rc != PMIX_OPERATION_SUCCEEDED) {
+            errset (err,
+                    errsz,
+                    "PMIx refused rank %d of '%s': %s",
+                    r,
+                    job->nspace,
+                    PMIx_Error_string (rc));
+            errno = EINVAL;
+            goto error;
+        }
+        if ((rc = PMIx_server_setup_fork (&proc, &job->r[r].env)) != PMIX_SUCCESS) {
+            errset (err,
+                    errsz,
+                    "PMIx cannot set up the environment of rank %d: %s",
+                    r,
+                    PMIx_Error_string (rc));
+            errno = EINVAL;
+            goto error;
+        }
+        /* ULFM needs ft_enable and the ob1 PML; HAN's collectives deadlock
+         * in MPIX_Comm_agree. */
+        if (env_add (&job->r[r].env, "OMPI_MCA_mpi_ft_enable", "1") < 0 ||
+            env_add (&job->r[r].env, "OMPI_MCA_pml", "ob1") < 0 ||
+            env_add (&job->r[r].env, "OMPI_MCA_btl", btl) < 0 ||
+            env_add (&job->r[r].env, "OMPI_MCA_coll", "^han") < 0) {
+            errset (err, errsz, "out of memory");
+            goto error;
+        }
+    }
+    pthread_mutex_lock (&h->lock);
+    job->next = h->jobs;
+    h->jobs = job;
+    pthread_mutex_unlock (&h->lock);
+    return job;
+error:
+    if (job) {
+        /* not on the list yet: tear down by hand */
+        int saved_errno = errno;
+        if (job->registered)
+            PMIx_server_deregister_nspace (job->nspace, NULL, NULL);
+        remove_tree (job->dir);
+        for (int r = 0; job->r && r < job->nranks; r++)
+            env_free (job->r[r].env);
+        free (job->r);
+        free (job);
+        errno = saved_errno;
+    }
+    return NULL;
+}
+
+void pmixhost_job_destroy (struct pmixhost_job *job)
+{
+    struct pmixhost *h;
+    struct pmixhost_job **pp;
+    int saved_errno = errno;
+
+    if (!job)
+        return;
+    h = job->h;
+    pthread_mutex_lock (&h->lock);
+    for (pp = &h->jobs; *pp; pp = &(*pp)->next) {
+        if (*pp == job) {
+            *pp = job->next;
+            break;
+        }
+    }
+    drop_events (h, job);
+    pthread_mutex_unlock (&h->lock);
+    /* deregisters every client left and runs the cleanups they registered */
+    if (job->registered)
+        PMIx_server_deregister_nspace (job->nspace, NULL, NULL);
+    remove_tree (job->dir);
+    for (int r = 0; r < job->nranks; r++)
+        env_free (job->r[r].env);
+    free (job->r);
+    free (job);
+    errno = saved_errno;
+}
+
+const char *pmixhost_job_nspace (struct pmixhost_job *job)
+{
+    return job->nspace;
+}
+
+char *const *pmixhost_job_env (struct pmixhost_job *job, int rank)
+{
+    if (!job || rank < 0 || rank >= job->nranks)
+        return NULL;
+    return job->r[rank].env;
+}
+
+int pmixhost_job_started (struct pmixhost_job *job, int rank, pid_t pid)
+{
+    if (!job || rank < 0 || rank >= job->nranks) {
+        errno = EINVAL;
+        return -1;
+    }
+    pthread_mutex_lock (&job->h->lock);
+    job->r[rank].pid = pid;
+    pthread_mutex_unlock (&job->h->lock);
+    return 0;
+}
+
+struct notify_op {
+    pmix_info_t info[1];
+};
+
+static void notify_done (pmix_status_t status, void *cbdata)
+{
+    struct notify_op *op = cbdata;
+
+    (void)status;
+    PMIX_INFO_DESTRUCT (&op->info[0]);
+    free (op);
+}
+
+/* Send the fault event ULFM acts on to every rank of the namespace: source
+ * is the dead rank (never the server), and the dead rank goes in one info
+ * of type PMIX_PROC (ULFM ignores a PMIX_EVENT_AFFECTED_PROCS array). */
+static int notify_failure (struct pmixhost_job *job, int rank, pmix_status_t code)
+{
+    struct notify_op *op;
+    pmix_proc_t proc;
+    pmix_status_t rc;
+
+    if (!(op = calloc (1, sizeof (*op))))
+        return -1;
+    PMIX_LOAD_PROCID (&proc, job->nspace, (pmix_rank_t)rank);
+    PMIX_INFO_LOAD (&op->info[0], PMIX_EVENT_AFFECTED_PROC, &proc, PMIX_PROC);
+    rc = PMIx_Notify_event (
+        code, &proc, PMIX_RANGE_NAMESPACE, op->info, 1, notify_done, op);
+    if (rc != PMIX_SUCCESS) {
+        notify_done (rc, op);
+        if (rc != PMIX_OPERATION_SUCCEEDED) {
+            errno = EIO;
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int pmixhost_job_exited (struct pmixhost_job *job, int rank, int wstatus)
+{
+    struct pmixhost *h;
+    struct rank_state *r;
+    int verdict, dereg = 0;
+    pmix_status_t code = PMIX_ERR_PROC_TERM_WO_SYNC;
+
+    if (!job || rank < 0 || rank >= job->nranks) {
+        errno = EINVAL;
+        return -1;
+    }
+    h = job->h;
+    r = &job->r[rank];
+    pthread_mutex_lock (&h->lock);
+    if (r->exited) {
+        pthread_mutex_unlock (&h->lock);
+        errno = EINVAL;
+        return -1;
+    }
+    r->exited = 1;
+    r->wstatus = wstatus;
+    job->nexited++;
+    if (job->aborting)
+        verdict = PMIXHOST_EXIT_ABORTED;
+    else if (job->stopping)
+        verdict = PMIXHOST_EXIT_STOPPED;
+    else if (r->finalized)
+        verdict = PMIXHOST_EXIT_DONE;
+    else if (!r->connected && WIFEXITED (wstatus) && WEXITSTATUS (wstatus) == 0)
+        verdict = PMIXHOST_EXIT_DONE;
+    else if (!job->initialized || job->restart_needed) {
+        verdict = PMIXHOST_EXIT_RESTART;
+        if (!job->restart_needed) {
+            job->restart_needed = 1;
+            job->restart_rank = rank;
+        }
+    } else {
+        verdict = PMIXHOST_EXIT_RECOVERABLE;
+        job->failed++;
+        if (WIFSIGNALED (wstatus))
+            code = PMIX_ERR_PROC_ABORTED_BY_SIG;
+    }
+    if (r->lost && !r->deregistered) {
+        r->deregistered = 1;
+        job->nderegistered++;
+        dereg = 1;
+    }
+    pthread_mutex_unlock (&h->lock);
+
+    if (verdict == PMIXHOST_EXIT_RECOVERABLE) {
+        notify_failure (job, rank, code);
+        h->tp->failure (h->tp_ctx, job->nspace, rank, code);
+    }
+    if (dereg)
+        deregister_rank (job, rank);
+    return verdict;
+}
+
+void pmixhost_job_stop (struct pmixhost_job *job)
+{
+    if (!job)
+        return;
+    pthread_mutex_lock (&job->h->lock);
+    job->stopping = 1;
+    pthread_mutex_unlock (&job->h->lock);
+}
+
+int pmixhost_job_remote_failure (struct pmixhost_job *job, int rank, int signaled)
+{
+    int skip;
+
+    if (!job || rank < 0 || rank >= job->nranks) {
+        errno = EINVAL;
+        return -1;
+    }
+    pthread_mutex_lock (&job->h->lock);
+    skip = job->aborting || job->stopping;
+    if (!skip)
+        job->failed++;
+    pthread_mutex_unlock (&job->h->lock);
+    if (skip)
+        return 0;
+    return notify_failure (
+        job, rank, signaled ? PMIX_ERR_PROC_ABORTED_BY_SIG : PMIX_ERR_PROC_TERM_WO_SYNC);
+}
+
+int pmixhost_job_info (struct pmixhost_job *job, struct pmixhost_job_info *info)
+{
+    if (!job || !info) {
+        errno = EINVAL;
+        return -1;
+    }
+    memset (info, 0, sizeof (*info));
+    pthread_mutex_lock (&job->h->lock);
+    info->nranks = job->nranks;
+    for (int r = 0; r < job->nranks; r++) {
+        info->connected += job->r[r].connected;
+        info->finalized += job->r[r].finalized;
+        info->lost += job->r[r].lost;
+    }
+    info->exited = job->nexited;
+    info->failed = job->failed;
+    info->deregistered = job->nderegistered;
+    info->fences = job->fences;
+    info->initialized = job->initialized;
+    info->oversubscribed = job->oversubscribed;
+    info->aborted = job->aborting;
+    info->abort_rank = job->abort_rank;
+    info->abort_status = job->abort_status;
+    snprintf (info->abort_message, sizeof (info->abort_message), "%s", job->abort_msg);
+    info->restart_needed = job->restart_needed;
+    info->restart_rank = job->restart_rank;
+    info->stopping = job->stopping;
+    pthread_mutex_unlock (&job->h->lock);
+    return 0;
+}
+
+const char *pmixhost_exit_name (int verdict)
+{
+    switch (verdict) {
+        case PMIXHOST_EXIT_DONE:
+            return "done";
+        case PMIXHOST_EXIT_RECOVERABLE:
+            return "recoverable";
+        case PMIXHOST_EXIT_RESTART:
+            return "restart";
+        case PMIXHOST_EXIT_ABORTED:
+            return "aborted";
+        case PMIXHOST_EXIT_STOPPED:
+            return "stopped";
+    }
+    return "?";
+}

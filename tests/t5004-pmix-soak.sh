@@ -1,0 +1,48 @@
+#!/bin/bash
+# t5004-pmix-soak.sh - many jobs with a random victim at a random moment, no hang
+#
+# Each run starts 4 ranks under pmix-launch in loop mode (allreduce and
+# agreement over and over) and kills one random rank at a random moment:
+# from outside, 0-300 ms after it reported, or by itself, 0-200 ms into the
+# loop.  Every run must recover (3 survivors, right sum), end on its own,
+# and leave nothing behind.  PMIX_SOAK_RUNS (default 100) sets the count.
+. "${srcdir:-.}/pmix/lib.sh"
+
+runs=${PMIX_SOAK_RUNS:-100}
+pass=0 hangs=0 t0=$(now_ms)
+for i in $(seq "$runs"); do
+    victim=$((RANDOM % 4))
+    if [ $((i % 2)) -eq 0 ]; then
+        delay_us=$((RANDOM % 200000))
+        how="self-kill after ${delay_us} us"
+        pl_start "soak$i" 4 -- "$FT_APP" -l -s -k "$delay_us" -v "$victim"
+    else
+        delay_ms=$((RANDOM % 300))
+        how="killed ${delay_ms} ms after ready"
+        pl_start "soak$i" 4 -- "$FT_APP" -l -v "$victim"
+        if wait_for_grep "^ready 1 $victim " "$pl_dir/out" 120; then
+            sleep "$(printf '0.%03d' "$delay_ms")" # the random moment
+            pl_kill "$victim"
+        fi
+    fi
+    pl_wait 90
+    if [ "$PL_RC" = 124 ]; then
+        hangs=$((hangs + 1))
+        # the ranks die with the launcher (PR_SET_PDEATHSIG): give them a moment
+        wait_until 10 test -z "$(pl_job_procs)"
+    fi
+    good=0
+    [ "$PL_RC" = 0 ] && [ "$(pl_count '^ft-app: ok size 4 -> 3')" = 1 ] || good=1
+    ok $good "run $i: rank $victim $how: recovered (exit $PL_RC)" || diag "$(tail -n 20 "$pl_dir/out")" "$(tail -n 12 "$pl_dir/events")"
+    [ $good = 0 ] && pass=$((pass + 1))
+    # nothing left: checked quietly, reported on failure
+    left=$(for p in $(sed -n 's/.* start rank=[0-9]* pid=\([0-9]*\) .*/\1/p' "$pl_dir/events"); do kill -0 "$p" 2> /dev/null && echo "$p"; done)
+    leaked=$(grep -c ' shm_check .* leaked=[1-9]' "$pl_dir/events")
+    if [ -n "$left" ] || [ -n "$(ls -A "$pl_dir/tmp")" ] || [ "$leaked" != 0 ]; then
+        ok 1 "run $i: left processes '$left', session files '$(ls -A "$pl_dir/tmp")', leaked segments $leaked"
+    fi
+    [ $good = 0 ] && rm -rf "$pl_dir"
+done
+diag "$pass/$runs runs recovered, $hangs hang(s), $((($(now_ms) - t0) / 1000)) s"
+is "$hangs" 0 "no run hung"
+done_testing
