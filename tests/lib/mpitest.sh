@@ -77,7 +77,7 @@ mpi_run() {
 mpi_job_pids() {
     local f
     for f in /proc/[0-9]*/environ; do
-        tr '\0' '\n' < "$f" 2> /dev/null | grep -qx "ELASTIC_TEST_JOB=$mpi_job_id" &&
+        { tr '\0' '\n' < "$f"; } 2> /dev/null | grep -qx "ELASTIC_TEST_JOB=$mpi_job_id" &&
             basename "$(dirname "$f")"
     done
 }
@@ -85,7 +85,7 @@ mpi_job_pids() {
 mpi_rank_pid() {
     local p
     for p in $(mpi_job_pids); do
-        if tr '\0' '\n' < "/proc/$p/environ" 2> /dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1"; then
+        if { tr '\0' '\n' < "/proc/$p/environ"; } 2> /dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1"; then
             echo "$p"
             return 0
         fi
