@@ -1139,6 +1139,11 @@ const char *binding_plan_note (const struct binding_plan *plan)
     return plan ? plan->note : "";
 }
 
+int binding_plan_is_this_system (const struct binding_plan *plan)
+{
+    return plan && plan->topo && hwloc_topology_is_thissystem (plan->topo);
+}
+
 int binding_apply (const struct binding_plan *plan,
                    int local_rank,
                    char *err,

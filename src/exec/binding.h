@@ -148,6 +148,11 @@ const struct binding_slot *binding_plan_slot (const struct binding_plan *plan,
  * (borrowed; "" when there is nothing to say).  Log it once. */
 const char *binding_plan_note (const struct binding_plan *plan);
 
+/* 1 if the plan's topology is this machine's, so that binding_apply can
+ * bind by it; 0 for another machine's (HWLOC_XMLFILE without
+ * HWLOC_THISSYSTEM=1), whose plans are only for printing. */
+int binding_plan_is_this_system (const struct binding_plan *plan);
+
 /* In the worker, between fork and exec: bind this process (cpus, and memory
  * for NUMA policies) as the plan says; report when the OS refuses.  The
  * child must be single-threaded (it is after fork).  -1 + err when the

@@ -7,6 +7,12 @@
  * agent a child subreaper, SIGCHLD also reaps orphaned grandchildren.
  * Stopping sends the signal to whole process groups, waits up to the
  * timeout, then SIGKILLs the groups.
+ *
+ * Binding (with hwloc, when asked: see spec_binding_wanted): every start
+ * computes a fresh plan for the node's local ranks (this agent's workers,
+ * or the launcher's local size in wrapper mode), logs it, binds each child
+ * between fork and exec, gives it CUDA_VISIBLE_DEVICES as planned, and
+ * frees the plan once the children are forked.
  */
 #if HAVE_CONFIG_H
 #include "config.h"
@@ -25,7 +31,9 @@
 #include <unistd.h>
 
 #include "agent_impl.h"
+#include "binding.h"
 #include "common/log.h"
+#include "errorfile.h"
 #include "guardian.h"
 #include "output.h"
 #include "template.h"
@@ -49,6 +57,8 @@ struct local {
     int dup_out_fd; /* filtered_stdout.log of this attempt */
     int dup_err_fd;
     pid_t agent_pid;
+    struct binding_plan *plan; /* this start's placement; NULL = no binding */
+    char note[1024];           /* the binding note logged last */
 };
 
 void *local_backend_create (elastic_agent_t *agent)
@@ -74,6 +84,9 @@ static void local_destroy (void *ctx)
     struct local *l = ctx;
 
     if (l) {
+#if HAVE_HWLOC
+        binding_plan_destroy (l->plan);
+#endif
         guardian_stop (l->guard);
         if (l->dup_out_fd >= 0)
             close (l->dup_out_fd);
@@ -306,31 +319,196 @@ static void on_pidfd (elastic_agent_t *agent, int fd, int revents, void *arg)
 
 /* ---- start ------------------------------------------------------------------ */
 
-/* The agent's environment without the names the contract sets, plus them. */
-static char **build_environ (char *const *add)
+/* 1 if the NULL-terminated list v sets the variable of "NAME=value" e. */
+static int env_sets (char *const *v, const char *e)
 {
-    size_t n = 0, k = 0, nadd = 0;
+    size_t len = strcspn (e, "=");
+
+    for (; v && *v; v++)
+        if (strncmp (*v, e, len) == 0 && (*v)[len] == '=')
+            return 1;
+    return 0;
+}
+
+/* The agent's environment without the names the contract sets, plus them;
+ * extra (the binding's variables) wins over both. */
+static char **build_environ (char *const *add, char *const *extra)
+{
+    size_t n = 0, k = 0;
     char **env;
 
     for (char **e = environ; e && *e; e++)
         n++;
     for (char *const *a = add; a && *a; a++)
-        nadd++;
-    if (!(env = calloc (n + nadd + 1, sizeof (*env))))
+        n++;
+    for (char *const *a = extra; a && *a; a++)
+        n++;
+    if (!(env = calloc (n + 1, sizeof (*env))))
         return NULL;
-    for (char **e = environ; e && *e; e++) {
-        size_t len = strcspn (*e, "=");
-        int overridden = 0;
-        for (char *const *a = add; a && *a && !overridden; a++)
-            if (strncmp (*a, *e, len) == 0 && (*a)[len] == '=')
-                overridden = 1;
-        if (!overridden)
+    for (char **e = environ; e && *e; e++)
+        if (!env_sets (add, *e) && !env_sets (extra, *e))
             env[k++] = *e;
-    }
     for (char *const *a = add; a && *a; a++)
+        if (!env_sets (extra, *a))
+            env[k++] = *a;
+    for (char *const *a = extra; a && *a; a++)
         env[k++] = *a;
     env[k] = NULL;
     return env;
+}
+
+/* ---- binding ---------------------------------------------------------------- */
+
+#if HAVE_HWLOC
+/* The local ranks of the node that this agent's workers are among: the
+ * launcher's local size in wrapper mode, else this agent's workers. */
+static int node_local_ranks (struct local *l)
+{
+    const struct elastic_agent_rdzv_info *ri = &l->agent->rinfo;
+    int n = ri->node_local_size > 0 ? ri->node_local_size : l->n;
+
+    if (ri->local_rank_base + l->n > n)
+        n = ri->local_rank_base + l->n;
+    return n;
+}
+#endif
+
+/* Compute this start's plan (none unless binding was asked for) and log
+ * its note once.  Returns ELASTIC_OK, or ELASTIC_ERR_INVAL with err set
+ * when the plan cannot be made. */
+static int binding_prepare (struct local *l, elastic_error_t *err)
+{
+#if HAVE_HWLOC
+    const struct elastic_agent_spec *spec = l->agent->spec;
+    struct binding_opts opts;
+    char msg[1024];
+    const char *note;
+    int nlocal;
+
+    binding_plan_destroy (l->plan);
+    l->plan = NULL;
+    if (!spec_binding_wanted (spec))
+        return ELASTIC_OK;
+    nlocal = node_local_ranks (l);
+    spec_binding_opts (spec, nlocal, l->n, &opts);
+    if (!(l->plan = binding_plan_create (&opts, nlocal, msg, sizeof (msg)))) {
+        if (err)
+            errfmt (err->text, sizeof (err->text), "%s", msg);
+        return ELASTIC_ERR_INVAL;
+    }
+    note = spec_binding_note (l->plan, l->agent->w[0].local_rank, msg, sizeof (msg));
+    if (note[0] && strcmp (note, l->note) != 0) {
+        if (spec->binding.policy != BINDING_NONE)
+            log_warn ("binding: %s", note);
+        else
+            log_info ("binding: %s", note);
+        snprintf (l->note, sizeof (l->note), "%s", note);
+    }
+#else
+    (void)l;
+    (void)err;
+#endif
+    return ELASTIC_OK;
+}
+
+/* The variables the plan sets for worker i: CUDA_VISIBLE_DEVICES when the
+ * plan chose it, and CUDA_DEVICE_ORDER=PCI_BUS_ID (so that CUDA numbers
+ * GPUs as hwloc did) when the plan found a GPU and the variable is unset.
+ * v has room for 3 pointers; cvd holds the first string. */
+static void binding_env (struct local *l, int i, char **v, char *cvd, size_t cvdsz)
+{
+    static char order[] = "CUDA_DEVICE_ORDER=PCI_BUS_ID";
+    int k = 0;
+#if HAVE_HWLOC
+    const struct binding_slot *s =
+        l->plan ? binding_plan_slot (l->plan, l->agent->w[i].local_rank) : NULL;
+
+    if (s && s->cuda_visible_devices[0] &&
+        snprintf (cvd, cvdsz, "CUDA_VISIBLE_DEVICES=%s", s->cuda_visible_devices) <
+            (int)cvdsz)
+        v[k++] = cvd;
+    if (s && s->gpu >= 0 && !getenv ("CUDA_DEVICE_ORDER"))
+        v[k++] = order;
+#else
+    (void)l;
+    (void)i;
+    (void)cvd;
+    (void)cvdsz;
+    (void)order;
+#endif
+    v[k] = NULL;
+}
+
+/* In the child: bind as planned, or report why not (on the worker's
+ * stderr and in its error file, so the failure report shows it) and exit
+ * 126. */
+static void binding_apply_or_exit (struct local *l, int i)
+{
+#if HAVE_HWLOC
+    const struct worker *w = &l->agent->w[i];
+    char msg[1024], line[1100];
+    int n;
+
+    if (!l->plan || binding_apply (l->plan, w->local_rank, msg, sizeof (msg)) == 0)
+        return;
+    n = snprintf (line, sizeof (line), "elastic-exec: %s\n", msg);
+    if (n < 0 || n >= (int)sizeof (line))
+        n = (int)strlen (line);
+    (void)write_all (STDERR_FILENO, line, (size_t)n);
+    (void)errorfile_write (w->error_file, msg, wall_now ());
+    _exit (126);
+#else
+    (void)l;
+    (void)i;
+#endif
+}
+
+/* Log worker i's placement and put it in the event log. */
+static void binding_report (struct local *l, int i, pid_t pid)
+{
+#if HAVE_HWLOC
+    elastic_agent_t *agent = l->agent;
+    const struct worker *w = &agent->w[i];
+    const struct binding_slot *s =
+        l->plan ? binding_plan_slot (l->plan, w->local_rank) : NULL;
+    char line[2048];
+
+    if (!s)
+        return;
+    if (binding_format (l->plan, w->local_rank, w->rank, line, sizeof (line)) >= 0)
+        log_info ("binding: %s pid %d", line, (int)pid);
+    eventlog_emit (agent->ev,
+                   "worker_binding",
+                   json_pack ("{s:i s:i s:i s:i s:s s:i s:b s:s s:b s:i s:s s:s}",
+                              "rank",
+                              w->rank,
+                              "local_rank",
+                              w->local_rank,
+                              "pid",
+                              (int)pid,
+                              "attempt",
+                              agent->restart_count,
+                              "cpus",
+                              s->cpus,
+                              "ncores",
+                              s->ncores,
+                              "kept",
+                              s->kept,
+                              "numa",
+                              s->mems,
+                              "membind",
+                              s->membind,
+                              "gpu",
+                              s->gpu,
+                              "gpu_busid",
+                              s->gpu_busid,
+                              "cuda_visible_devices",
+                              s->cuda_visible_devices));
+#else
+    (void)l;
+    (void)i;
+    (void)pid;
+#endif
 }
 
 /* Write the function's result where the agent reads it. */
@@ -366,6 +544,7 @@ child (struct local *l, int i, char **env, int out_fd, int err_fd, pid_t parent)
         _exit (127);
     if (err_fd >= 0 && dup2 (err_fd, STDERR_FILENO) < 0)
         _exit (127);
+    binding_apply_or_exit (l, i);
     if (argv) {
         execvpe (argv[0], argv, env);
         char msg[PATH_MAX + 128];
@@ -406,7 +585,7 @@ static int start_one (struct local *l, int i, elastic_error_t *err)
     struct lworker *lw = &l->lw[i];
     struct worker *w = &agent->w[i];
     int out_fd = -1, err_fd = -1, rc = ELASTIC_ERR_IO;
-    char msg[256] = "";
+    char msg[256] = "", cvd[1100], *extra[3];
     char **env = NULL;
     pid_t pid;
 
@@ -415,7 +594,8 @@ static int start_one (struct local *l, int i, elastic_error_t *err)
     if (open_stream (l, w, STD_OUT, &out_fd, &lw->out, msg, sizeof (msg)) < 0 ||
         open_stream (l, w, STD_ERR, &err_fd, &lw->err, msg, sizeof (msg)) < 0)
         goto out;
-    if (!(env = build_environ (elastic_agent_worker_env (agent, i)))) {
+    binding_env (l, i, extra, cvd, sizeof (cvd));
+    if (!(env = build_environ (elastic_agent_worker_env (agent, i), extra))) {
         snprintf (msg, sizeof (msg), "out of memory");
         goto out;
     }
@@ -443,6 +623,7 @@ static int start_one (struct local *l, int i, elastic_error_t *err)
     if (lw->err)
         elastic_agent_watch (agent, ostream_fd (lw->err), on_output, &lw->err);
     elastic_agent_worker_started (agent, i, pid);
+    binding_report (l, i, pid);
     rc = ELASTIC_OK;
 out:
     free (env);
@@ -497,10 +678,17 @@ static int local_start (elastic_agent_t *agent, void *ctx, elastic_error_t *err)
     if (spec->ndup_err > 0 &&
         open_dup_file (l, "filtered_stderr.log", &l->dup_err_fd, err) < 0)
         return ELASTIC_ERR_IO;
+    if ((rc = binding_prepare (l, err)) != ELASTIC_OK)
+        return rc;
     for (int i = 0; i < l->n; i++)
         if ((rc = start_one (l, i, err)) != ELASTIC_OK)
-            return rc;
-    return ELASTIC_OK;
+            break;
+#if HAVE_HWLOC
+    /* the children have their copies */
+    binding_plan_destroy (l->plan);
+    l->plan = NULL;
+#endif
+    return rc;
 }
 
 /* ---- monitor, stop, shutdown ----------------------------------------------- */

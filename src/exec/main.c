@@ -8,6 +8,11 @@
  * this task's.  Every option may also come from ELASTIC_<OPTION> (upper
  * case, '-' as '_'); flags win over the environment.  Bad input prints one
  * line and exits 2.  See elastic-exec(1).
+ *
+ * Binding (--bind, --numa-binding, with hwloc): the plan is computed here
+ * once before anything starts, so that a request that does not fit is a
+ * usage error, and printed by --print-binding; the local backend computes
+ * it again for every start and applies it.
  */
 #if HAVE_CONFIG_H
 #include "config.h"
@@ -20,10 +25,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "binding.h"
 #include "common/log.h"
 #include "elastic/agent.h"
 #include "errorfile.h"
 #include "launcher.h"
+#include "spec.h"
 #include "util.h"
 
 #define EXIT_USAGE 2
@@ -44,6 +51,7 @@ struct opt {
 #define OPT_VERSION    "version"
 #define OPT_VERBOSE    "verbose"
 #define OPT_QUIET      "quiet"
+#define OPT_PRINT      "print-binding"
 
 static const struct opt opts[] = {
     {"nproc-per-node",
@@ -157,7 +165,32 @@ static const struct opt opts[] = {
      0,
      ARG_BOOL,
      NULL,
-     "LOCAL_RANK=0 and one CUDA device per worker"},
+     "LOCAL_RANK=0 and only the worker's own GPU visible"},
+    {"bind",
+     0,
+     ARG_REQUIRED,
+     NULL,
+     "bind workers: none (default), core, l3, numa, socket or auto"},
+    {"numa-binding",
+     0,
+     ARG_REQUIRED,
+     NULL,
+     "torchrun's: node, socket, exclusive or core-complex (a GPU per worker)"},
+    {"cpus-per-rank",
+     0,
+     ARG_REQUIRED,
+     NULL,
+     "cores per worker with --bind (default: the cores divided evenly)"},
+    {"oversubscribe",
+     0,
+     ARG_BOOL,
+     NULL,
+     "let workers share cores when they outnumber them"},
+    {"print-binding",
+     0,
+     ARG_BOOL,
+     NULL,
+     "print each worker's cpus, NUMA node and GPU, and exit"},
     {"enable-file-timer",
      0,
      ARG_BOOL,
@@ -286,6 +319,7 @@ bad_value (const char *key, const char *source, const char *text)
 
 struct cli {
     int standalone;
+    int print_binding;
     int nproc_given;
     int master_given;
     int run_id_given;
@@ -303,7 +337,7 @@ static void apply (elastic_agent_spec_t *spec,
     elastic_error_t err;
     int b;
 
-    if (strcmp (o->name, OPT_STANDALONE) == 0) {
+    if (strcmp (o->name, OPT_STANDALONE) == 0 || strcmp (o->name, OPT_PRINT) == 0) {
         if (parse_bool (value, &b) < 0) {
             fprintf (
                 stderr,
@@ -313,7 +347,10 @@ static void apply (elastic_agent_spec_t *spec,
                 value);
             exit (EXIT_USAGE);
         }
-        cli->standalone = b;
+        if (strcmp (o->name, OPT_STANDALONE) == 0)
+            cli->standalone = b;
+        else
+            cli->print_binding = b;
         return;
     }
     if (strcmp (o->name, OPT_VERBOSE) == 0 || strcmp (o->name, OPT_QUIET) == 0 ||
@@ -439,6 +476,98 @@ parse_flags (int argc, char **argv, elastic_agent_spec_t *spec, struct cli *cli)
     cli->entry = i;
 }
 
+#if HAVE_HWLOC
+/* CUDA_VISIBLE_DEVICES under --virtual-local-rank when hwloc chose no GPU,
+ * as the worker gets it (group.c): the local_rank-th entry of ours, or the
+ * local rank. */
+static void vlr_device (int local_rank, char *buf, size_t size)
+{
+    const char *p = getenv ("CUDA_VISIBLE_DEVICES");
+
+    snprintf (buf, size, "%d", local_rank);
+    if (!p || !*p)
+        return;
+    for (int i = 0; p && i < local_rank; i++)
+        if ((p = strchr (p, ',')))
+            p++;
+    if (p && *p)
+        snprintf (buf, size, "%.*s", (int)strcspn (p, ","), p);
+}
+#endif
+
+/* Compute the binding plan the workers will get (li: wrapper mode, this
+ * task's place among the launcher's local tasks; NULL: agent mode) and,
+ * with print, write one line per worker of this agent with its
+ * CUDA_VISIBLE_DEVICES.  Returns 0, or EXIT_USAGE after one line on stderr
+ * when the plan cannot be made. */
+static int binding_preflight (const struct elastic_agent_spec *spec,
+                              const struct launcher_info *li,
+                              int print)
+{
+#if HAVE_HWLOC
+    struct binding_plan *plan;
+    struct binding_opts o;
+    char err[1024], line[2048], dev[64];
+    int n = spec->nproc, base = li ? li->local_rank : 0, rank0 = li ? li->rank : 0;
+    int nlocal = li ? li->local_size : n;
+
+    if (base + n > nlocal)
+        nlocal = base + n;
+    spec_binding_opts (spec, nlocal, n, &o);
+    if (!(plan = binding_plan_create (&o, nlocal, err, sizeof (err)))) {
+        fprintf (stderr, "%s: %s\n", prog, err);
+        return EXIT_USAGE;
+    }
+    if (!print && !binding_plan_is_this_system (plan)) {
+        for (int i = 0; i < n; i++) {
+            const struct binding_slot *s = binding_plan_slot (plan, base + i);
+            if (s && s->cpus[0] && !s->kept) {
+                fprintf (stderr,
+                         "%s: HWLOC_XMLFILE=%s is another machine's topology: its plan "
+                         "can be printed (--print-binding) but not applied here (use "
+                         "--bind none to choose GPUs only, or HWLOC_THISSYSTEM=1 to bind "
+                         "by it)\n",
+                         prog,
+                         getenv ("HWLOC_XMLFILE") ? getenv ("HWLOC_XMLFILE") : "");
+                binding_plan_destroy (plan);
+                return EXIT_USAGE;
+            }
+        }
+    }
+    if (print) {
+        const char *note = spec_binding_note (plan, base, err, sizeof (err));
+        if (note[0])
+            fprintf (stderr, "%s: note: %s\n", prog, note);
+        for (int i = 0; i < n; i++) {
+            const struct binding_slot *s = binding_plan_slot (plan, base + i);
+            if (!s || binding_format (plan, base + i, rank0 + i, line, sizeof (line)) < 0)
+                continue;
+            if (s->cuda_visible_devices[0])
+                printf ("%s CUDA_VISIBLE_DEVICES=%s\n", line, s->cuda_visible_devices);
+            else if (spec->virtual_local_rank) {
+                vlr_device (base + i, dev, sizeof (dev));
+                printf ("%s CUDA_VISIBLE_DEVICES=%s\n", line, dev);
+            } else
+                printf ("%s CUDA_VISIBLE_DEVICES unchanged\n", line);
+        }
+        fflush (stdout);
+    }
+    binding_plan_destroy (plan);
+    return 0;
+#else
+    (void)spec;
+    (void)li;
+    if (print) {
+        fprintf (stderr,
+                 "%s: --print-binding needs hwloc, which this build does not have "
+                 "(configure found no libhwloc)\n",
+                 prog);
+        return EXIT_USAGE;
+    }
+    return 0;
+#endif
+}
+
 int main (int argc, char **argv)
 {
     elastic_agent_spec_t *spec;
@@ -468,16 +597,11 @@ int main (int argc, char **argv)
               : cli.verbosity == 1 ? LOG_INFO
                                    : LOG_DEBUG);
 
-    if (cli.entry >= argc) {
+    if (cli.entry >= argc && !cli.print_binding) {
         fprintf (stderr,
                  "%s: no program to run (usage: %s [options] program [args...])\n",
                  prog,
                  prog);
-        goto out;
-    }
-    if (elastic_agent_spec_set_entrypoint (
-            spec, argc - cli.entry, argv + cli.entry, &err) != ELASTIC_OK) {
-        fprintf (stderr, "%s: %s\n", prog, err.text);
         goto out;
     }
 
@@ -489,12 +613,24 @@ int main (int argc, char **argv)
             goto out;
         }
         wrapper = found;
-    } else if (launcher_detect (&li, msg, sizeof (msg)) > 0 && li.size > 1)
+    } else if (!cli.print_binding && launcher_detect (&li, msg, sizeof (msg)) > 0 &&
+               li.size > 1)
         log_warn (
             "agent mode under %s with %d tasks: each task runs its own single-node group "
             "(multi-node rendezvous is not in this version)",
             li.name,
             li.size);
+    if (cli.print_binding) {
+        status = binding_preflight (spec, wrapper ? &li : NULL, 1);
+        goto out;
+    }
+    if (elastic_agent_spec_set_entrypoint (
+            spec, argc - cli.entry, argv + cli.entry, &err) != ELASTIC_OK) {
+        fprintf (stderr, "%s: %s\n", prog, err.text);
+        goto out;
+    }
+    if (spec_binding_wanted (spec) && binding_preflight (spec, wrapper ? &li : NULL, 0))
+        goto out;
     if (wrapper && !cli.run_id_given && li.job_id[0]) {
         char id[101];
         size_t n = 0;

@@ -381,10 +381,10 @@ static int set_policy (
     snprintf (err,
               errsz,
               "%s: '%s' needs hwloc, which this build does not have (configure found no "
-              "libhwloc; accepted: %s)",
+              "libhwloc)%s",
               key,
               v,
-              strcmp (key, "bind") == 0 ? "none" : "nothing");
+              strcmp (key, "bind") == 0 ? "; accepted: none" : "");
     return -1;
 #endif
 }
@@ -800,4 +800,30 @@ void spec_binding_opts (const struct elastic_agent_spec *s,
     opts->virtual_local_rank = s->virtual_local_rank;
     if (nlocal > nmine)
         opts->respect_launcher = 1;
+}
+
+const char *
+spec_binding_note (const struct binding_plan *plan, int slot, char *buf, size_t size)
+{
+#if HAVE_HWLOC
+    const struct binding_slot *s = binding_plan_slot (plan, slot);
+
+    if (s && s->kept) {
+        snprintf (buf,
+                  size,
+                  "local rank %d keeps the launcher's binding (cpus %s): in wrapper mode "
+                  "elastic-exec places ranks only when the launcher does not bind them "
+                  "(mpirun --bind-to none, srun --cpu-bind=none)",
+                  slot,
+                  s->cpus);
+        return buf;
+    }
+    return binding_plan_note (plan);
+#else
+    (void)plan;
+    (void)slot;
+    if (size > 0)
+        buf[0] = '\0';
+    return buf;
+#endif
 }

@@ -46,7 +46,7 @@ struct elastic_agent_spec {
     int virtual_local_rank;
     struct binding_opts binding; /* --bind, --numa-binding, --cpus-per-rank,
                                     --oversubscribe (policy none by default) */
-    char *run_id; /* NULL: generated */
+    char *run_id;                /* NULL: generated */
     int file_timer;
     char *timer_file;
     double hang_timeout; /* 0: off */
@@ -76,5 +76,12 @@ void spec_binding_opts (const struct elastic_agent_spec *spec,
                         int nlocal,
                         int nmine,
                         struct binding_opts *opts);
+
+/* The line to report about plan for an agent whose first worker is local
+ * rank `slot`: that the launcher's binding was kept (wrapper mode, with
+ * what to do instead), else the plan's note; "" when there is nothing to
+ * say.  Returns buf or a string of the plan (borrowed). */
+const char *
+spec_binding_note (const struct binding_plan *plan, int slot, char *buf, size_t size);
 
 #endif /* ELASTIC_EXEC_SPEC_H */
