@@ -51,6 +51,16 @@ is "$PL_RC" 0 "8 ranks (sm): exit 0" || diag "$(pl_out)" "$(pl_log)"
 is "$(pl_count '^ft-app: ok size 8 -> 8')" 1 "8 ranks (sm): the job checked its allreduce"
 pl_check_clean "8 ranks (sm)"
 
+# SIGTERM to the launcher: every rank is killed, nothing is left
+pl_start sigterm 4 -- "$FT_APP" -v 1
+wait_for_grep '^ready 1 1 ' "$pl_dir/out" 120
+ok $? "sigterm: the job is running (rank 1 waits to be killed, the others in MPI_Barrier)"
+kill -TERM "$pl_pid"
+pl_wait 60
+is "$PL_RC" 143 "sigterm: exit 128+15"
+is "$(grep -c 'verdict=stopped' "$pl_dir/events")" 4 "sigterm: all 4 ranks stopped, no fault event"
+pl_check_clean "sigterm"
+
 # a program that never uses PMIx: done when it exits 0 ...
 pl_start true 2 -- /bin/true
 pl_wait 60

@@ -1,10 +1,12 @@
 /* pmix_host.c - the PMIx server elastic-exec hosts for its local MPI ranks
  *
- * State lives in struct pmixhost and its jobs, under one mutex.  PMIx's
- * progress thread runs the upcalls below: they only update state, queue an
- * event and write a byte to the event pipe.  Every PMIx call that may block
- * (register, deregister, notify) is made from the caller's thread, never
- * with the mutex held, so neither side can wait for the other.
+ * The caller's side: starting and stopping the server, jobs (namespaces),
+ * the event queue, and what a rank's exit means.  State lives in struct
+ * pmixhost and its jobs (pmix_host_impl.h), under one mutex; PMIx's
+ * progress thread updates it from the upcalls in pmix_upcalls.c.  Every
+ * PMIx call that may block (register, deregister, notify) is made from the
+ * caller's thread, never with the mutex held, so neither side can wait for
+ * the other.
  */
 #if HAVE_CONFIG_H
 #include "config.h"
@@ -30,6 +32,7 @@
 #include <pmix_server.h>
 
 #include "pmix_host.h"
+#include "pmix_host_impl.h"
 #include "pmix_jobinfo.h"
 #include "pmix_nodelay.h"
 #include "pmix_transport.h"
@@ -39,66 +42,10 @@
  * ompi_mpi_init (measured with 5.0.7). */
 #define OMPI5_INIT_FENCES 4
 
-struct rank_state {
-    pid_t pid;
-    int connected;
-    int finalized;
-    int lost;
-    int exited;
-    int wstatus;
-    int deregistered;
-    char **env;
-};
-
-struct pmixhost_job {
-    struct pmixhost *h;
-    struct pmixhost_job *next;
-    char nspace[PMIX_MAX_NSLEN + 1];
-    char dir[PATH_MAX + PMIX_MAX_NSLEN + 2];
-    int nranks;
-    int registered; /* PMIx knows the namespace */
-    int init_fences;
-    int fences;
-    int initialized;
-    int init_broken; /* an init fence completed without every rank */
-    int oversubscribed;
-    int aborting;
-    int abort_rank;
-    int abort_status;
-    char abort_msg[256];
-    int stopping;
-    int restart_needed;
-    int restart_rank;
-    int failed;
-    int nexited;
-    int nderegistered;
-    struct rank_state *r;
-};
-
-struct event_item {
-    struct pmixhost_event ev;
-    struct event_item *next;
-};
-
-struct pmixhost {
-    pthread_mutex_t lock;
-    int pipefd[2];
-    struct event_item *head, *tail;
-    struct pmixhost_job *jobs;
-    char dir[PATH_MAX];
-    pmix_proc_t myproc;
-    const struct pmixhost_transport *tp;
-    void *tp_ctx;
-    int pmix_up;
-    size_t lost_ref;
-    int lost_registered;
-    struct nodelay_set listeners;
-};
-
 /* PMIx upcalls carry no context pointer: the one server of this process. */
-static struct pmixhost *the_host;
+struct pmixhost *pmixhost_self;
 
-static double now_mono (void)
+double pmixhost_now (void)
 {
     struct timespec ts;
 
@@ -122,8 +69,6 @@ static void errset (char *err, size_t errsz, const char *fmt, ...)
 
 static int rm_entry (const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
-    (void)st;
-    (void)ftw;
     if (flag == FTW_DP || flag == FTW_D)
         rmdir (path);
     else
@@ -140,12 +85,12 @@ static void remove_tree (const char *path)
 
 /* ---- the event queue (caller holds h->lock) ------------------------------ */
 
-static void push_event (struct pmixhost *h,
-                        struct pmixhost_job *job,
-                        int type,
-                        int rank,
-                        int status,
-                        const char *msg)
+void pmixhost_push_event (struct pmixhost *h,
+                          struct pmixhost_job *job,
+                          int type,
+                          int rank,
+                          int status,
+                          const char *msg)
 {
     struct event_item *it = calloc (1, sizeof (*it));
     char c = 1;
@@ -156,7 +101,7 @@ static void push_event (struct pmixhost *h,
     it->ev.job = job;
     it->ev.rank = rank;
     it->ev.status = status;
-    it->ev.time = now_mono ();
+    it->ev.time = pmixhost_now ();
     if (msg)
         snprintf (it->ev.message, sizeof (it->ev.message), "%s", msg);
     if (h->tail)
@@ -196,7 +141,7 @@ static void drop_events (struct pmixhost *h, struct pmixhost_job *job)
 
 /* ---- lookups (caller holds h->lock) -------------------------------------- */
 
-static struct pmixhost_job *find_job (struct pmixhost *h, const char *nspace)
+struct pmixhost_job *pmixhost_find_job (struct pmixhost *h, const char *nspace)
 {
     for (struct pmixhost_job *j = h->jobs; j; j = j->next)
         if (PMIX_CHECK_NSPACE (j->nspace, nspace))
@@ -204,297 +149,18 @@ static struct pmixhost_job *find_job (struct pmixhost *h, const char *nspace)
     return NULL;
 }
 
-static struct rank_state *
-find_rank (struct pmixhost *h, const pmix_proc_t *proc, struct pmixhost_job **jobp)
+struct rank_state *pmixhost_find_rank (struct pmixhost *h,
+                                       const pmix_proc_t *proc,
+                                       struct pmixhost_job **jobp)
 {
     struct pmixhost_job *job;
 
-    if (!h || !proc || !(job = find_job (h, proc->nspace)))
+    if (!h || !proc || !(job = pmixhost_find_job (h, proc->nspace)))
         return NULL;
     if (proc->rank >= (pmix_rank_t)job->nranks)
         return NULL;
     *jobp = job;
     return &job->r[proc->rank];
-}
-
-/* ---- PMIx server upcalls (PMIx's progress thread) ------------------------ */
-
-static pmix_status_t up_client_connected (const pmix_proc_t *proc,
-                                          void *server_object,
-                                          pmix_op_cbfunc_t cbfunc,
-                                          void *cbdata)
-{
-    struct pmixhost *h = the_host;
-    struct pmixhost_job *job;
-    struct rank_state *r;
-
-    (void)server_object;
-    (void)cbdata;
-    if (h) {
-        pthread_mutex_lock (&h->lock);
-        if ((r = find_rank (h, proc, &job)) && !r->connected) {
-            r->connected = 1;
-            push_event (h, job, PMIXHOST_EV_CONNECTED, (int)proc->rank, 0, NULL);
-        }
-        pthread_mutex_unlock (&h->lock);
-    }
-    return cbfunc ? PMIX_OPERATION_SUCCEEDED : PMIX_SUCCESS;
-}
-
-static pmix_status_t up_client_finalized (const pmix_proc_t *proc,
-                                          void *server_object,
-                                          pmix_op_cbfunc_t cbfunc,
-                                          void *cbdata)
-{
-    struct pmixhost *h = the_host;
-    struct pmixhost_job *job;
-    struct rank_state *r;
-
-    (void)server_object;
-    (void)cbfunc;
-    (void)cbdata;
-    if (h) {
-        pthread_mutex_lock (&h->lock);
-        if ((r = find_rank (h, proc, &job)) && !r->finalized) {
-            r->finalized = 1;
-            push_event (h, job, PMIXHOST_EV_FINALIZED, (int)proc->rank, 0, NULL);
-        }
-        pthread_mutex_unlock (&h->lock);
-    }
-    return PMIX_OPERATION_SUCCEEDED;
-}
-
-/* MPI_Abort: mark the job aborting before the rank is released (it _exits
- * right after), so its exit and the kills that follow send no fault event;
- * the caller kills every rank when it reads the event. */
-static pmix_status_t up_abort (const pmix_proc_t *proc,
-                               void *server_object,
-                               int status,
-                               const char msg[],
-                               pmix_proc_t procs[],
-                               size_t nprocs,
-                               pmix_op_cbfunc_t cbfunc,
-                               void *cbdata)
-{
-    struct pmixhost *h = the_host;
-    struct pmixhost_job *job;
-    struct rank_state *r;
-
-    (void)server_object;
-    (void)procs;
-    (void)nprocs;
-    if (h) {
-        pthread_mutex_lock (&h->lock);
-        if ((r = find_rank (h, proc, &job)) && !job->aborting) {
-            job->aborting = 1;
-            job->abort_rank = (int)proc->rank;
-            job->abort_status = status;
-            snprintf (job->abort_msg, sizeof (job->abort_msg), "%s", msg ? msg : "");
-            push_event (h, job, PMIXHOST_EV_ABORT, (int)proc->rank, status, msg);
-        }
-        pthread_mutex_unlock (&h->lock);
-    }
-    if (cbfunc)
-        cbfunc (PMIX_SUCCESS, cbdata);
-    return PMIX_SUCCESS;
-}
-
-/* A fence in flight: completion is counted before PMIx is called back. */
-struct fence_op {
-    char nspace[PMIX_MAX_NSLEN + 1];
-    int whole;   /* every rank of the namespace takes part */
-    int partial; /* PMIx completed it locally without a dead rank */
-    pmix_modex_cbfunc_t cbfunc;
-    void *cbdata;
-};
-
-static void fence_done (pmix_status_t status,
-                        const char *data,
-                        size_t ndata,
-                        void *cbdata,
-                        pmix_release_cbfunc_t relfn,
-                        void *relcbdata)
-{
-    struct fence_op *op = cbdata;
-    struct pmixhost *h = the_host;
-    struct pmixhost_job *job;
-
-    if (h && op->whole) {
-        pthread_mutex_lock (&h->lock);
-        if ((job = find_job (h, op->nspace)) && !job->initialized) {
-            if (status != PMIX_SUCCESS || op->partial)
-                job->init_broken = 1;
-            else if (++job->fences >= job->init_fences && !job->init_broken) {
-                job->initialized = 1;
-                push_event (h, job, PMIXHOST_EV_INITIALIZED, -1, 0, NULL);
-            }
-        } else if (job && status == PMIX_SUCCESS)
-            job->fences++;
-        pthread_mutex_unlock (&h->lock);
-    }
-    op->cbfunc (status, data, ndata, op->cbdata, relfn, relcbdata);
-    free (op);
-}
-
-static pmix_status_t up_fence_nb (const pmix_proc_t procs[],
-                                  size_t nprocs,
-                                  const pmix_info_t info[],
-                                  size_t ninfo,
-                                  char *data,
-                                  size_t ndata,
-                                  pmix_modex_cbfunc_t cbfunc,
-                                  void *cbdata)
-{
-    struct pmixhost *h = the_host;
-    struct fence_op *op;
-    pmix_status_t rc;
-
-    if (!h || !cbfunc)
-        return PMIX_ERR_BAD_PARAM;
-    if (!(op = calloc (1, sizeof (*op))))
-        return PMIX_ERR_NOMEM;
-    if (nprocs > 0) {
-        PMIX_LOAD_NSPACE (op->nspace, procs[0].nspace);
-        op->whole = nprocs == 1 && procs[0].rank == PMIX_RANK_WILDCARD;
-    }
-    for (size_t i = 0; i < ninfo; i++)
-        if (PMIX_CHECK_KEY (&info[i], PMIX_LOCAL_COLLECTIVE_STATUS) &&
-            info[i].value.type == PMIX_STATUS &&
-            info[i].value.data.status != PMIX_SUCCESS)
-            op->partial = 1;
-    op->cbfunc = cbfunc;
-    op->cbdata = cbdata;
-    rc =
-        h->tp->fence (h->tp_ctx, procs, nprocs, info, ninfo, data, ndata, fence_done, op);
-    if (rc != PMIX_SUCCESS) {
-        free (op);
-        if (rc == PMIX_OPERATION_SUCCEEDED)
-            rc = PMIX_ERR_NOT_SUPPORTED; /* a fence must hand data back */
-    }
-    return rc;
-}
-
-static pmix_status_t up_direct_modex (const pmix_proc_t *proc,
-                                      const pmix_info_t info[],
-                                      size_t ninfo,
-                                      pmix_modex_cbfunc_t cbfunc,
-                                      void *cbdata)
-{
-    struct pmixhost *h = the_host;
-
-    if (!h)
-        return PMIX_ERR_NOT_FOUND;
-    return h->tp->direct_modex (h->tp_ctx, proc, info, ninfo, cbfunc, cbdata);
-}
-
-static pmix_status_t up_notify_event (pmix_status_t code,
-                                      const pmix_proc_t *source,
-                                      pmix_data_range_t range,
-                                      pmix_info_t info[],
-                                      size_t ninfo,
-                                      pmix_op_cbfunc_t cbfunc,
-                                      void *cbdata)
-{
-    struct pmixhost *h = the_host;
-
-    if (!h)
-        return PMIX_OPERATION_SUCCEEDED;
-    return h->tp->notify (h->tp_ctx, code, source, range, info, ninfo, cbfunc, cbdata);
-}
-
-/* PMIx delivers events to the ranks that registered for them; there are
- * no host-level (environmental) events to subscribe to. */
-static pmix_status_t up_register_events (pmix_status_t *codes,
-                                         size_t ncodes,
-                                         const pmix_info_t info[],
-                                         size_t ninfo,
-                                         pmix_op_cbfunc_t cbfunc,
-                                         void *cbdata)
-{
-    (void)codes;
-    (void)ncodes;
-    (void)info;
-    (void)ninfo;
-    (void)cbfunc;
-    (void)cbdata;
-    return PMIX_OPERATION_SUCCEEDED;
-}
-
-static pmix_status_t up_deregister_events (pmix_status_t *codes,
-                                           size_t ncodes,
-                                           pmix_op_cbfunc_t cbfunc,
-                                           void *cbdata)
-{
-    (void)codes;
-    (void)ncodes;
-    (void)cbfunc;
-    (void)cbdata;
-    return PMIX_OPERATION_SUCCEEDED;
-}
-
-/* Present so PMIx accepts (and executes itself) the cleanup registrations
- * Open MPI makes for its /dev/shm segments; anything else is refused. */
-static pmix_status_t up_job_control (const pmix_proc_t *requestor,
-                                     const pmix_proc_t targets[],
-                                     size_t ntargets,
-                                     const pmix_info_t directives[],
-                                     size_t ndirs,
-                                     pmix_info_cbfunc_t cbfunc,
-                                     void *cbdata)
-{
-    (void)requestor;
-    (void)targets;
-    (void)ntargets;
-    (void)directives;
-    (void)ndirs;
-    (void)cbfunc;
-    (void)cbdata;
-    return PMIX_ERR_NOT_SUPPORTED;
-}
-
-static pmix_server_module_t module = {
-    .client_connected = up_client_connected,
-    .client_finalized = up_client_finalized,
-    .abort = up_abort,
-    .fence_nb = up_fence_nb,
-    .direct_modex = up_direct_modex,
-    .register_events = up_register_events,
-    .deregister_events = up_deregister_events,
-    .notify_event = up_notify_event,
-    .job_control = up_job_control,
-};
-
-/* PMIx's own report that a client vanished without finalizing. */
-static void on_lost_connection (size_t id,
-                                pmix_status_t status,
-                                const pmix_proc_t *source,
-                                pmix_info_t info[],
-                                size_t ninfo,
-                                pmix_info_t *results,
-                                size_t nresults,
-                                pmix_event_notification_cbfunc_fn_t cbfunc,
-                                void *cbdata)
-{
-    struct pmixhost *h = the_host;
-    struct pmixhost_job *job;
-    struct rank_state *r;
-
-    (void)id;
-    (void)status;
-    (void)info;
-    (void)ninfo;
-    (void)results;
-    (void)nresults;
-    if (h) {
-        pthread_mutex_lock (&h->lock);
-        if ((r = find_rank (h, source, &job)) && !r->lost) {
-            r->lost = 1;
-            push_event (h, job, PMIXHOST_EV_LOST, (int)source->rank, 0, NULL);
-        }
-        pthread_mutex_unlock (&h->lock);
-    }
-    if (cbfunc)
-        cbfunc (PMIX_EVENT_ACTION_COMPLETE, NULL, 0, NULL, NULL, cbdata);
 }
 
 /* ---- the server ----------------------------------------------------------- */
@@ -536,7 +202,7 @@ pmixhost_create (const struct pmixhost_opts *opts, char *err, size_t errsz)
     char name[64];
     int n;
 
-    if (the_host) {
+    if (pmixhost_self) {
         errset (
             err, errsz, "a PMIx server already runs in this process (one per process)");
         errno = EBUSY;
@@ -599,8 +265,8 @@ pmixhost_create (const struct pmixhost_opts *opts, char *err, size_t errsz)
     /* PMIx's threads inherit this mask: they must never take a signal. */
     sigfillset (&all);
     pthread_sigmask (SIG_BLOCK, &all, &old);
-    the_host = h;
-    rc = PMIx_server_init (&module, info, 6);
+    pmixhost_self = h;
+    rc = PMIx_server_init (&pmixhost_module, info, 6);
     pthread_sigmask (SIG_SETMASK, &old, NULL);
     env_pop (env_localonly, saved_lo);
     env_pop (env_gds, saved_gds);
@@ -615,7 +281,8 @@ pmixhost_create (const struct pmixhost_opts *opts, char *err, size_t errsz)
      * then returns -1, and callers can say so). */
     if (!(opts && opts->no_nodelay) && nodelay_apply (&before, &h->listeners) < 0)
         memset (&h->listeners, 0, sizeof (h->listeners));
-    rc = PMIx_Register_event_handler (&code, 1, NULL, 0, on_lost_connection, NULL, NULL);
+    rc = PMIx_Register_event_handler (
+        &code, 1, NULL, 0, pmixhost_lost_connection, NULL, NULL);
     if (rc < 0) {
         errset (err,
                 errsz,
@@ -643,8 +310,8 @@ void pmixhost_destroy (struct pmixhost *h)
         PMIx_Deregister_event_handler (h->lost_ref, NULL, NULL);
     if (h->pmix_up)
         PMIx_server_finalize ();
-    if (the_host == h)
-        the_host = NULL;
+    if (pmixhost_self == h)
+        pmixhost_self = NULL;
     if (h->tp && h->tp->destroy)
         h->tp->destroy (h->tp_ctx);
     remove_tree (h->dir);
@@ -841,7 +508,7 @@ struct pmixhost_job *pmixhost_job_create (struct pmixhost *h,
     snprintf (
         job->nspace, sizeof (job->nspace), "elastic.%s.%d", opts->run_id, opts->attempt);
     pthread_mutex_lock (&h->lock);
-    n = find_job (h, job->nspace) != NULL;
+    n = pmixhost_find_job (h, job->nspace) != NULL;
     pthread_mutex_unlock (&h->lock);
     if (n) {
         errset (err,
@@ -1011,7 +678,6 @@ static void notify_done (pmix_status_t status, void *cbdata)
 {
     struct notify_op *op = cbdata;
 
-    (void)status;
     PMIX_INFO_DESTRUCT (&op->info[0]);
     free (op);
 }

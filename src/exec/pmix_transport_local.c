@@ -17,11 +17,6 @@ static pmix_status_t local_fence (void *ctx,
                                   pmix_modex_cbfunc_t cbfunc,
                                   void *cbdata)
 {
-    (void)ctx;
-    (void)procs;
-    (void)nprocs;
-    (void)info;
-    (void)ninfo;
     if (cbfunc)
         cbfunc (PMIX_SUCCESS, data, ndata, cbdata, NULL, NULL);
     return PMIX_SUCCESS;
@@ -36,21 +31,11 @@ static pmix_status_t local_direct_modex (void *ctx,
                                          pmix_modex_cbfunc_t cbfunc,
                                          void *cbdata)
 {
-    (void)ctx;
-    (void)proc;
-    (void)info;
-    (void)ninfo;
-    (void)cbfunc;
-    (void)cbdata;
     return PMIX_ERR_NOT_FOUND;
 }
 
 static int local_failure (void *ctx, const char *nspace, int rank, pmix_status_t status)
 {
-    (void)ctx;
-    (void)nspace;
-    (void)rank;
-    (void)status;
     return 0;
 }
 
@@ -64,14 +49,6 @@ static pmix_status_t local_notify (void *ctx,
                                    pmix_op_cbfunc_t cbfunc,
                                    void *cbdata)
 {
-    (void)ctx;
-    (void)code;
-    (void)source;
-    (void)range;
-    (void)info;
-    (void)ninfo;
-    (void)cbfunc;
-    (void)cbdata;
     return PMIX_OPERATION_SUCCEEDED;
 }
 

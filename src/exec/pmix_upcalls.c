@@ -1,0 +1,269 @@
+/* pmix_upcalls.c - what the PMIx library calls in the hosted server
+ *
+ * The server module's functions and the lost-connection event handler.  They
+ * run in PMIx's progress thread: each records what happened under the
+ * server's mutex, queues an event for the caller's loop and returns at once;
+ * fences, direct modex requests and client events go through the transport
+ * (pmix_transport.h).  None makes a blocking PMIx call.
+ */
+#if HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <pmix.h>
+#include <pmix_server.h>
+
+#include "pmix_host.h"
+#include "pmix_host_impl.h"
+#include "pmix_transport.h"
+
+static pmix_status_t up_client_connected (const pmix_proc_t *proc,
+                                          void *server_object,
+                                          pmix_op_cbfunc_t cbfunc,
+                                          void *cbdata)
+{
+    struct pmixhost *h = pmixhost_self;
+    struct pmixhost_job *job;
+    struct rank_state *r;
+
+    if (h) {
+        pthread_mutex_lock (&h->lock);
+        if ((r = pmixhost_find_rank (h, proc, &job)) && !r->connected) {
+            r->connected = 1;
+            pmixhost_push_event (h, job, PMIXHOST_EV_CONNECTED, (int)proc->rank, 0, NULL);
+        }
+        pthread_mutex_unlock (&h->lock);
+    }
+    return cbfunc ? PMIX_OPERATION_SUCCEEDED : PMIX_SUCCESS;
+}
+
+static pmix_status_t up_client_finalized (const pmix_proc_t *proc,
+                                          void *server_object,
+                                          pmix_op_cbfunc_t cbfunc,
+                                          void *cbdata)
+{
+    struct pmixhost *h = pmixhost_self;
+    struct pmixhost_job *job;
+    struct rank_state *r;
+
+    if (h) {
+        pthread_mutex_lock (&h->lock);
+        if ((r = pmixhost_find_rank (h, proc, &job)) && !r->finalized) {
+            r->finalized = 1;
+            pmixhost_push_event (h, job, PMIXHOST_EV_FINALIZED, (int)proc->rank, 0, NULL);
+        }
+        pthread_mutex_unlock (&h->lock);
+    }
+    return PMIX_OPERATION_SUCCEEDED;
+}
+
+/* MPI_Abort: mark the job aborting before the rank is released (it _exits
+ * right after), so its exit and the kills that follow send no fault event;
+ * the caller kills every rank when it reads the event. */
+static pmix_status_t up_abort (const pmix_proc_t *proc,
+                               void *server_object,
+                               int status,
+                               const char msg[],
+                               pmix_proc_t procs[],
+                               size_t nprocs,
+                               pmix_op_cbfunc_t cbfunc,
+                               void *cbdata)
+{
+    struct pmixhost *h = pmixhost_self;
+    struct pmixhost_job *job;
+    struct rank_state *r;
+
+    if (h) {
+        pthread_mutex_lock (&h->lock);
+        if ((r = pmixhost_find_rank (h, proc, &job)) && !job->aborting) {
+            job->aborting = 1;
+            job->abort_rank = (int)proc->rank;
+            job->abort_status = status;
+            snprintf (job->abort_msg, sizeof (job->abort_msg), "%s", msg ? msg : "");
+            pmixhost_push_event (h, job, PMIXHOST_EV_ABORT, (int)proc->rank, status, msg);
+        }
+        pthread_mutex_unlock (&h->lock);
+    }
+    if (cbfunc)
+        cbfunc (PMIX_SUCCESS, cbdata);
+    return PMIX_SUCCESS;
+}
+
+/* A fence in flight: completion is counted before PMIx is called back. */
+struct fence_op {
+    char nspace[PMIX_MAX_NSLEN + 1];
+    int whole;   /* every rank of the namespace takes part */
+    int partial; /* PMIx completed it locally without a dead rank */
+    pmix_modex_cbfunc_t cbfunc;
+    void *cbdata;
+};
+
+static void fence_done (pmix_status_t status,
+                        const char *data,
+                        size_t ndata,
+                        void *cbdata,
+                        pmix_release_cbfunc_t relfn,
+                        void *relcbdata)
+{
+    struct fence_op *op = cbdata;
+    struct pmixhost *h = pmixhost_self;
+    struct pmixhost_job *job;
+
+    if (h && op->whole) {
+        pthread_mutex_lock (&h->lock);
+        if ((job = pmixhost_find_job (h, op->nspace)) && !job->initialized) {
+            if (status != PMIX_SUCCESS || op->partial)
+                job->init_broken = 1;
+            else if (++job->fences >= job->init_fences && !job->init_broken) {
+                job->initialized = 1;
+                pmixhost_push_event (h, job, PMIXHOST_EV_INITIALIZED, -1, 0, NULL);
+            }
+        } else if (job && status == PMIX_SUCCESS)
+            job->fences++;
+        pthread_mutex_unlock (&h->lock);
+    }
+    op->cbfunc (status, data, ndata, op->cbdata, relfn, relcbdata);
+    free (op);
+}
+
+static pmix_status_t up_fence_nb (const pmix_proc_t procs[],
+                                  size_t nprocs,
+                                  const pmix_info_t info[],
+                                  size_t ninfo,
+                                  char *data,
+                                  size_t ndata,
+                                  pmix_modex_cbfunc_t cbfunc,
+                                  void *cbdata)
+{
+    struct pmixhost *h = pmixhost_self;
+    struct fence_op *op;
+    pmix_status_t rc;
+
+    if (!h || !cbfunc)
+        return PMIX_ERR_BAD_PARAM;
+    if (!(op = calloc (1, sizeof (*op))))
+        return PMIX_ERR_NOMEM;
+    if (nprocs > 0) {
+        PMIX_LOAD_NSPACE (op->nspace, procs[0].nspace);
+        op->whole = nprocs == 1 && procs[0].rank == PMIX_RANK_WILDCARD;
+    }
+    for (size_t i = 0; i < ninfo; i++)
+        if (PMIX_CHECK_KEY (&info[i], PMIX_LOCAL_COLLECTIVE_STATUS) &&
+            info[i].value.type == PMIX_STATUS &&
+            info[i].value.data.status != PMIX_SUCCESS)
+            op->partial = 1;
+    op->cbfunc = cbfunc;
+    op->cbdata = cbdata;
+    rc =
+        h->tp->fence (h->tp_ctx, procs, nprocs, info, ninfo, data, ndata, fence_done, op);
+    if (rc != PMIX_SUCCESS) {
+        free (op);
+        if (rc == PMIX_OPERATION_SUCCEEDED)
+            rc = PMIX_ERR_NOT_SUPPORTED; /* a fence must hand data back */
+    }
+    return rc;
+}
+
+static pmix_status_t up_direct_modex (const pmix_proc_t *proc,
+                                      const pmix_info_t info[],
+                                      size_t ninfo,
+                                      pmix_modex_cbfunc_t cbfunc,
+                                      void *cbdata)
+{
+    struct pmixhost *h = pmixhost_self;
+
+    if (!h)
+        return PMIX_ERR_NOT_FOUND;
+    return h->tp->direct_modex (h->tp_ctx, proc, info, ninfo, cbfunc, cbdata);
+}
+
+static pmix_status_t up_notify_event (pmix_status_t code,
+                                      const pmix_proc_t *source,
+                                      pmix_data_range_t range,
+                                      pmix_info_t info[],
+                                      size_t ninfo,
+                                      pmix_op_cbfunc_t cbfunc,
+                                      void *cbdata)
+{
+    struct pmixhost *h = pmixhost_self;
+
+    if (!h)
+        return PMIX_OPERATION_SUCCEEDED;
+    return h->tp->notify (h->tp_ctx, code, source, range, info, ninfo, cbfunc, cbdata);
+}
+
+/* PMIx delivers events to the ranks that registered for them; there are
+ * no host-level (environmental) events to subscribe to. */
+static pmix_status_t up_register_events (pmix_status_t *codes,
+                                         size_t ncodes,
+                                         const pmix_info_t info[],
+                                         size_t ninfo,
+                                         pmix_op_cbfunc_t cbfunc,
+                                         void *cbdata)
+{
+    return PMIX_OPERATION_SUCCEEDED;
+}
+
+static pmix_status_t up_deregister_events (pmix_status_t *codes,
+                                           size_t ncodes,
+                                           pmix_op_cbfunc_t cbfunc,
+                                           void *cbdata)
+{
+    return PMIX_OPERATION_SUCCEEDED;
+}
+
+/* Present so PMIx accepts (and executes itself) the cleanup registrations
+ * Open MPI makes for its /dev/shm segments; anything else is refused. */
+static pmix_status_t up_job_control (const pmix_proc_t *requestor,
+                                     const pmix_proc_t targets[],
+                                     size_t ntargets,
+                                     const pmix_info_t directives[],
+                                     size_t ndirs,
+                                     pmix_info_cbfunc_t cbfunc,
+                                     void *cbdata)
+{
+    return PMIX_ERR_NOT_SUPPORTED;
+}
+
+pmix_server_module_t pmixhost_module = {
+    .client_connected = up_client_connected,
+    .client_finalized = up_client_finalized,
+    .abort = up_abort,
+    .fence_nb = up_fence_nb,
+    .direct_modex = up_direct_modex,
+    .register_events = up_register_events,
+    .deregister_events = up_deregister_events,
+    .notify_event = up_notify_event,
+    .job_control = up_job_control,
+};
+
+/* PMIx's own report that a client vanished without finalizing. */
+void pmixhost_lost_connection (size_t id,
+                               pmix_status_t status,
+                               const pmix_proc_t *source,
+                               pmix_info_t info[],
+                               size_t ninfo,
+                               pmix_info_t *results,
+                               size_t nresults,
+                               pmix_event_notification_cbfunc_fn_t cbfunc,
+                               void *cbdata)
+{
+    struct pmixhost *h = pmixhost_self;
+    struct pmixhost_job *job;
+    struct rank_state *r;
+
+    if (h) {
+        pthread_mutex_lock (&h->lock);
+        if ((r = pmixhost_find_rank (h, source, &job)) && !r->lost) {
+            r->lost = 1;
+            pmixhost_push_event (h, job, PMIXHOST_EV_LOST, (int)source->rank, 0, NULL);
+        }
+        pthread_mutex_unlock (&h->lock);
+    }
+    if (cbfunc)
+        cbfunc (PMIX_EVENT_ACTION_COMPLETE, NULL, 0, NULL, NULL, cbdata);
+}
