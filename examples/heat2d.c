@@ -114,7 +114,10 @@ static int rebuild (elastic_manager_t *m, MPI_Comm comm, void *arg)
     }
     elastic_manager_info (m, &info);
     if (a->rank == 0 && !a->quiet)
-        printf ("resharded at step %lld: world %d -> %d\n", (long long)a->step, info.old_size, a->size);
+        printf ("resharded at step %lld: world %d -> %d\n",
+                (long long)a->step,
+                info.old_size,
+                a->size);
     fflush (stdout);
     return 0;
 }
@@ -127,11 +130,31 @@ static int jacobi_step (struct app *a)
     int down = a->rank < a->size - 1 ? a->rank + 1 : MPI_PROC_NULL;
     double *u = a->u, *v = a->v;
 
-    rc = MPI_Sendrecv (&u[nx], nx, MPI_DOUBLE, up, 0, &u[(a->rows + 1) * nx], nx, MPI_DOUBLE, down, 0, a->comm,
+    rc = MPI_Sendrecv (&u[nx],
+                       nx,
+                       MPI_DOUBLE,
+                       up,
+                       0,
+                       &u[(a->rows + 1) * nx],
+                       nx,
+                       MPI_DOUBLE,
+                       down,
+                       0,
+                       a->comm,
                        MPI_STATUS_IGNORE);
     if (rc != MPI_SUCCESS)
         return rc;
-    rc = MPI_Sendrecv (&u[a->rows * nx], nx, MPI_DOUBLE, down, 1, &u[0], nx, MPI_DOUBLE, up, 1, a->comm,
+    rc = MPI_Sendrecv (&u[a->rows * nx],
+                       nx,
+                       MPI_DOUBLE,
+                       down,
+                       1,
+                       &u[0],
+                       nx,
+                       MPI_DOUBLE,
+                       up,
+                       1,
+                       a->comm,
                        MPI_STATUS_IGNORE);
     if (rc != MPI_SUCCESS)
         return rc;
@@ -139,7 +162,8 @@ static int jacobi_step (struct app *a)
         for (int j = 0; j < nx; j++) {
             double left = j > 0 ? u[i * nx + j - 1] : 0.0;
             double right = j < nx - 1 ? u[i * nx + j + 1] : 0.0;
-            v[i * nx + j] = 0.25 * ((u[(i - 1) * nx + j] + u[(i + 1) * nx + j]) + (left + right));
+            v[i * nx + j] =
+                0.25 * ((u[(i - 1) * nx + j] + u[(i + 1) * nx + j]) + (left + right));
         }
     }
     memcpy (&u[nx], &v[nx], a->rows * nx * sizeof (double));
@@ -162,7 +186,8 @@ static int checksum (struct app *a, uint64_t *sum)
     return MPI_Allreduce (&mine, sum, 1, MPI_UINT64_T, MPI_SUM, a->comm);
 }
 
-static long parse_num (const char *prog, const char *opt, const char *s, long min, long max)
+static long
+parse_num (const char *prog, const char *opt, const char *s, long min, long max)
 {
     char *end;
     long v;
@@ -170,8 +195,13 @@ static long parse_num (const char *prog, const char *opt, const char *s, long mi
     errno = 0;
     v = strtol (s ? s : "", &end, 10);
     if (!s || *s == '\0' || *end != '\0' || errno != 0 || v < min || v > max) {
-        fprintf (stderr, "%s: %s: '%s' is invalid (expected an integer from %ld to %ld)\n", prog, opt,
-                 s ? s : "", min, max);
+        fprintf (stderr,
+                 "%s: %s: '%s' is invalid (expected an integer from %ld to %ld)\n",
+                 prog,
+                 opt,
+                 s ? s : "",
+                 min,
+                 max);
         exit (2);
     }
     return v;
@@ -179,17 +209,24 @@ static long parse_num (const char *prog, const char *opt, const char *s, long mi
 
 static void usage (const char *prog)
 {
-    fprintf (stderr,
-             "usage: %s [--nx N] [--ny N] [--steps N] [--ballast MIB]\n"
-             "          [--fail RANK:STEP[:step|snapshot|recovery]]... [--fail-rank R --fail-step S]...\n"
-             "          [--mpi-error STEP] [--quiet]\n",
-             prog);
+    fprintf (
+        stderr,
+        "usage: %s [--nx N] [--ny N] [--steps N] [--ballast MIB]\n"
+        "          [--fail RANK:STEP[:step|snapshot|recovery|protect]]... [--fail-rank R "
+        "--fail-step S]...\n"
+        "          [--mpi-error STEP] [--quiet]\n",
+        prog);
 }
 
 static int finish (struct app *a, int rc, const char *what, const char *text)
 {
     if (rc != ELASTIC_OK)
-        fprintf (stderr, "heat2d: rank %d: %s: %s (%s)\n", a->world_rank, what, text, elastic_strerror (rc));
+        fprintf (stderr,
+                 "heat2d: rank %d: %s: %s (%s)\n",
+                 a->world_rank,
+                 what,
+                 text,
+                 elastic_strerror (rc));
     elastic_manager_destroy (a->m);
     free (a->u);
     free (a->v);
@@ -227,13 +264,11 @@ int main (int argc, char **argv)
             if (!v || inject_parse (&inj, argv[0], v) < 0)
                 return 2;
             i++;
-        }
-        else if (!strcmp (o, "--fail-rank") || !strcmp (o, "--fail-step")) {
+        } else if (!strcmp (o, "--fail-rank") || !strcmp (o, "--fail-step")) {
             if (inject_parse_half (&inj, argv[0], o[7], v) < 0)
                 return 2;
             i++;
-        }
-        else if (!strcmp (o, "--quiet"))
+        } else if (!strcmp (o, "--quiet"))
             a.quiet = 1;
         else {
             usage (argv[0]);
@@ -262,15 +297,18 @@ int main (int argc, char **argv)
         MPI_Comm_rank (a.comm, &a.rank);
         MPI_Comm_size (a.comm, &a.size);
         if (a.ny < a.size) {
-            fprintf (stderr, "heat2d: --ny %d is invalid (expected at least one row per rank: >= %d)\n",
-                     a.ny, a.size);
+            fprintf (stderr,
+                     "heat2d: --ny %d is invalid (expected at least one row per rank: >= "
+                     "%d)\n",
+                     a.ny,
+                     a.size);
             finish (&a, ELASTIC_OK, "", "");
             return 2;
         }
         a.rows = a.ny / a.size + ((uint64_t)a.rank < (uint64_t)a.ny % a.size ? 1 : 0);
-        a.row0 = (uint64_t)a.rank * (a.ny / a.size) + ((uint64_t)a.rank < (uint64_t)a.ny % a.size
-                                                          ? (uint64_t)a.rank
-                                                          : (uint64_t)a.ny % a.size);
+        a.row0 = (uint64_t)a.rank * (a.ny / a.size) +
+                 ((uint64_t)a.rank < (uint64_t)a.ny % a.size ? (uint64_t)a.rank
+                                                             : (uint64_t)a.ny % a.size);
         if (alloc_grid (&a) < 0)
             return finish (&a, ELASTIC_ERR_NOMEM, "setup", "out of memory");
         for (uint64_t i = 0; i < a.rows; i++)
@@ -278,10 +316,13 @@ int main (int argc, char **argv)
                 a.u[(i + 1) * a.nx + j] = initial ((a.row0 + i) * a.nx + j);
         set_edges (&a);
         if (ballast_mib > 0) {
-            uint64_t global = (uint64_t)ballast_mib * a.size * (1 << 20) / sizeof (uint64_t);
-            a.ballast_count = global / a.size + ((uint64_t)a.rank < global % a.size ? 1 : 0);
-            a.ballast_off = (uint64_t)a.rank * (global / a.size)
-                            + ((uint64_t)a.rank < global % a.size ? (uint64_t)a.rank : global % a.size);
+            uint64_t global =
+                (uint64_t)ballast_mib * a.size * (1 << 20) / sizeof (uint64_t);
+            a.ballast_count =
+                global / a.size + ((uint64_t)a.rank < global % a.size ? 1 : 0);
+            a.ballast_off =
+                (uint64_t)a.rank * (global / a.size) +
+                ((uint64_t)a.rank < global % a.size ? (uint64_t)a.rank : global % a.size);
             if (!(a.ballast = malloc (a.ballast_count * sizeof (uint64_t) + 1)))
                 return finish (&a, ELASTIC_ERR_NOMEM, "setup", "out of memory");
             for (uint64_t i = 0; i < a.ballast_count; i++)
@@ -289,12 +330,15 @@ int main (int argc, char **argv)
         }
     }
     a.step = 0;
-    if ((rc = elastic_register_value (a.m, "step", &a.step, sizeof (a.step), &err)) != ELASTIC_OK
-        || (rc = elastic_register_array (a.m, "u", a.u ? a.u + a.nx : NULL, a.nx * sizeof (double), a.rows, &err))
-               != ELASTIC_OK
-        || (ballast_mib > 0
-            && (rc = elastic_register_array (a.m, "ballast", a.ballast, sizeof (uint64_t), a.ballast_count, &err))
-                   != ELASTIC_OK))
+    if ((rc = elastic_register_value (a.m, "step", &a.step, sizeof (a.step), &err)) !=
+            ELASTIC_OK ||
+        (rc = elastic_register_array (
+             a.m, "u", a.u ? a.u + a.nx : NULL, a.nx * sizeof (double), a.rows, &err)) !=
+            ELASTIC_OK ||
+        (ballast_mib > 0 &&
+         (rc = elastic_register_array (
+              a.m, "ballast", a.ballast, sizeof (uint64_t), a.ballast_count, &err)) !=
+             ELASTIC_OK))
         return finish (&a, rc, "register", err.text);
 
     /* 3. start: spares wait in here until they are needed */
@@ -304,22 +348,31 @@ int main (int argc, char **argv)
         /* a spare that was not needed: show that it slept */
         struct rusage ru;
         getrusage (RUSAGE_SELF, &ru);
-        printf ("spare rank %d released after %.2f s idle, %.3f s CPU\n", a.world_rank, MPI_Wtime () - t_start,
-                    ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6);
+        printf ("spare rank %d released after %.2f s idle, %.3f s CPU\n",
+                a.world_rank,
+                MPI_Wtime () - t_start,
+                ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+                    (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6);
         fflush (stdout);
         return finish (&a, ELASTIC_OK, "", "");
     }
     elastic_manager_info (a.m, &info);
     if (a.world_rank == 0 && !a.quiet)
-        printf ("heat2d: %dx%d grid, %lld steps, %d ranks (%d working, %d spares)\n", a.nx, a.ny,
-                (long long)a.steps, nranks, info.size, info.idle_spares);
+        printf ("heat2d: %dx%d grid, %lld steps, %d ranks (%d working, %d spares)\n",
+                a.nx,
+                a.ny,
+                (long long)a.steps,
+                nranks,
+                info.size,
+                info.idle_spares);
 
     /* 4. the loop; a.step is restored whenever the world changes */
     for (;;) {
         while (a.step < a.steps) {
             if ((rc = elastic_maybe_snapshot (a.m, a.step, &err)) != ELASTIC_OK)
                 return finish (&a, rc, "snapshot", err.text);
-            if ((rc = elastic_maybe_reshard_up (a.m, a.step, rebuild, &a, NULL, &err)) != ELASTIC_OK)
+            if ((rc = elastic_maybe_reshard_up (a.m, a.step, rebuild, &a, NULL, &err)) !=
+                ELASTIC_OK)
                 return finish (&a, rc, "reshard up", err.text);
             inject_step (&inj, a.world_rank, a.step);
             if (a.step == mpi_error_step) {
@@ -328,12 +381,15 @@ int main (int argc, char **argv)
                 mrc = MPI_Send (&a.step, 1, MPI_INT64_T, a.size + 7, 0, a.comm);
                 rc = elastic_maybe_reshard_down (a.m, mrc, rebuild, &a, &err);
                 if (a.rank == 0)
-                    printf ("non-elastic MPI error returned: %s: %s\n", elastic_strerror (rc), err.text);
+                    printf ("non-elastic MPI error returned: %s: %s\n",
+                            elastic_strerror (rc),
+                            err.text);
                 if (rc != ELASTIC_ERR_MPI)
                     return finish (&a, rc, "mpi-error", err.text);
             }
             if ((mrc = jacobi_step (&a)) != MPI_SUCCESS) {
-                if ((rc = elastic_maybe_reshard_down (a.m, mrc, rebuild, &a, &err)) != ELASTIC_OK)
+                if ((rc = elastic_maybe_reshard_down (a.m, mrc, rebuild, &a, &err)) !=
+                    ELASTIC_OK)
                     return finish (&a, rc, "reshard down", err.text);
                 continue; /* rolled back to the snapshot step */
             }

@@ -5,11 +5,12 @@
  *                              real SIGKILL:
  *     step      during step STEP, before its communication (default);
  *     snapshot  inside the library's snapshot of step STEP;
- *     recovery  inside the first recovery that starts at step >= STEP.
+ *     recovery  inside the first recovery that starts at step >= STEP;
+ *     protect   inside the snapshot that ends a recovery (rollback >= STEP).
  *
  *   --fail-rank RANK --fail-step STEP   the same as --fail RANK:STEP (pairs)
  *
- * "snapshot" and "recovery" are handed to libelastic through its test hook,
+ * "snapshot", "recovery" and "protect" are handed to libelastic through its test hook,
  * the ELASTIC_TEST_KILL environment variable, before the manager is created.
  */
 #ifndef EXAMPLES_INJECT_H
@@ -59,7 +60,7 @@ static inline int inject_parse (struct inject *in, const char *prog, const char 
     if (!(n == 2 || n == 3) || rank < 0 || step < 0) {
         fprintf (stderr,
                  "%s: --fail: '%s' is invalid (expected RANK:STEP[:WHERE], WHERE step, "
-                 "snapshot or recovery)\n",
+                 "snapshot, recovery or protect)\n",
                  prog,
                  arg);
         return -1;
@@ -73,9 +74,11 @@ static inline int inject_parse (struct inject *in, const char *prog, const char 
         in->step[in->n++] = step;
         return 0;
     }
-    if (strcmp (where, "snapshot") && strcmp (where, "recovery")) {
+    if (strcmp (where, "snapshot") && strcmp (where, "recovery") &&
+        strcmp (where, "protect")) {
         fprintf (stderr,
-                 "%s: --fail: '%s' is invalid (expected WHERE step, snapshot or recovery)\n",
+                 "%s: --fail: '%s' is invalid (expected WHERE step, snapshot, recovery "
+                 "or protect)\n",
                  prog,
                  where);
         return -1;
@@ -93,14 +96,18 @@ static inline int inject_parse (struct inject *in, const char *prog, const char 
 
 /* Parse --fail-rank (which 'r') or --fail-step (which 's'): a failure is
  * added when both halves are there.  Returns -1 with a message. */
-static inline int inject_parse_half (struct inject *in, const char *prog, int which, const char *arg)
+static inline int
+inject_parse_half (struct inject *in, const char *prog, int which, const char *arg)
 {
     char *end, spec[64];
     long v = strtol (arg ? arg : "", &end, 10);
 
     if (!arg || *arg == '\0' || *end != '\0' || v < 0) {
-        fprintf (stderr, "%s: --fail-%s: '%s' is invalid (expected an integer >= 0)\n", prog,
-                 which == 'r' ? "rank" : "step", arg ? arg : "");
+        fprintf (stderr,
+                 "%s: --fail-%s: '%s' is invalid (expected an integer >= 0)\n",
+                 prog,
+                 which == 'r' ? "rank" : "step",
+                 arg ? arg : "");
         return -1;
     }
     if (which == 'r')
@@ -126,7 +133,10 @@ static inline void inject_step (const struct inject *in, int world_rank, int64_t
 {
     for (int i = 0; i < in->n; i++) {
         if (in->rank[i] == world_rank && in->step[i] == step) {
-            fprintf (stderr, "rank %d: injected failure at step %lld (SIGKILL)\n", world_rank, (long long)step);
+            fprintf (stderr,
+                     "rank %d: injected failure at step %lld (SIGKILL)\n",
+                     world_rank,
+                     (long long)step);
             fflush (stderr);
             kill (getpid (), SIGKILL);
         }

@@ -24,21 +24,21 @@
 
 #include "inject.h"
 
-#define FIXED_ONE 4294967296.0 /* 2^32 */
+#define FIXED_ONE    4294967296.0 /* 2^32 */
 #define MAX_FEATURES 256
 
 struct app {
     elastic_manager_t *m;
     MPI_Comm comm; /* owned by libelastic */
     int rank, size, world_rank;
-    int d;          /* features */
-    uint64_t n;     /* samples, global */
+    int d;      /* features */
+    uint64_t n; /* samples, global */
     int64_t steps;
     double lr;
-    int64_t step;            /* registered value */
-    double w[MAX_FEATURES];  /* registered value: the model */
-    double *data;            /* my samples: d features then the target */
-    uint64_t first, count;   /* my block of samples */
+    int64_t step;           /* registered value */
+    double w[MAX_FEATURES]; /* registered value: the model */
+    double *data;           /* my samples: d features then the target */
+    uint64_t first, count;  /* my block of samples */
     int quiet;
 };
 
@@ -86,7 +86,9 @@ static int rebuild (elastic_manager_t *m, MPI_Comm comm, void *arg)
         return -1;
     }
     if (a->rank == 0 && !a->quiet)
-        printf ("resharded at step %lld: %d ranks, %llu samples on rank 0\n", (long long)a->step, a->size,
+        printf ("resharded at step %lld: %d ranks, %llu samples on rank 0\n",
+                (long long)a->step,
+                a->size,
                 (unsigned long long)a->count);
     fflush (stdout);
     return 0;
@@ -108,7 +110,8 @@ static int sgd_step (struct app *a, double *loss)
             local[k] += (int64_t)llround (r * s[k] * FIXED_ONE);
         local[d] += (int64_t)llround (r * r * FIXED_ONE);
     }
-    if ((rc = MPI_Allreduce (local, total, d + 1, MPI_INT64_T, MPI_SUM, a->comm)) != MPI_SUCCESS)
+    if ((rc = MPI_Allreduce (local, total, d + 1, MPI_INT64_T, MPI_SUM, a->comm)) !=
+        MPI_SUCCESS)
         return rc;
     for (int k = 0; k < d; k++)
         a->w[k] -= a->lr * ((double)total[k] / FIXED_ONE) / (double)a->n;
@@ -116,7 +119,8 @@ static int sgd_step (struct app *a, double *loss)
     return MPI_SUCCESS;
 }
 
-static double parse_real (const char *prog, const char *opt, const char *s, double min, double max)
+static double
+parse_real (const char *prog, const char *opt, const char *s, double min, double max)
 {
     char *end;
     double v;
@@ -124,8 +128,13 @@ static double parse_real (const char *prog, const char *opt, const char *s, doub
     errno = 0;
     v = strtod (s ? s : "", &end);
     if (!s || *s == '\0' || *end != '\0' || errno != 0 || !(v >= min && v <= max)) {
-        fprintf (stderr, "%s: %s: '%s' is invalid (expected a number from %g to %g)\n", prog, opt, s ? s : "",
-                 min, max);
+        fprintf (stderr,
+                 "%s: %s: '%s' is invalid (expected a number from %g to %g)\n",
+                 prog,
+                 opt,
+                 s ? s : "",
+                 min,
+                 max);
         exit (2);
     }
     return v;
@@ -134,7 +143,12 @@ static double parse_real (const char *prog, const char *opt, const char *s, doub
 static int finish (struct app *a, int rc, const char *what, const char *text)
 {
     if (rc != ELASTIC_OK)
-        fprintf (stderr, "sgd: rank %d: %s: %s (%s)\n", a->world_rank, what, text, elastic_strerror (rc));
+        fprintf (stderr,
+                 "sgd: rank %d: %s: %s (%s)\n",
+                 a->world_rank,
+                 what,
+                 text,
+                 elastic_strerror (rc));
     elastic_manager_destroy (a->m);
     free (a->data);
     MPI_Finalize ();
@@ -167,18 +181,17 @@ int main (int argc, char **argv)
             if (!v || inject_parse (&inj, argv[0], v) < 0)
                 return 2;
             i++;
-        }
-        else if (!strcmp (o, "--fail-rank") || !strcmp (o, "--fail-step")) {
+        } else if (!strcmp (o, "--fail-rank") || !strcmp (o, "--fail-step")) {
             if (inject_parse_half (&inj, argv[0], o[7], v) < 0)
                 return 2;
             i++;
-        }
-        else if (!strcmp (o, "--quiet"))
+        } else if (!strcmp (o, "--quiet"))
             a.quiet = 1;
         else {
             fprintf (stderr,
                      "usage: %s [--samples N] [--features D] [--steps N] [--lr X]\n"
-                     "          [--fail RANK:STEP[:step|snapshot|recovery]]... [--fail-rank R --fail-step S]...\n"
+                     "          [--fail RANK:STEP[:step|snapshot|recovery|protect]]... "
+                     "[--fail-rank R --fail-step S]...\n"
                      "          [--quiet]\n",
                      argv[0]);
             return 2;
@@ -202,16 +215,20 @@ int main (int argc, char **argv)
         MPI_Comm_rank (a.comm, &a.rank);
         MPI_Comm_size (a.comm, &a.size);
         a.count = a.n / a.size + ((uint64_t)a.rank < a.n % a.size ? 1 : 0);
-        a.first = (uint64_t)a.rank * (a.n / a.size) + ((uint64_t)a.rank < a.n % a.size ? (uint64_t)a.rank : a.n % a.size);
+        a.first = (uint64_t)a.rank * (a.n / a.size) +
+                  ((uint64_t)a.rank < a.n % a.size ? (uint64_t)a.rank : a.n % a.size);
         if (!(a.data = malloc ((a.count * (a.d + 1) + 1) * sizeof (double))))
             return finish (&a, ELASTIC_ERR_NOMEM, "setup", "out of memory");
         for (uint64_t i = 0; i < a.count; i++)
             make_sample (a.d, a.first + i, &a.data[i * (a.d + 1)]);
     }
-    if ((rc = elastic_register_value (a.m, "step", &a.step, sizeof (a.step), &err)) != ELASTIC_OK
-        || (rc = elastic_register_value (a.m, "w", a.w, a.d * sizeof (double), &err)) != ELASTIC_OK
-        || (rc = elastic_register_array (a.m, "data", a.data, (a.d + 1) * sizeof (double), a.count, &err))
-               != ELASTIC_OK)
+    if ((rc = elastic_register_value (a.m, "step", &a.step, sizeof (a.step), &err)) !=
+            ELASTIC_OK ||
+        (rc = elastic_register_value (a.m, "w", a.w, a.d * sizeof (double), &err)) !=
+            ELASTIC_OK ||
+        (rc = elastic_register_array (
+             a.m, "data", a.data, (a.d + 1) * sizeof (double), a.count, &err)) !=
+            ELASTIC_OK)
         return finish (&a, rc, "register", err.text);
     if ((rc = elastic_manager_start (a.m, rebuild, &a, &active, &err)) != ELASTIC_OK)
         return finish (&a, rc, "start", err.text);
@@ -221,11 +238,13 @@ int main (int argc, char **argv)
     while (a.step < a.steps) {
         if ((rc = elastic_maybe_snapshot (a.m, a.step, &err)) != ELASTIC_OK)
             return finish (&a, rc, "snapshot", err.text);
-        if ((rc = elastic_maybe_reshard_up (a.m, a.step, rebuild, &a, NULL, &err)) != ELASTIC_OK)
+        if ((rc = elastic_maybe_reshard_up (a.m, a.step, rebuild, &a, NULL, &err)) !=
+            ELASTIC_OK)
             return finish (&a, rc, "reshard up", err.text);
         inject_step (&inj, a.world_rank, a.step);
         if ((mrc = sgd_step (&a, &loss)) != MPI_SUCCESS) {
-            if ((rc = elastic_maybe_reshard_down (a.m, mrc, rebuild, &a, &err)) != ELASTIC_OK)
+            if ((rc = elastic_maybe_reshard_down (a.m, mrc, rebuild, &a, &err)) !=
+                ELASTIC_OK)
                 return finish (&a, rc, "reshard down", err.text);
             continue; /* rolled back: step and w restored */
         }

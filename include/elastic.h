@@ -29,17 +29,17 @@ extern "C" {
 /* Error codes.  Values are fixed forever: they may be stored and compared. */
 enum {
     ELASTIC_OK = 0,
-    ELASTIC_ERR_INVAL = 1,       /* invalid argument or configuration value */
-    ELASTIC_ERR_NOMEM = 2,       /* out of memory */
-    ELASTIC_ERR_MPI = 3,         /* an MPI call failed with a non-elastic error */
-    ELASTIC_ERR_RELAUNCH = 4,    /* in-place recovery impossible: relaunch needed */
-    ELASTIC_ERR_NO_ULFM = 5,     /* the MPI library has no ULFM (relaunch-only mode) */
-    ELASTIC_ERR_IO = 6,          /* file system error */
-    ELASTIC_ERR_CORRUPT = 7,     /* snapshot data failed verification */
-    ELASTIC_ERR_NO_SNAPSHOT = 8, /* no usable snapshot */
-    ELASTIC_ERR_EXISTS = 9,      /* a name is already registered */
-    ELASTIC_ERR_NOT_FOUND = 10,  /* no such name, rank or item */
-    ELASTIC_ERR_STATE = 11,      /* call not valid in the current state */
+    ELASTIC_ERR_INVAL = 1,        /* invalid argument or configuration value */
+    ELASTIC_ERR_NOMEM = 2,        /* out of memory */
+    ELASTIC_ERR_MPI = 3,          /* an MPI call failed with a non-elastic error */
+    ELASTIC_ERR_RELAUNCH = 4,     /* in-place recovery impossible: relaunch needed */
+    ELASTIC_ERR_NO_ULFM = 5,      /* the MPI library has no ULFM (relaunch-only mode) */
+    ELASTIC_ERR_IO = 6,           /* file system error */
+    ELASTIC_ERR_CORRUPT = 7,      /* snapshot data failed verification */
+    ELASTIC_ERR_NO_SNAPSHOT = 8,  /* no usable snapshot */
+    ELASTIC_ERR_EXISTS = 9,       /* a name is already registered */
+    ELASTIC_ERR_NOT_FOUND = 10,   /* no such name, rank or item */
+    ELASTIC_ERR_STATE = 11,       /* call not valid in the current state */
     ELASTIC_ERR_UNSUPPORTED = 12, /* feature not built in */
     ELASTIC_ERR_PROC_FAILED = 13  /* a process failed and was not recovered here */
 };
@@ -116,8 +116,9 @@ int elastic_record_error (const char *fmt, ...) __attribute__ ((format (printf, 
  * counts world changes.
  *
  * Events.  Every world change (and every final error) is reported as one JSON
- * line, appended to the file named by event_log by working rank 0 and passed
- * to the event callback on every working rank:
+ * line, appended to the file named by event_log by the new working rank 0
+ * (by the lowest survivor for a final error) and passed to the event
+ * callback on every rank that took part:
  *   {"event":"reshard_down","step":40,"old_size":8,"new_size":7,"failed":[3],
  *    "spares_used":[],"attempts":1,"handler_tries":1,"t_detect_ms":..,
  *    "t_revoke_agree_ms":..,"t_shrink_ms":..,"t_restore_ms":..,
@@ -139,6 +140,14 @@ int elastic_record_error (const char *fmt, ...) __attribute__ ((format (printf, 
  *   ELASTIC_MAX_ELASTIC_DOWN_EVENT_COUNT, ELASTIC_MAX_RESHARD_RETRY_COUNT,
  *   ELASTIC_MIN_WORLD_SIZE, ELASTIC_SPARE_RANKS, ELASTIC_SPARE_TAKEOVER,
  *   ELASTIC_SNAPSHOT_DIR, ELASTIC_EVENT_LOG; ELASTIC_LOG sets the log level.
+ * For tests only: ELASTIC_TEST_KILL=RANK:STEP:snapshot|recovery[,...] makes
+ * that original rank SIGKILL itself inside a snapshot or a recovery, and
+ * ELASTIC_TEST_RANKS_PER_NODE=R treats every R consecutive ranks as a node.
+ *
+ * The end of the job.  elastic_manager_destroy is collective: the working
+ * ranks and the idle spares agree there that the job is over.  A rank that
+ * instead saw a failure in the job's last collective (which other ranks
+ * completed) gets ELASTIC_ERR_RELAUNCH from its repair.
  * ------------------------------------------------------------------------ */
 #if !defined(ELASTIC_NO_MPI) && !defined(MPI_VERSION) && defined(__has_include)
 #if __has_include(<mpi.h>)
@@ -152,10 +161,10 @@ int elastic_record_error (const char *fmt, ...) __attribute__ ((format (printf, 
  * fields; environment variables override them at elastic_manager_create().
  * Strings are copied by the manager. */
 typedef struct {
-    int snapshot_period;              /* snapshot every N steps (>= 1; 10) */
-    int snapshot_buffer_size;         /* L1 ring slots (>= 2; 2) */
-    int persist_period;               /* L3 (HDF5) every N steps (>= 0, 0 = never; 0) */
-    int reshard_check_period;         /* maybe_reshard_up checks every N steps (>= 1; 10) */
+    int snapshot_period;      /* snapshot every N steps (>= 1; 10) */
+    int snapshot_buffer_size; /* L1 ring slots (>= 2; 2) */
+    int persist_period;       /* L3 (HDF5) every N steps (>= 0, 0 = never; 0) */
+    int reshard_check_period; /* maybe_reshard_up checks every N steps (>= 1; 10) */
     int max_elastic_down_event_count; /* more events than this is final (>= 0; 16) */
     int max_reshard_retry_count;      /* handler retries per event (>= 0; 3) */
     int min_world_size;               /* fewer working ranks is final (>= 1; 1) */
@@ -202,7 +211,9 @@ int elastic_config_from_env (elastic_config_t *cfg, elastic_error_t *err);
 /* Check cfg for a communicator of comm_size ranks (comm_size <= 0: skip the
  * size checks).  Returns ELASTIC_ERR_INVAL with "field: value is invalid
  * (expected ...)" text. */
-int elastic_config_validate (const elastic_config_t *cfg, int comm_size, elastic_error_t *err);
+int elastic_config_validate (const elastic_config_t *cfg,
+                             int comm_size,
+                             elastic_error_t *err);
 
 /* Create a manager over comm (collective over comm, spares included): cfg
  * (NULL: defaults), then the environment, then validation.  Sets
@@ -269,7 +280,9 @@ MPI_Comm elastic_manager_comm (const elastic_manager_t *m);
 int elastic_manager_info (const elastic_manager_t *m, elastic_info_t *info);
 
 /* Receive every event line (NULL: stop).  Never fails. */
-void elastic_manager_set_event_callback (elastic_manager_t *m, elastic_event_f cb, void *arg);
+void elastic_manager_set_event_callback (elastic_manager_t *m,
+                                         elastic_event_f cb,
+                                         void *arg);
 
 /* Call at the top of every step (collective over the working ranks): every
  * snapshot_period steps copy the registered state to L1 and L2 and commit it

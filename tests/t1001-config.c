@@ -9,10 +9,18 @@
 #include "lib/tap.h"
 
 static const char *vars[] = {
-    "ELASTIC_SNAPSHOT_PERIOD", "ELASTIC_SNAPSHOT_BUFFER_SIZE", "ELASTIC_PERSIST_PERIOD",
-    "ELASTIC_RESHARD_CHECK_PERIOD", "ELASTIC_MAX_ELASTIC_DOWN_EVENT_COUNT",
-    "ELASTIC_MAX_RESHARD_RETRY_COUNT", "ELASTIC_MIN_WORLD_SIZE", "ELASTIC_SPARE_RANKS",
-    "ELASTIC_SPARE_TAKEOVER", "ELASTIC_SNAPSHOT_DIR", "ELASTIC_EVENT_LOG", NULL,
+    "ELASTIC_SNAPSHOT_PERIOD",
+    "ELASTIC_SNAPSHOT_BUFFER_SIZE",
+    "ELASTIC_PERSIST_PERIOD",
+    "ELASTIC_RESHARD_CHECK_PERIOD",
+    "ELASTIC_MAX_ELASTIC_DOWN_EVENT_COUNT",
+    "ELASTIC_MAX_RESHARD_RETRY_COUNT",
+    "ELASTIC_MIN_WORLD_SIZE",
+    "ELASTIC_SPARE_RANKS",
+    "ELASTIC_SPARE_TAKEOVER",
+    "ELASTIC_SNAPSHOT_DIR",
+    "ELASTIC_EVENT_LOG",
+    NULL,
 };
 
 static void clear_env (void)
@@ -30,8 +38,16 @@ static void env_rejects (const char *var, const char *value, const char *want)
     clear_env ();
     setenv (var, value, 1);
     elastic_config_init (&cfg);
-    is_int (elastic_config_from_env (&cfg, &err), ELASTIC_ERR_INVAL, "%s=%s is rejected", var, value);
-    is_str (err.text, want, "%s=%s: the message names the variable, value and range", var, value);
+    is_int (elastic_config_from_env (&cfg, &err),
+            ELASTIC_ERR_INVAL,
+            "%s=%s is rejected",
+            var,
+            value);
+    is_str (err.text,
+            want,
+            "%s=%s: the message names the variable, value and range",
+            var,
+            value);
 }
 
 int main (void)
@@ -60,15 +76,30 @@ int main (void)
         int value;
         const char *want;
     } cases[] = {
-        {&bad.snapshot_period, -3, "snapshot_period: -3 is invalid (expected an integer >= 1)"},
-        {&bad.snapshot_period, 0, "snapshot_period: 0 is invalid (expected an integer >= 1)"},
-        {&bad.snapshot_buffer_size, 1, "snapshot_buffer_size: 1 is invalid (expected an integer from 2 to 1024)"},
-        {&bad.persist_period, -1, "persist_period: -1 is invalid (expected an integer >= 0)"},
-        {&bad.reshard_check_period, 0, "reshard_check_period: 0 is invalid (expected an integer >= 1)"},
-        {&bad.max_elastic_down_event_count, -2,
+        {&bad.snapshot_period,
+         -3,
+         "snapshot_period: -3 is invalid (expected an integer >= 1)"},
+        {&bad.snapshot_period,
+         0,
+         "snapshot_period: 0 is invalid (expected an integer >= 1)"},
+        {&bad.snapshot_buffer_size,
+         1,
+         "snapshot_buffer_size: 1 is invalid (expected an integer from 2 to 1024)"},
+        {&bad.persist_period,
+         -1,
+         "persist_period: -1 is invalid (expected an integer >= 0)"},
+        {&bad.reshard_check_period,
+         0,
+         "reshard_check_period: 0 is invalid (expected an integer >= 1)"},
+        {&bad.max_elastic_down_event_count,
+         -2,
          "max_elastic_down_event_count: -2 is invalid (expected an integer >= 0)"},
-        {&bad.max_reshard_retry_count, -1, "max_reshard_retry_count: -1 is invalid (expected an integer >= 0)"},
-        {&bad.min_world_size, 0, "min_world_size: 0 is invalid (expected an integer >= 1)"},
+        {&bad.max_reshard_retry_count,
+         -1,
+         "max_reshard_retry_count: -1 is invalid (expected an integer >= 0)"},
+        {&bad.min_world_size,
+         0,
+         "min_world_size: 0 is invalid (expected an integer >= 1)"},
         {&bad.spare_ranks, -1, "spare_ranks: -1 is invalid (expected an integer >= 0)"},
         {&bad.spare_takeover, 2, "spare_takeover: 2 is invalid (expected 0 or 1)"},
     };
@@ -77,27 +108,36 @@ int main (void)
         /* field pointers were taken into bad: set through them */
         *cases[i].field = cases[i].value;
         memset (&err, 0, sizeof (err));
-        is_int (elastic_config_validate (&bad, 8, &err), ELASTIC_ERR_INVAL, "invalid value %d rejected", cases[i].value);
+        is_int (elastic_config_validate (&bad, 8, &err),
+                ELASTIC_ERR_INVAL,
+                "invalid value %d rejected",
+                cases[i].value);
         is_str (err.text, cases[i].want, "message for %d", cases[i].value);
     }
     bad = cfg;
     bad.spare_ranks = 8;
     elastic_config_validate (&bad, 8, &err);
     is_str (err.text,
-            "spare_ranks: 8 is invalid (expected an integer from 0 to 7: at least one of the 8 ranks must work)",
+            "spare_ranks: 8 is invalid (expected an integer from 0 to 7: at least one of "
+            "the 8 ranks must work)",
             "spare_ranks must leave a working rank");
     bad = cfg;
     bad.spare_ranks = 2;
     bad.min_world_size = 7;
     elastic_config_validate (&bad, 8, &err);
     is_str (err.text,
-            "min_world_size: 7 is invalid (expected an integer from 1 to 6, the working size: 8 ranks less 2 spares)",
+            "min_world_size: 7 is invalid (expected an integer from 1 to 6, the working "
+            "size: 8 ranks less 2 spares)",
             "min_world_size cannot exceed the working size");
-    is_int (elastic_config_validate (&bad, 0, &err), ELASTIC_OK, "size checks are skipped without a size");
+    is_int (elastic_config_validate (&bad, 0, &err),
+            ELASTIC_OK,
+            "size checks are skipped without a size");
     bad = cfg;
     bad.snapshot_dir = "";
     elastic_config_validate (&bad, 8, &err);
-    is_str (err.text, "snapshot_dir: '' is invalid (expected a directory path)", "empty snapshot_dir");
+    is_str (err.text,
+            "snapshot_dir: '' is invalid (expected a directory path)",
+            "empty snapshot_dir");
 
     /* the environment */
     clear_env ();
@@ -109,8 +149,10 @@ int main (void)
     setenv ("ELASTIC_EVENT_LOG", "/tmp/events.json", 1);
     elastic_config_init (&cfg);
     cfg.snapshot_period = 99;
-    is_int (elastic_config_from_env (&cfg, &err), ELASTIC_OK, "valid variables are accepted");
-    is_int (cfg.snapshot_period, 7, "ELASTIC_SNAPSHOT_PERIOD overrides the program's value");
+    is_int (
+        elastic_config_from_env (&cfg, &err), ELASTIC_OK, "valid variables are accepted");
+    is_int (
+        cfg.snapshot_period, 7, "ELASTIC_SNAPSHOT_PERIOD overrides the program's value");
     is_int (cfg.spare_ranks, 2, "ELASTIC_SPARE_RANKS");
     is_int (cfg.spare_takeover, 0, "ELASTIC_SPARE_TAKEOVER");
     is_int (cfg.min_world_size, 3, "ELASTIC_MIN_WORLD_SIZE");
@@ -118,25 +160,45 @@ int main (void)
     is_str (cfg.event_log, "/tmp/events.json", "ELASTIC_EVENT_LOG");
     is_int (cfg.snapshot_buffer_size, 2, "unset variables leave fields alone");
 
-    env_rejects ("ELASTIC_SNAPSHOT_PERIOD", "-3", "ELASTIC_SNAPSHOT_PERIOD: -3 is invalid (expected an integer >= 1)");
-    env_rejects ("ELASTIC_SNAPSHOT_PERIOD", "abc",
+    env_rejects ("ELASTIC_SNAPSHOT_PERIOD",
+                 "-3",
+                 "ELASTIC_SNAPSHOT_PERIOD: -3 is invalid (expected an integer >= 1)");
+    env_rejects ("ELASTIC_SNAPSHOT_PERIOD",
+                 "abc",
                  "ELASTIC_SNAPSHOT_PERIOD: 'abc' is invalid (expected an integer >= 1)");
-    env_rejects ("ELASTIC_SNAPSHOT_PERIOD", "", "ELASTIC_SNAPSHOT_PERIOD: '' is invalid (expected an integer >= 1)");
-    env_rejects ("ELASTIC_SNAPSHOT_PERIOD", "10x",
+    env_rejects ("ELASTIC_SNAPSHOT_PERIOD",
+                 "",
+                 "ELASTIC_SNAPSHOT_PERIOD: '' is invalid (expected an integer >= 1)");
+    env_rejects ("ELASTIC_SNAPSHOT_PERIOD",
+                 "10x",
                  "ELASTIC_SNAPSHOT_PERIOD: '10x' is invalid (expected an integer >= 1)");
-    env_rejects ("ELASTIC_SNAPSHOT_BUFFER_SIZE", "1",
-                 "ELASTIC_SNAPSHOT_BUFFER_SIZE: 1 is invalid (expected an integer from 2 to 1024)");
-    env_rejects ("ELASTIC_SPARE_TAKEOVER", "yes", "ELASTIC_SPARE_TAKEOVER: 'yes' is invalid (expected 0 or 1)");
-    env_rejects ("ELASTIC_MAX_ELASTIC_DOWN_EVENT_COUNT", "99999999999",
-                 "ELASTIC_MAX_ELASTIC_DOWN_EVENT_COUNT: 99999999999 is invalid (expected an integer >= 0)");
-    env_rejects ("ELASTIC_SNAPSHOT_DIR", "", "ELASTIC_SNAPSHOT_DIR: '' is invalid (expected a directory path)");
+    env_rejects ("ELASTIC_SNAPSHOT_BUFFER_SIZE",
+                 "1",
+                 "ELASTIC_SNAPSHOT_BUFFER_SIZE: 1 is invalid (expected an integer from 2 "
+                 "to 1024)");
+    env_rejects ("ELASTIC_SPARE_TAKEOVER",
+                 "yes",
+                 "ELASTIC_SPARE_TAKEOVER: 'yes' is invalid (expected 0 or 1)");
+    env_rejects ("ELASTIC_MAX_ELASTIC_DOWN_EVENT_COUNT",
+                 "99999999999",
+                 "ELASTIC_MAX_ELASTIC_DOWN_EVENT_COUNT: 99999999999 is invalid (expected "
+                 "an integer >= 0)");
+    env_rejects ("ELASTIC_SNAPSHOT_DIR",
+                 "",
+                 "ELASTIC_SNAPSHOT_DIR: '' is invalid (expected a directory path)");
     clear_env ();
 
     /* exit codes and names */
     is_int (elastic_exit_code (ELASTIC_OK), 0, "exit code for OK");
-    is_int (elastic_exit_code (ELASTIC_ERR_RELAUNCH), ELASTIC_EXIT_RELAUNCH, "exit code for RELAUNCH");
-    is_int (elastic_exit_code (ELASTIC_ERR_NO_ULFM), ELASTIC_EXIT_RELAUNCH, "exit code for NO_ULFM");
+    is_int (elastic_exit_code (ELASTIC_ERR_RELAUNCH),
+            ELASTIC_EXIT_RELAUNCH,
+            "exit code for RELAUNCH");
+    is_int (elastic_exit_code (ELASTIC_ERR_NO_ULFM),
+            ELASTIC_EXIT_RELAUNCH,
+            "exit code for NO_ULFM");
     is_int (elastic_exit_code (ELASTIC_ERR_MPI), 1, "exit code for other errors");
-    is_str (elastic_strerror (ELASTIC_ERR_PROC_FAILED), "a process failed", "strerror(PROC_FAILED)");
+    is_str (elastic_strerror (ELASTIC_ERR_PROC_FAILED),
+            "a process failed",
+            "strerror(PROC_FAILED)");
     return done_testing ();
 }

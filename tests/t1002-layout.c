@@ -20,7 +20,8 @@ struct sweep {
     int fits;
 };
 
-static void on_piece (int j, int k, uint64_t lo, uint64_t hi, uint64_t os, uint64_t ns, void *arg)
+static void
+on_piece (int j, int k, uint64_t lo, uint64_t hi, uint64_t os, uint64_t ns, void *arg)
 {
     struct sweep *s = arg;
     s->covered += hi - lo;
@@ -31,7 +32,8 @@ static void on_piece (int j, int k, uint64_t lo, uint64_t hi, uint64_t os, uint6
         s->fits = 0;
 }
 
-static int sweep_ok (const uint64_t *oc, int no, const uint64_t *nc, int nn, uint64_t global)
+static int
+sweep_ok (const uint64_t *oc, int no, const uint64_t *nc, int nn, uint64_t global)
 {
     struct sweep s = {0, 0, 1, oc, nc, 1};
     layout_overlaps (oc, no, nc, nn, 1, on_piece, &s);
@@ -63,10 +65,12 @@ int main (void)
     ok (c[0] == 3 && c[1] == 3 && c[2] == 2 && c[3] == 2, "10 over 4 is 3,3,2,2");
     is_int (layout_sum (c, 4, 1), 10, "the sum is the global count");
     layout_even (3, 5, c, 1);
-    ok (c[0] == 1 && c[2] == 1 && c[3] == 0 && c[4] == 0, "3 over 5 leaves empty blocks at the end");
+    ok (c[0] == 1 && c[2] == 1 && c[3] == 0 && c[4] == 0,
+        "3 over 5 leaves empty blocks at the end");
     uint64_t two[8];
     layout_even (7, 4, two + 1, 2);
-    ok (two[1] == 2 && two[3] == 2 && two[5] == 2 && two[7] == 1, "strided layouts (column of a table)");
+    ok (two[1] == 2 && two[3] == 2 && two[5] == 2 && two[7] == 1,
+        "strided layouts (column of a table)");
 
     /* overlaps: every element exactly once, in order, inside both blocks */
     layout_even (100, 8, o, 1);
@@ -105,9 +109,12 @@ int main (void)
     cross = 1;
     for (int j = 0; j < 8; j++)
         cross &= node[buddy[j]] != node[j];
-    ok (cross && is_cycle (buddy, 8), "two nodes of 4: every buddy is on the other node, one cycle");
+    ok (cross && is_cycle (buddy, 8),
+        "two nodes of 4: every buddy is on the other node, one cycle");
     for (int j = 0; j < 12; j++)
-        node[j] = j % 3 == 0 ? 7 : j % 3 == 1 ? 3 : 5; /* three interleaved nodes, any ids */
+        node[j] = j % 3 == 0   ? 7
+                  : j % 3 == 1 ? 3
+                               : 5; /* three interleaved nodes, any ids */
     layout_buddies (12, node, buddy);
     cross = 1;
     for (int j = 0; j < 12; j++)
@@ -118,21 +125,37 @@ int main (void)
     cross = 0;
     for (int j = 0; j < 7; j++)
         cross += un_nodes[buddy[j]] != un_nodes[j];
-    ok (is_cycle (buddy, 7) && cross == 4, "nodes of 5 and 2: a cycle, cross-node wherever possible (4 of 7)");
+    ok (is_cycle (buddy, 7) && cross == 4,
+        "nodes of 5 and 2: a cycle, cross-node wherever possible (4 of 7)");
 
     /* event lines */
     int failed[2] = {3, 4}, used[1] = {7};
     struct event_rec e = {
-        .kind = "fatal", .step = 35, .old_size = 8, .new_size = 0, .failed = failed, .nfailed = 2,
-        .used = used, .nused = 1, .attempts = 2, .handler_tries = 1, .t_detect = 0.0421, .t_shrink = 0.001,
-        .error = "say \"hi\"\n\tand \\ \x01", .rank = 0,
+        .kind = "fatal",
+        .step = 35,
+        .old_size = 8,
+        .new_size = 0,
+        .failed = failed,
+        .nfailed = 2,
+        .used = used,
+        .nused = 1,
+        .attempts = 2,
+        .handler_tries = 1,
+        .t_detect = 0.0421,
+        .t_shrink = 0.001,
+        .error = "say \"hi\"\n\tand \\ \x01",
+        .rank = 0,
     };
     ok (event_format (&e, line, sizeof (line)) > 0, "an event line is formatted");
-    ok (strstr (line, "{\"event\":\"fatal\",\"step\":35,\"old_size\":8,\"new_size\":0,\"failed\":[3,4],\"spares_used\":[7]") == line,
+    ok (strstr (line,
+                "{\"event\":\"fatal\",\"step\":35,\"old_size\":8,\"new_size\":0,"
+                "\"failed\":[3,4],\"spares_used\":[7]") == line,
         "kind, step, sizes and rank lists come first");
     ok (strstr (line, "\"t_detect_ms\":42.100") != NULL, "durations are in milliseconds");
-    ok (strstr (line, "\"error\":\"say \\\"hi\\\"\\n\\tand \\\\ \\u0001\"") != NULL, "strings are escaped");
-    ok (strstr (line, "\"time\":\"") != NULL && line[strlen (line) - 1] == '}', "a time stamp closes the object");
+    ok (strstr (line, "\"error\":\"say \\\"hi\\\"\\n\\tand \\\\ \\u0001\"") != NULL,
+        "strings are escaped");
+    ok (strstr (line, "\"time\":\"") != NULL && line[strlen (line) - 1] == '}',
+        "a time stamp closes the object");
     ok (strchr (line, '\n') == NULL, "one line");
     printf ("# %s\n", line);
     ok (event_format (&e, line, 40) < 0, "a buffer too small is reported");
@@ -140,7 +163,9 @@ int main (void)
     /* ELASTIC_TEST_KILL */
     struct testhook *h = NULL;
     elastic_error_t err;
-    is_int (testhook_create ("3:40:snapshot,5:0:recovery", &h, &err), ELASTIC_OK, "two hooks parse");
+    is_int (testhook_create ("3:40:snapshot,5:0:recovery", &h, &err),
+            ELASTIC_OK,
+            "two hooks parse");
     ok (h != NULL, "hooks are armed");
     testhook_check (h, 3, 41, HOOK_SNAPSHOT); /* must not fire */
     testhook_check (h, 4, 40, HOOK_SNAPSHOT);
@@ -149,39 +174,59 @@ int main (void)
     testhook_destroy (h);
     is_int (testhook_create (NULL, &h, &err), ELASTIC_OK, "no variable, no hooks");
     ok (h == NULL, "nothing armed");
-    is_int (testhook_create ("3:40:lunch", &h, &err), ELASTIC_ERR_INVAL, "an unknown place is rejected");
+    is_int (testhook_create ("3:40:lunch", &h, &err),
+            ELASTIC_ERR_INVAL,
+            "an unknown place is rejected");
     is_str (err.text,
-            "ELASTIC_TEST_KILL: '3:40:lunch' is invalid (expected RANK:STEP:WHERE with WHERE snapshot or "
-            "recovery, comma-separated)",
+            "ELASTIC_TEST_KILL: '3:40:lunch' is invalid (expected RANK:STEP:WHERE with "
+            "WHERE snapshot, recovery or protect, comma-separated)",
             "the message names the entry");
-    is_int (testhook_create ("3:40", &h, &err), ELASTIC_ERR_INVAL, "a missing place is rejected");
+    is_int (testhook_create ("3:40", &h, &err),
+            ELASTIC_ERR_INVAL,
+            "a missing place is rejected");
 
     /* the registry */
     struct registry *r = registry_create ();
     double x[4];
     int64_t step;
-    is_int (registry_add_value (r, "step", &step, sizeof (step), &err), ELASTIC_OK, "a value");
-    is_int (registry_add_array (r, "x", x, sizeof (double), 4, &err), ELASTIC_OK, "an array");
-    is_int (registry_add_array (r, "e", NULL, 8, 0, &err), ELASTIC_OK, "an empty array (a spare's)");
+    is_int (registry_add_value (r, "step", &step, sizeof (step), &err),
+            ELASTIC_OK,
+            "a value");
+    is_int (
+        registry_add_array (r, "x", x, sizeof (double), 4, &err), ELASTIC_OK, "an array");
+    is_int (registry_add_array (r, "e", NULL, 8, 0, &err),
+            ELASTIC_OK,
+            "an empty array (a spare's)");
     is_int (registry_set_blob (r, "b", x, 3, &err), ELASTIC_OK, "a blob");
-    is_int (registry_add_value (r, "x", &step, 8, &err), ELASTIC_ERR_EXISTS, "names are unique across kinds");
+    is_int (registry_add_value (r, "x", &step, 8, &err),
+            ELASTIC_ERR_EXISTS,
+            "names are unique across kinds");
     is_str (err.text, "'x' is already registered (an array)", "duplicate message");
-    is_int (registry_add_array (r, "y", NULL, 8, 2, &err), ELASTIC_ERR_INVAL, "NULL data with elements");
+    is_int (registry_add_array (r, "y", NULL, 8, 2, &err),
+            ELASTIC_ERR_INVAL,
+            "NULL data with elements");
     is_int (registry_add_array (r, "z", x, 0, 2, &err), ELASTIC_ERR_INVAL, "elem_size 0");
     is_int (registry_add_value (r, "", &step, 8, &err), ELASTIC_ERR_INVAL, "empty name");
     uint64_t sig = registry_signature (r);
-    is_int (registry_set_blob (r, "b", x, 16, &err), ELASTIC_OK, "a blob is updated in place");
+    is_int (registry_set_blob (r, "b", x, 16, &err),
+            ELASTIC_OK,
+            "a blob is updated in place");
     ok (registry_signature (r) == sig, "blob sizes do not change the signature");
     r->frozen = 1;
-    is_int (registry_add_value (r, "late", &step, 8, &err), ELASTIC_ERR_STATE, "no new names after start");
-    is_int (registry_set_blob (r, "b", x, 8, &err), ELASTIC_OK, "blobs are still updated after start");
+    is_int (registry_add_value (r, "late", &step, 8, &err),
+            ELASTIC_ERR_STATE,
+            "no new names after start");
+    is_int (registry_set_blob (r, "b", x, 8, &err),
+            ELASTIC_OK,
+            "blobs are still updated after start");
     is_int (r->vbytes, 8, "value bytes are summed");
     struct registry *r2 = registry_create ();
     registry_add_value (r2, "step", &step, sizeof (step), &err);
     registry_add_array (r2, "x", x, sizeof (float), 4, &err);
     registry_add_array (r2, "e", NULL, 8, 0, &err);
     registry_set_blob (r2, "b", x, 3, &err);
-    ok (registry_signature (r2) != registry_signature (r), "a different element size changes the signature");
+    ok (registry_signature (r2) != registry_signature (r),
+        "a different element size changes the signature");
     registry_destroy (r);
     registry_destroy (r2);
     return done_testing ();

@@ -40,49 +40,85 @@ int main (int argc, char **argv)
     MPI_Init (&argc, &argv);
 
     /* creation */
-    is_int (elastic_manager_create (MPI_COMM_WORLD, NULL, NULL, &err), ELASTIC_ERR_INVAL, "mp NULL");
+    is_int (elastic_manager_create (MPI_COMM_WORLD, NULL, NULL, &err),
+            ELASTIC_ERR_INVAL,
+            "mp NULL");
     elastic_config_init (&cfg);
     cfg.snapshot_period = -3;
-    is_int (elastic_manager_create (MPI_COMM_WORLD, &cfg, &m, &err), ELASTIC_ERR_INVAL, "invalid config rejected");
-    is_str (err.text, "snapshot_period: -3 is invalid (expected an integer >= 1)", "named field, value, range");
+    is_int (elastic_manager_create (MPI_COMM_WORLD, &cfg, &m, &err),
+            ELASTIC_ERR_INVAL,
+            "invalid config rejected");
+    is_str (err.text,
+            "snapshot_period: -3 is invalid (expected an integer >= 1)",
+            "named field, value, range");
     ok (m == NULL, "no manager on error");
     elastic_config_init (&cfg);
     cfg.spare_ranks = 1;
-    is_int (elastic_manager_create (MPI_COMM_WORLD, &cfg, &m, &err), ELASTIC_ERR_INVAL, "spares need a worker");
+    is_int (elastic_manager_create (MPI_COMM_WORLD, &cfg, &m, &err),
+            ELASTIC_ERR_INVAL,
+            "spares need a worker");
     is_str (err.text,
-            "spare_ranks: 1 is invalid (expected an integer from 0 to 0: at least one of the 1 ranks must work)",
+            "spare_ranks: 1 is invalid (expected an integer from 0 to 0: at least one of "
+            "the 1 ranks must work)",
             "spare_ranks checked against the communicator");
     setenv ("ELASTIC_SNAPSHOT_BUFFER_SIZE", "zero", 1);
-    is_int (elastic_manager_create (MPI_COMM_WORLD, NULL, &m, &err), ELASTIC_ERR_INVAL, "invalid variable rejected");
-    is_str (err.text, "ELASTIC_SNAPSHOT_BUFFER_SIZE: 'zero' is invalid (expected an integer from 2 to 1024)",
+    is_int (elastic_manager_create (MPI_COMM_WORLD, NULL, &m, &err),
+            ELASTIC_ERR_INVAL,
+            "invalid variable rejected");
+    is_str (err.text,
+            "ELASTIC_SNAPSHOT_BUFFER_SIZE: 'zero' is invalid (expected an integer from 2 "
+            "to 1024)",
             "the variable is named");
     unsetenv ("ELASTIC_SNAPSHOT_BUFFER_SIZE");
     setenv ("ELASTIC_TEST_KILL", "1:2:nowhere", 1);
-    is_int (elastic_manager_create (MPI_COMM_WORLD, NULL, &m, &err), ELASTIC_ERR_INVAL, "a bad test hook is rejected");
+    is_int (elastic_manager_create (MPI_COMM_WORLD, NULL, &m, &err),
+            ELASTIC_ERR_INVAL,
+            "a bad test hook is rejected");
     unsetenv ("ELASTIC_TEST_KILL");
 
     elastic_config_init (&cfg);
     cfg.snapshot_period = 5;
-    is_int (elastic_manager_create (MPI_COMM_WORLD, &cfg, &m, &err), ELASTIC_OK, "created over MPI_COMM_WORLD");
+    is_int (elastic_manager_create (MPI_COMM_WORLD, &cfg, &m, &err),
+            ELASTIC_OK,
+            "created over MPI_COMM_WORLD");
     elastic_manager_set_event_callback (m, on_event, NULL);
     ok (elastic_manager_comm (m) != MPI_COMM_NULL, "a working communicator");
-    is_int (elastic_maybe_snapshot (m, 0, &err), ELASTIC_ERR_STATE, "maybe_snapshot before start");
+    is_int (elastic_maybe_snapshot (m, 0, &err),
+            ELASTIC_ERR_STATE,
+            "maybe_snapshot before start");
     for (int i = 0; i < 10; i++)
         a[i] = i;
-    is_int (elastic_register_value (m, "step", &step, sizeof (step), &err), ELASTIC_OK, "register a value");
-    is_int (elastic_register_array (m, "a", a, sizeof (double), 10, &err), ELASTIC_OK, "register an array");
-    is_int (elastic_register_array (m, "a", a, sizeof (double), 10, &err), ELASTIC_ERR_EXISTS, "twice: EXISTS");
-    is_int (elastic_register_blob (m, "blob", b, 16, &err), ELASTIC_OK, "register a blob");
+    is_int (elastic_register_value (m, "step", &step, sizeof (step), &err),
+            ELASTIC_OK,
+            "register a value");
+    is_int (elastic_register_array (m, "a", a, sizeof (double), 10, &err),
+            ELASTIC_OK,
+            "register an array");
+    is_int (elastic_register_array (m, "a", a, sizeof (double), 10, &err),
+            ELASTIC_ERR_EXISTS,
+            "twice: EXISTS");
+    is_int (
+        elastic_register_blob (m, "blob", b, 16, &err), ELASTIC_OK, "register a blob");
     is_int (elastic_manager_start (m, handler, NULL, &active, &err), ELASTIC_OK, "start");
     is_int (active, 1, "a working rank is active at once");
-    is_int (elastic_manager_start (m, handler, NULL, &active, &err), ELASTIC_ERR_STATE, "start twice");
-    is_int (elastic_register_value (m, "late", &step, sizeof (step), &err), ELASTIC_ERR_STATE, "no registration after start");
+    is_int (elastic_manager_start (m, handler, NULL, &active, &err),
+            ELASTIC_ERR_STATE,
+            "start twice");
+    is_int (elastic_register_value (m, "late", &step, sizeof (step), &err),
+            ELASTIC_ERR_STATE,
+            "no registration after start");
 
     is_int (elastic_array_block (m, "a", &off, &cnt, &glob), ELASTIC_OK, "array_block");
     ok (off == 0 && cnt == 10 && glob == 10, "the whole array is here");
-    is_int (elastic_array_block (m, "nope", &off, &cnt, &glob), ELASTIC_ERR_NOT_FOUND, "unknown array");
-    is_int (elastic_array_restore (m, "a", b, 10, &err), ELASTIC_ERR_STATE, "array_restore outside a handler");
-    is_int (elastic_blob_fetch (m, "blob", 1, want, bufs, sizes, &err), ELASTIC_ERR_STATE, "blob_fetch outside a handler");
+    is_int (elastic_array_block (m, "nope", &off, &cnt, &glob),
+            ELASTIC_ERR_NOT_FOUND,
+            "unknown array");
+    is_int (elastic_array_restore (m, "a", b, 10, &err),
+            ELASTIC_ERR_STATE,
+            "array_restore outside a handler");
+    is_int (elastic_blob_fetch (m, "blob", 1, want, bufs, sizes, &err),
+            ELASTIC_ERR_STATE,
+            "blob_fetch outside a handler");
 
     elastic_manager_info (m, &info);
     is_int (info.snapshot_step, -1, "no snapshot yet");
@@ -98,17 +134,29 @@ int main (int argc, char **argv)
 
     /* not a failure: handed back, nothing touched */
     mrc = MPI_Send (&step, 1, MPI_INT64_T, 5, 0, elastic_manager_comm (m));
-    ok (mrc != MPI_SUCCESS, "an MPI_Send to a bad rank fails (MPI_ERRORS_RETURN on the working communicator)");
+    ok (mrc != MPI_SUCCESS,
+        "an MPI_Send to a bad rank fails (MPI_ERRORS_RETURN on the working "
+        "communicator)");
 #if HAVE_ULFM
-    is_int (elastic_maybe_reshard_down (m, mrc, handler, NULL, &err), ELASTIC_ERR_MPI, "a non-elastic error is returned");
-    ok (strstr (err.text, "not a process failure, returned unchanged") != NULL && strstr (err.text, "MPI_ERR_RANK"),
-        "the message quotes MPI's: %s", err.text);
+    is_int (elastic_maybe_reshard_down (m, mrc, handler, NULL, &err),
+            ELASTIC_ERR_MPI,
+            "a non-elastic error is returned");
+    ok (strstr (err.text, "not a process failure, returned unchanged") != NULL &&
+            strstr (err.text, "MPI_ERR_RANK"),
+        "the message quotes MPI's: %s",
+        err.text);
 #else
-    is_int (elastic_maybe_reshard_down (m, mrc, handler, NULL, &err), ELASTIC_ERR_NO_ULFM, "no ULFM: relaunch");
+    is_int (elastic_maybe_reshard_down (m, mrc, handler, NULL, &err),
+            ELASTIC_ERR_NO_ULFM,
+            "no ULFM: relaunch");
     ok (strstr (err.text, "no ULFM") != NULL, "the message says why: %s", err.text);
 #endif
-    is_int (elastic_maybe_reshard_down (m, MPI_SUCCESS, handler, NULL, &err), ELASTIC_OK, "MPI_SUCCESS: nothing to do");
-    is_int (elastic_maybe_reshard_up (m, 10, handler, NULL, &rc, &err), ELASTIC_OK, "maybe_reshard_up: nothing to do");
+    is_int (elastic_maybe_reshard_down (m, MPI_SUCCESS, handler, NULL, &err),
+            ELASTIC_OK,
+            "MPI_SUCCESS: nothing to do");
+    is_int (elastic_maybe_reshard_up (m, 10, handler, NULL, &rc, &err),
+            ELASTIC_OK,
+            "maybe_reshard_up: nothing to do");
     is_int (rc, 0, "nothing resharded");
     is_int (handler_calls, 0, "the handler was never called");
     is_int (events, 0, "no events");

@@ -2,7 +2,8 @@
 # t1010-heat2d-down.sh - heat2d survives real SIGKILLs in place (ULFM shrink,
 # L1/L2 restore, re-shard) and ends with the failure-free checksum:
 #   one rank killed; two at the same step; two at different steps; a rank
-#   killed inside a snapshot; a rank killed inside a recovery.
+#   killed inside a snapshot; a rank killed inside a recovery (after the
+#   shrink, or in the snapshot that ends it).
 # 8 ranks oversubscribed on the machine's cores.
 . "${srcdir:-.}/lib/mpitest.sh"
 . "${srcdir:-.}/libelastic/elastic.sh"
@@ -47,6 +48,8 @@ scenario in-recovery 6 "reshard_down 35 8->6 failed=3,5 spares= attempts=2" --fa
 # both: killed in a snapshot, then another inside that recovery
 scenario snapshot-then-recovery 6 "reshard_down 35 8->6 failed=1,6 spares= attempts=2" \
     --fail 1:42:snapshot --fail 6:42:recovery
+# rank 6 dies in the snapshot that protects the restored state: again
+scenario in-protect 6 "reshard_down 35 8->6 failed=3,6 spares= attempts=2" --fail 3:40 --fail 6:35:protect
 # the rank that is 0 in the working communicator
 scenario rank-zero 7 "reshard_down 35 8->7 failed=0 spares= attempts=1" --fail 0:40
 

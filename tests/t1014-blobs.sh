@@ -2,7 +2,8 @@
 # t1014-blobs.sh - opaque per-rank blobs: an application with a cyclic
 # layout libelastic does not know re-shards its own data by fetching old
 # ranks' blobs (from their L1, or their buddy's L2 when they are dead);
-# a failing handler is retried.
+# a failing handler is retried; a rank dying inside the handler restarts
+# the repair.
 . "${srcdir:-.}/lib/mpitest.sh"
 . "${srcdir:-.}/libelastic/elastic.sh"
 
@@ -38,4 +39,6 @@ scenario spare 7 "reshard_down 21 7->7 failed=4 spares=7 attempts=1" -x ELASTIC_
 scenario retries 7 "reshard_down 21 8->7 failed=2 spares= attempts=3" -- $APP --fail 2:25 --handler-fails 2
 grep -q 'handler calls 3' "$tmp/retries"
 ok $? "retries: the handler was called three times"
+# a rank dies inside its handler: the repair starts again without it
+scenario handler-death 6 "reshard_down 21 8->6 failed=2,5 spares= attempts=2" -- $APP --fail 2:25 --die-in-handler 5
 done_testing

@@ -120,7 +120,8 @@ int elastic_record_error (const char *fmt, ...)
     va_end (ap);
     /* torchelastic's format; written to a temporary name and renamed so the
      * agent never reads half a file. */
-    if (snprintf (tmp, sizeof (tmp), "%s.tmp.%d", path, (int)getpid ()) >= (int)sizeof (tmp))
+    if (snprintf (tmp, sizeof (tmp), "%s.tmp.%d", path, (int)getpid ()) >=
+        (int)sizeof (tmp))
         return ELASTIC_ERR_INVAL;
     if ((fd = open (tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
         return ELASTIC_ERR_IO;

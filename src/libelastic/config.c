@@ -25,14 +25,18 @@ struct int_field {
     long max;
 };
 
-#define FIELD(f, env, min, max) {#f, env, offsetof (elastic_config_t, f), min, max}
+#define FIELD(f, env, min, max)                                                          \
+    {                                                                                    \
+#f, env, offsetof(elastic_config_t, f), min, max                                 \
+    }
 
 static const struct int_field int_fields[] = {
     FIELD (snapshot_period, "ELASTIC_SNAPSHOT_PERIOD", 1, INT_MAX),
     FIELD (snapshot_buffer_size, "ELASTIC_SNAPSHOT_BUFFER_SIZE", 2, 1024),
     FIELD (persist_period, "ELASTIC_PERSIST_PERIOD", 0, INT_MAX),
     FIELD (reshard_check_period, "ELASTIC_RESHARD_CHECK_PERIOD", 1, INT_MAX),
-    FIELD (max_elastic_down_event_count, "ELASTIC_MAX_ELASTIC_DOWN_EVENT_COUNT", 0, INT_MAX),
+    FIELD (
+        max_elastic_down_event_count, "ELASTIC_MAX_ELASTIC_DOWN_EVENT_COUNT", 0, INT_MAX),
     FIELD (max_reshard_retry_count, "ELASTIC_MAX_RESHARD_RETRY_COUNT", 0, INT_MAX),
     FIELD (min_world_size, "ELASTIC_MIN_WORLD_SIZE", 1, INT_MAX),
     FIELD (spare_ranks, "ELASTIC_SPARE_RANKS", 0, INT_MAX),
@@ -61,7 +65,8 @@ static void expected (const struct int_field *f, char *buf, size_t size)
         snprintf (buf, size, "an integer from %ld to %ld", f->min, f->max);
 }
 
-static int errset (elastic_error_t *err, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
+static int errset (elastic_error_t *err, const char *fmt, ...)
+    __attribute__ ((format (printf, 2, 3)));
 
 static int errset (elastic_error_t *err, const char *fmt, ...)
 {
@@ -116,7 +121,8 @@ int elastic_config_from_env (elastic_config_t *cfg, elastic_error_t *err)
     }
     if ((s = getenv ("ELASTIC_SNAPSHOT_DIR"))) {
         if (*s == '\0')
-            return errset (err, "ELASTIC_SNAPSHOT_DIR: '' is invalid (expected a directory path)");
+            return errset (
+                err, "ELASTIC_SNAPSHOT_DIR: '' is invalid (expected a directory path)");
         cfg->snapshot_dir = s;
     }
     if ((s = getenv ("ELASTIC_EVENT_LOG")))
@@ -124,7 +130,9 @@ int elastic_config_from_env (elastic_config_t *cfg, elastic_error_t *err)
     return ELASTIC_OK;
 }
 
-int elastic_config_validate (const elastic_config_t *cfg, int comm_size, elastic_error_t *err)
+int elastic_config_validate (const elastic_config_t *cfg,
+                             int comm_size,
+                             elastic_error_t *err)
 {
     char want[64];
 
@@ -141,27 +149,31 @@ int elastic_config_validate (const elastic_config_t *cfg, int comm_size, elastic
     if (!cfg->snapshot_dir || cfg->snapshot_dir[0] == '\0')
         return errset (err, "snapshot_dir: '' is invalid (expected a directory path)");
     if (strlen (cfg->snapshot_dir) >= 4096)
-        return errset (err, "snapshot_dir: a %zu-byte path is invalid (expected < 4096 bytes)",
+        return errset (err,
+                       "snapshot_dir: a %zu-byte path is invalid (expected < 4096 bytes)",
                        strlen (cfg->snapshot_dir));
     if (cfg->event_log && strlen (cfg->event_log) >= 4096)
-        return errset (err, "event_log: a %zu-byte path is invalid (expected < 4096 bytes)",
+        return errset (err,
+                       "event_log: a %zu-byte path is invalid (expected < 4096 bytes)",
                        strlen (cfg->event_log));
     if (comm_size > 0) {
         if (cfg->spare_ranks > comm_size - 1)
-            return errset (err,
-                           "spare_ranks: %d is invalid (expected an integer from 0 to %d: "
-                           "at least one of the %d ranks must work)",
-                           cfg->spare_ranks,
-                           comm_size - 1,
-                           comm_size);
+            return errset (
+                err,
+                "spare_ranks: %d is invalid (expected an integer from 0 to %d: "
+                "at least one of the %d ranks must work)",
+                cfg->spare_ranks,
+                comm_size - 1,
+                comm_size);
         if (cfg->min_world_size > comm_size - cfg->spare_ranks)
-            return errset (err,
-                           "min_world_size: %d is invalid (expected an integer from 1 to %d, "
-                           "the working size: %d ranks less %d spares)",
-                           cfg->min_world_size,
-                           comm_size - cfg->spare_ranks,
-                           comm_size,
-                           cfg->spare_ranks);
+            return errset (
+                err,
+                "min_world_size: %d is invalid (expected an integer from 1 to %d, "
+                "the working size: %d ranks less %d spares)",
+                cfg->min_world_size,
+                comm_size - cfg->spare_ranks,
+                comm_size,
+                cfg->spare_ranks);
     }
     return ELASTIC_OK;
 }

@@ -21,7 +21,8 @@ struct sbuf {
     int overflow;
 };
 
-static void put (struct sbuf *b, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
+static void put (struct sbuf *b, const char *fmt, ...)
+    __attribute__ ((format (printf, 2, 3)));
 
 static void put (struct sbuf *b, const char *fmt, ...)
 {
@@ -82,7 +83,11 @@ int event_format (const struct event_rec *e, char *buf, size_t size)
 
     put (&b, "{\"event\":");
     put_string (&b, e->kind);
-    put (&b, ",\"step\":%lld,\"old_size\":%d,\"new_size\":%d", (long long)e->step, e->old_size, e->new_size);
+    put (&b,
+         ",\"step\":%lld,\"old_size\":%d,\"new_size\":%d",
+         (long long)e->step,
+         e->old_size,
+         e->new_size);
     put_ints (&b, "failed", e->failed, e->nfailed);
     put_ints (&b, "spares_used", e->used, e->nused);
     put (&b, ",\"attempts\":%d,\"handler_tries\":%d", e->attempts, e->handler_tries);
@@ -123,8 +128,9 @@ void event_emit (struct elastic_manager *m, const struct event_rec *e, int write
     el_log (EL_INFO, "event: %s", line);
     if (write_file && m->event_log) {
         line[n] = '\n';
-        if ((fd = open (m->event_log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) < 0
-            || write (fd, line, n + 1) != n + 1)
+        if ((fd = open (m->event_log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) <
+                0 ||
+            write (fd, line, n + 1) != n + 1)
             el_log (EL_WARN, "event log %s: %s", m->event_log, strerror (errno));
         if (fd >= 0)
             close (fd);

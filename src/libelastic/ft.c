@@ -31,8 +31,8 @@ int ft_is_failure (int mpi_err)
         return 0;
     if (MPI_Error_class (mpi_err, &eclass) != MPI_SUCCESS)
         return 0;
-    return eclass == MPIX_ERR_PROC_FAILED || eclass == MPIX_ERR_PROC_FAILED_PENDING
-           || eclass == MPIX_ERR_REVOKED;
+    return eclass == MPIX_ERR_PROC_FAILED || eclass == MPIX_ERR_PROC_FAILED_PENDING ||
+           eclass == MPIX_ERR_REVOKED;
 #else
     (void)mpi_err;
     return 0;
@@ -171,7 +171,8 @@ int ft_waitall (int n, MPI_Request *reqs, MPI_Comm comm)
 
 void ft_free (MPI_Comm *comm)
 {
-    if (comm && *comm != MPI_COMM_NULL && *comm != MPI_COMM_WORLD && *comm != MPI_COMM_SELF)
+    if (comm && *comm != MPI_COMM_NULL && *comm != MPI_COMM_WORLD &&
+        *comm != MPI_COMM_SELF)
         MPI_Comm_free (comm);
     if (comm)
         *comm = MPI_COMM_NULL;

@@ -41,12 +41,10 @@ void layout_overlaps (const uint64_t *old_counts,
         if (oe < ne) {
             j++;
             oo = oe;
-        }
-        else if (ne < oe) {
+        } else if (ne < oe) {
             k++;
             no = ne;
-        }
-        else {
+        } else {
             j++;
             k++;
             oo = oe;

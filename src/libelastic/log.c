@@ -55,7 +55,8 @@ void el_log (int level, const char *fmt, ...)
     if (!el_log_enabled (level))
         return;
     if (log_rank >= 0)
-        n = snprintf (line, sizeof (line), "elastic[rank %d]: %s: ", log_rank, names[level]);
+        n = snprintf (
+            line, sizeof (line), "elastic[rank %d]: %s: ", log_rank, names[level]);
     else
         n = snprintf (line, sizeof (line), "elastic: %s: ", names[level]);
     va_start (ap, fmt);

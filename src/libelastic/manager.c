@@ -83,8 +83,7 @@ void elastic_manager_destroy (elastic_manager_t *m)
             enum event_outcome outcome;
             elastic_error_t e;
             event_run (m, WHY_DONE, NULL, NULL, &outcome, &e);
-        }
-        else if (m->myslot == 0) {
+        } else if (m->myslot == 0) {
             int done = 0;
             for (int i = 0; i < m->nspare; i++)
                 MPI_Send (&done, 1, MPI_INT, m->spare[i], TAG_WAKE, m->world);
@@ -126,9 +125,11 @@ int elastic_manager_create (MPI_Comm comm,
     *mp = NULL;
     MPI_Initialized (&initialized);
     if (!initialized)
-        return mgr_err (err, ELASTIC_ERR_STATE, "elastic_manager_create: MPI is not initialized");
+        return mgr_err (
+            err, ELASTIC_ERR_STATE, "elastic_manager_create: MPI is not initialized");
     if (comm == MPI_COMM_NULL)
-        return mgr_err (err, ELASTIC_ERR_INVAL, "elastic_manager_create: comm is MPI_COMM_NULL");
+        return mgr_err (
+            err, ELASTIC_ERR_INVAL, "elastic_manager_create: comm is MPI_COMM_NULL");
     MPI_Comm_size (comm, &n);
     MPI_Comm_rank (comm, &rank);
     el_log_set_rank (rank);
@@ -149,28 +150,31 @@ int elastic_manager_create (MPI_Comm comm,
     /* every rank must fail together, or the others would wait for it */
     bad = rc;
     if (MPI_Allreduce (&bad, &anybad, 1, MPI_INT, MPI_MAX, comm) != MPI_SUCCESS) {
-        rc = mgr_err (err, ELASTIC_ERR_MPI, "elastic_manager_create: MPI_Allreduce failed");
+        rc = mgr_err (
+            err, ELASTIC_ERR_MPI, "elastic_manager_create: MPI_Allreduce failed");
         goto error;
     }
     if (rc == ELASTIC_OK && anybad != ELASTIC_OK)
-        rc = mgr_err (err, anybad, "elastic_manager_create: invalid configuration on another rank");
+        rc = mgr_err (
+            err, anybad, "elastic_manager_create: invalid configuration on another rank");
     if (rc != ELASTIC_OK) {
         mgr_set_agreed_error (rc, rank == 0);
         goto error;
     }
     rc = ELASTIC_ERR_NOMEM;
-    if (!(m->snapshot_dir = strdup (m->cfg.snapshot_dir))
-        || (m->cfg.event_log && !(m->event_log = strdup (m->cfg.event_log))))
+    if (!(m->snapshot_dir = strdup (m->cfg.snapshot_dir)) ||
+        (m->cfg.event_log && !(m->event_log = strdup (m->cfg.event_log))))
         goto nomem;
     m->cfg.snapshot_dir = m->snapshot_dir;
     m->cfg.event_log = m->event_log;
-    if (!(m->slot = calloc (n, sizeof (int))) || !(m->spare = calloc (n, sizeof (int)))
-        || !(m->buddy = calloc (n, sizeof (int))) || !(m->reg = registry_create ())
-        || !(m->store = snapstore_create (m->cfg.snapshot_buffer_size)))
+    if (!(m->slot = calloc (n, sizeof (int))) || !(m->spare = calloc (n, sizeof (int))) ||
+        !(m->buddy = calloc (n, sizeof (int))) || !(m->reg = registry_create ()) ||
+        !(m->store = snapstore_create (m->cfg.snapshot_buffer_size)))
         goto nomem;
     if (MPI_Comm_dup (comm, &m->world) != MPI_SUCCESS) {
         m->world = MPI_COMM_NULL;
-        rc = mgr_err (err, ELASTIC_ERR_MPI, "elastic_manager_create: MPI_Comm_dup failed");
+        rc =
+            mgr_err (err, ELASTIC_ERR_MPI, "elastic_manager_create: MPI_Comm_dup failed");
         goto error;
     }
     MPI_Comm_set_errhandler (m->world, MPI_ERRORS_RETURN);
@@ -185,19 +189,22 @@ int elastic_manager_create (MPI_Comm comm,
         m->spare[i] = m->nwork + i;
     m->myslot = rank < m->nwork ? rank : -1;
     m->step = -1;
-    if (MPI_Comm_split (m->world, m->myslot >= 0 ? 0 : MPI_UNDEFINED, rank, &m->work) != MPI_SUCCESS) {
+    if (MPI_Comm_split (m->world, m->myslot >= 0 ? 0 : MPI_UNDEFINED, rank, &m->work) !=
+        MPI_SUCCESS) {
         m->work = MPI_COMM_NULL;
-        rc = mgr_err (err, ELASTIC_ERR_MPI, "elastic_manager_create: MPI_Comm_split failed");
+        rc = mgr_err (
+            err, ELASTIC_ERR_MPI, "elastic_manager_create: MPI_Comm_split failed");
         goto error;
     }
     if (m->work != MPI_COMM_NULL)
         MPI_Comm_set_errhandler (m->work, MPI_ERRORS_RETURN);
     if (!ft_available () && rank == 0)
-        el_log (EL_WARN,
-                "this MPI has no ULFM: relaunch-only mode (a failure ends the job with exit "
-                "code %d)%s",
-                ELASTIC_EXIT_RELAUNCH,
-                m->nspare > 0 ? "; spare ranks stay idle" : "");
+        el_log (
+            EL_WARN,
+            "this MPI has no ULFM: relaunch-only mode (a failure ends the job with exit "
+            "code %d)%s",
+            ELASTIC_EXIT_RELAUNCH,
+            m->nspare > 0 ? "; spare ranks stay idle" : "");
     el_log (EL_DEBUG,
             "manager: %d ranks, %d working, %d spares, snapshot every %d steps",
             n,
@@ -220,7 +227,8 @@ static int check_registering (elastic_manager_t *m, elastic_error_t *err)
     return ELASTIC_OK;
 }
 
-int elastic_register_value (elastic_manager_t *m, const char *name, void *data, size_t size, elastic_error_t *err)
+int elastic_register_value (
+    elastic_manager_t *m, const char *name, void *data, size_t size, elastic_error_t *err)
 {
     int rc = check_registering (m, err);
     return rc ? rc : registry_add_value (m->reg, name, data, size, err);
@@ -237,7 +245,11 @@ int elastic_register_array (elastic_manager_t *m,
     return rc ? rc : registry_add_array (m->reg, name, data, elem_size, count, err);
 }
 
-int elastic_register_blob (elastic_manager_t *m, const char *name, const void *data, size_t size, elastic_error_t *err)
+int elastic_register_blob (elastic_manager_t *m,
+                           const char *name,
+                           const void *data,
+                           size_t size,
+                           elastic_error_t *err)
 {
     int rc = check_registering (m, err);
     return rc ? rc : registry_set_blob (m->reg, name, data, size, err);
@@ -260,7 +272,10 @@ static int spare_wait (elastic_manager_t *m, int *active, elastic_error_t *err)
         rc = MPI_Irecv (&msg, 1, MPI_INT, MPI_ANY_SOURCE, TAG_WAKE, m->world, &req);
         if (rc != MPI_SUCCESS) {
             if (!ft_is_failure (rc))
-                return mgr_err (err, ELASTIC_ERR_MPI, "spare: %s", ft_strerror (rc, ebuf, sizeof (ebuf)));
+                return mgr_err (err,
+                                ELASTIC_ERR_MPI,
+                                "spare: %s",
+                                ft_strerror (rc, ebuf, sizeof (ebuf)));
             wake = 1;
         }
         while (!wake) {
@@ -286,7 +301,10 @@ static int spare_wait (elastic_manager_t *m, int *active, elastic_error_t *err)
                 }
                 if (req != MPI_REQUEST_NULL)
                     MPI_Request_free (&req);
-                return mgr_err (err, ELASTIC_ERR_MPI, "spare: %s", ft_strerror (rc, ebuf, sizeof (ebuf)));
+                return mgr_err (err,
+                                ELASTIC_ERR_MPI,
+                                "spare: %s",
+                                ft_strerror (rc, ebuf, sizeof (ebuf)));
             }
             nanosleep (&nap, NULL);
         }
@@ -296,7 +314,8 @@ static int spare_wait (elastic_manager_t *m, int *active, elastic_error_t *err)
         }
         if (!wake)
             continue;
-        if ((rc = event_run (m, WHY_SPARE, m->handler, m->handler_arg, &outcome, err)) != ELASTIC_OK) {
+        if ((rc = event_run (m, WHY_SPARE, m->handler, m->handler_arg, &outcome, err)) !=
+            ELASTIC_OK) {
             m->fatal_rc = rc;
             return rc;
         }
@@ -322,26 +341,30 @@ int elastic_manager_start (elastic_manager_t *m,
     char ebuf[256];
 
     if (!m || !active)
-        return mgr_err (err, ELASTIC_ERR_INVAL, "elastic_manager_start: invalid arguments");
+        return mgr_err (
+            err, ELASTIC_ERR_INVAL, "elastic_manager_start: invalid arguments");
     *active = 0;
     if (m->started)
         return mgr_err (err, ELASTIC_ERR_STATE, "elastic_manager_start: already started");
     m->handler = handler;
     m->handler_arg = arg;
     m->reg->frozen = 1;
-    if (!(m->layout = calloc ((size_t)m->norig * (m->reg->na > 0 ? m->reg->na : 1), sizeof (uint64_t))))
+    if (!(m->layout = calloc ((size_t)m->norig * (m->reg->na > 0 ? m->reg->na : 1),
+                              sizeof (uint64_t))))
         return mgr_err (err, ELASTIC_ERR_NOMEM, "elastic_manager_start: out of memory");
     /* same registrations everywhere: compare min and max of a signature */
     sig[0] = registry_signature (m->reg);
     sig[1] = ~sig[0];
-    if ((rc = MPI_Allreduce (sig, res, 2, MPI_UINT64_T, MPI_MIN, m->world)) != MPI_SUCCESS)
+    if ((rc = MPI_Allreduce (sig, res, 2, MPI_UINT64_T, MPI_MIN, m->world)) !=
+        MPI_SUCCESS)
         goto mpi_error;
     if (res[0] != sig[0] || res[1] != sig[1]) {
-        return mgr_err (err,
-                        ELASTIC_ERR_INVAL,
-                        "elastic_manager_start: ranks registered different state (every rank, "
-                        "spares included, must register the same names and sizes in the same "
-                        "order)");
+        return mgr_err (
+            err,
+            ELASTIC_ERR_INVAL,
+            "elastic_manager_start: ranks registered different state (every rank, "
+            "spares included, must register the same names and sizes in the same "
+            "order)");
     }
     if ((rc = mgr_gather_layout (m)) != MPI_SUCCESS)
         goto mpi_error;
@@ -354,12 +377,16 @@ int elastic_manager_start (elastic_manager_t *m,
     return spare_wait (m, active, err);
 mpi_error:
     if (ft_is_failure (rc))
-        return mgr_err (err,
-                        ELASTIC_ERR_RELAUNCH,
-                        "elastic_manager_start: a process failed before the first snapshot: %s; "
-                        "relaunch needed",
-                        ft_strerror (rc, ebuf, sizeof (ebuf)));
-    return mgr_err (err, ELASTIC_ERR_MPI, "elastic_manager_start: %s", ft_strerror (rc, ebuf, sizeof (ebuf)));
+        return mgr_err (
+            err,
+            ELASTIC_ERR_RELAUNCH,
+            "elastic_manager_start: a process failed before the first snapshot: %s; "
+            "relaunch needed",
+            ft_strerror (rc, ebuf, sizeof (ebuf)));
+    return mgr_err (err,
+                    ELASTIC_ERR_MPI,
+                    "elastic_manager_start: %s",
+                    ft_strerror (rc, ebuf, sizeof (ebuf)));
 }
 
 MPI_Comm elastic_manager_comm (const elastic_manager_t *m)
@@ -387,7 +414,9 @@ int elastic_manager_info (const elastic_manager_t *m, elastic_info_t *info)
     return ELASTIC_OK;
 }
 
-void elastic_manager_set_event_callback (elastic_manager_t *m, elastic_event_f cb, void *arg)
+void elastic_manager_set_event_callback (elastic_manager_t *m,
+                                         elastic_event_f cb,
+                                         void *arg)
 {
     if (m) {
         m->event_cb = cb;
@@ -400,12 +429,14 @@ static int check_working (elastic_manager_t *m, const char *fn, elastic_error_t 
     if (!m)
         return mgr_err (err, ELASTIC_ERR_INVAL, "%s: manager is NULL", fn);
     if (m->finished)
-        return mgr_err (err,
-                        m->fatal_rc ? m->fatal_rc : ELASTIC_ERR_STATE,
-                        "%s: the manager has ended (after a final error or the end of the job)",
-                        fn);
+        return mgr_err (
+            err,
+            m->fatal_rc ? m->fatal_rc : ELASTIC_ERR_STATE,
+            "%s: the manager has ended (after a final error or the end of the job)",
+            fn);
     if (!m->started)
-        return mgr_err (err, ELASTIC_ERR_STATE, "%s: call elastic_manager_start first", fn);
+        return mgr_err (
+            err, ELASTIC_ERR_STATE, "%s: call elastic_manager_start first", fn);
     if (m->myslot < 0)
         return mgr_err (err, ELASTIC_ERR_STATE, "%s: not a working rank", fn);
     return ELASTIC_OK;
@@ -429,7 +460,10 @@ int elastic_maybe_snapshot (elastic_manager_t *m, int64_t step, elastic_error_t 
     if ((rc = check_working (m, "elastic_maybe_snapshot", err)) != ELASTIC_OK)
         return rc;
     if (step < 0)
-        return mgr_err (err, ELASTIC_ERR_INVAL, "elastic_maybe_snapshot: step %lld is invalid (expected >= 0)", (long long)step);
+        return mgr_err (err,
+                        ELASTIC_ERR_INVAL,
+                        "elastic_maybe_snapshot: step %lld is invalid (expected >= 0)",
+                        (long long)step);
     elastic_progress (step);
     m->t_progress = mgr_now ();
     m->step = step;
@@ -437,7 +471,9 @@ int elastic_maybe_snapshot (elastic_manager_t *m, int64_t step, elastic_error_t 
         return ELASTIC_OK;
     rc = snapshot_take (m, step, err);
     if (rc == ELASTIC_ERR_PROC_FAILED) {
-        el_log (EL_INFO, "a process failed during the snapshot of step %lld: recovering", (long long)step);
+        el_log (EL_INFO,
+                "a process failed during the snapshot of step %lld: recovering",
+                (long long)step);
         return recover_inside (m, err);
     }
     return rc;
@@ -459,10 +495,11 @@ int elastic_maybe_reshard_down (elastic_manager_t *m,
         return rc;
     if (!ft_available ()) {
         m->fatal_rc = ELASTIC_ERR_NO_ULFM;
-        return mgr_err (err,
-                        ELASTIC_ERR_NO_ULFM,
-                        "%s cannot be recovered in place: this MPI has no ULFM; relaunch needed",
-                        ft_strerror (mpi_err, ebuf, sizeof (ebuf)));
+        return mgr_err (
+            err,
+            ELASTIC_ERR_NO_ULFM,
+            "%s cannot be recovered in place: this MPI has no ULFM; relaunch needed",
+            ft_strerror (mpi_err, ebuf, sizeof (ebuf)));
     }
     if (!ft_is_failure (mpi_err))
         return mgr_err (err,
@@ -473,7 +510,10 @@ int elastic_maybe_reshard_down (elastic_manager_t *m,
         m->handler = handler;
         m->handler_arg = arg;
     }
-    el_log (EL_INFO, "step %lld: %s: recovering", (long long)m->step, ft_strerror (mpi_err, ebuf, sizeof (ebuf)));
+    el_log (EL_INFO,
+            "step %lld: %s: recovering",
+            (long long)m->step,
+            ft_strerror (mpi_err, ebuf, sizeof (ebuf)));
     rc = event_run (m, WHY_FAILURE, m->handler, m->handler_arg, &outcome, err);
     if (rc != ELASTIC_OK)
         m->fatal_rc = rc;
@@ -495,9 +535,12 @@ int elastic_maybe_reshard_up (elastic_manager_t *m,
     if ((rc = check_working (m, "elastic_maybe_reshard_up", err)) != ELASTIC_OK)
         return rc;
     if (step < 0)
-        return mgr_err (err, ELASTIC_ERR_INVAL, "elastic_maybe_reshard_up: step %lld is invalid (expected >= 0)", (long long)step);
-    if (step % m->cfg.reshard_check_period != 0 || m->nwork >= m->orig_nwork || m->nspare == 0
-        || !ft_available ())
+        return mgr_err (err,
+                        ELASTIC_ERR_INVAL,
+                        "elastic_maybe_reshard_up: step %lld is invalid (expected >= 0)",
+                        (long long)step);
+    if (step % m->cfg.reshard_check_period != 0 || m->nwork >= m->orig_nwork ||
+        m->nspare == 0 || !ft_available ())
         return ELASTIC_OK;
     if (handler) {
         m->handler = handler;
@@ -515,8 +558,12 @@ int elastic_maybe_reshard_up (elastic_manager_t *m,
         if (rc != ELASTIC_OK)
             return rc;
     }
-    el_log (EL_INFO, "step %lld: %d idle spares, working world %d < %d: growing", (long long)step,
-            m->nspare, m->nwork, m->orig_nwork);
+    el_log (EL_INFO,
+            "step %lld: %d idle spares, working world %d < %d: growing",
+            (long long)step,
+            m->nspare,
+            m->nwork,
+            m->orig_nwork);
     rc = event_run (m, WHY_GROW, m->handler, m->handler_arg, &outcome, err);
     if (rc != ELASTIC_OK)
         m->fatal_rc = rc;
@@ -555,7 +602,11 @@ int elastic_array_block (const elastic_manager_t *m,
     return ELASTIC_OK;
 }
 
-int elastic_array_restore (elastic_manager_t *m, const char *name, void *buf, uint64_t count, elastic_error_t *err)
+int elastic_array_restore (elastic_manager_t *m,
+                           const char *name,
+                           void *buf,
+                           uint64_t count,
+                           elastic_error_t *err)
 {
     struct reg_array *ra;
     int a;
@@ -563,20 +614,28 @@ int elastic_array_restore (elastic_manager_t *m, const char *name, void *buf, ui
     if (!m)
         return mgr_err (err, ELASTIC_ERR_INVAL, "elastic_array_restore: manager is NULL");
     if (!m->in_handler)
-        return mgr_err (err, ELASTIC_ERR_STATE, "elastic_array_restore: only inside a handler");
+        return mgr_err (
+            err, ELASTIC_ERR_STATE, "elastic_array_restore: only inside a handler");
     if ((a = registry_find_array (m->reg, name)) < 0)
-        return mgr_err (err, ELASTIC_ERR_NOT_FOUND, "elastic_array_restore: no array '%s'", name ? name : "");
+        return mgr_err (err,
+                        ELASTIC_ERR_NOT_FOUND,
+                        "elastic_array_restore: no array '%s'",
+                        name ? name : "");
     ra = &m->reg->a[a];
     if (count != ra->rcount)
+        return mgr_err (
+            err,
+            ELASTIC_ERR_INVAL,
+            "elastic_array_restore: array '%s': count %llu is invalid (expected %llu, "
+            "this rank's new block)",
+            name,
+            (unsigned long long)count,
+            (unsigned long long)ra->rcount);
+    if (count > 0 && !buf)
         return mgr_err (err,
                         ELASTIC_ERR_INVAL,
-                        "elastic_array_restore: array '%s': count %llu is invalid (expected %llu, "
-                        "this rank's new block)",
-                        name,
-                        (unsigned long long)count,
-                        (unsigned long long)ra->rcount);
-    if (count > 0 && !buf)
-        return mgr_err (err, ELASTIC_ERR_INVAL, "elastic_array_restore: array '%s': buf is NULL", name);
+                        "elastic_array_restore: array '%s': buf is NULL",
+                        name);
     if (count > 0)
         memcpy (buf, ra->rbuf, count * ra->elem_size);
     ra->data = buf;

@@ -52,16 +52,17 @@ struct elastic_manager {
     int nspare;
     int *spare; /* [norig] idle spares, ascending */
     int orig_nwork;
-    int events;           /* elastic down events committed */
-    uint64_t generation;  /* world changes committed */
-    int in_event;         /* an event committed but not finished */
-    int handler_tries;    /* failed handler calls in this event */
-    int myslot;           /* my working rank, -1 on an idle spare */
+    int events;          /* elastic down events committed */
+    uint64_t generation; /* world changes committed */
+    int in_event;        /* an event committed but not finished */
+    int event_counted;   /* ... and counted as an elastic down event */
+    int handler_tries;   /* failed handler calls in this event */
+    int myslot;          /* my working rank, -1 on an idle spare */
 
     struct registry *reg;
     uint64_t *layout; /* [nwork * na] current array counts per working rank */
     struct snapstore *store;
-    int *buddy;       /* [nwork] working rank holding j's L2 (-1 none) */
+    int *buddy; /* [nwork] working rank holding j's L2 (-1 none) */
     int buddy_valid;
 
     elastic_handler_f handler;
@@ -76,7 +77,7 @@ struct elastic_manager {
     int in_handler;
     int work_final;  /* the last agreement on work was made (see W_*) */
     int work_result; /* its outcome */
-    int fatal_rc; /* the final error, once finished by one */
+    int fatal_rc;    /* the final error, once finished by one */
 
     struct testhook *hooks;
 };
@@ -85,7 +86,8 @@ struct elastic_manager {
 double mgr_now (void);
 
 /* Set err's text (if err is not NULL) and return code. */
-int mgr_err (elastic_error_t *err, int code, const char *fmt, ...) __attribute__ ((format (printf, 3, 4)));
+int mgr_err (elastic_error_t *err, int code, const char *fmt, ...)
+    __attribute__ ((format (printf, 3, 4)));
 
 /* Record that every rank agreed on error rc, and whether this process is
  * the one that reports it in its exit code (see elastic_exit_code). */

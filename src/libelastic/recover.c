@@ -63,7 +63,8 @@ static int contains (const int *v, int n, int x)
 }
 
 /* The original rank of every rank of comm, into orig[size]. */
-static int comm_orig_ranks (struct elastic_manager *m, MPI_Comm comm, int *orig, int *size)
+static int
+comm_orig_ranks (struct elastic_manager *m, MPI_Comm comm, int *orig, int *size)
 {
     MPI_Group g;
     int *idx, rc;
@@ -97,7 +98,8 @@ static int sync_state (struct elastic_manager *m, MPI_Comm nw)
     if (root == INT_MAX)
         return MPI_ERR_PENDING;
     if (rank == root) {
-        len = 12 + m->nwork + m->nspare + 2 * (int64_t)sm->n + (int64_t)sm->n * (sm->na + sm->nb + 1);
+        len = 13 + m->nwork + m->nspare + 2 * (int64_t)sm->n +
+              (int64_t)sm->n * (sm->na + sm->nb + 1);
         if (!(buf = malloc (len * sizeof (int64_t))))
             len = -1;
         else {
@@ -107,6 +109,7 @@ static int sync_state (struct elastic_manager *m, MPI_Comm nw)
             buf[pos++] = m->events;
             buf[pos++] = (int64_t)m->generation;
             buf[pos++] = m->in_event;
+            buf[pos++] = m->event_counted;
             buf[pos++] = m->handler_tries;
             buf[pos++] = m->step;
             buf[pos++] = sm->step;
@@ -151,12 +154,14 @@ static int sync_state (struct elastic_manager *m, MPI_Comm nw)
     m->events = (int)buf[pos++];
     m->generation = (uint64_t)buf[pos++];
     m->in_event = (int)buf[pos++];
+    m->event_counted = (int)buf[pos++];
     m->handler_tries = (int)buf[pos++];
     m->step = buf[pos++];
     {
         int64_t step = buf[pos++];
         int n = (int)buf[pos++], na = (int)buf[pos++], nb = (int)buf[pos++];
-        if (na != m->reg->na || nb != m->reg->nb || !(nsm = snapmeta_create (n, na, nb))) {
+        if (na != m->reg->na || nb != m->reg->nb ||
+            !(nsm = snapmeta_create (n, na, nb))) {
             rc = MPI_ERR_NO_MEM;
             goto out;
         }
@@ -184,7 +189,8 @@ out:
 /* Decide the new membership and layout from the shared state and the live
  * set, identically on every process.  Returns 0 with p filled, 1 with a
  * final error in ev->fatal, -1 if memory ran out. */
-static int decide (struct elastic_manager *m, const int *alive, int flags, struct ev *ev, struct plan *p)
+static int decide (
+    struct elastic_manager *m, const int *alive, int flags, struct ev *ev, struct plan *p)
 {
     const struct snapmeta *sm = snapstore_meta (m->store);
     int na = m->reg->na, nlost = 0, nidle = 0, failure, grow;
@@ -214,40 +220,45 @@ static int decide (struct elastic_manager *m, const int *alive, int flags, struc
         if (alive[sm->holder[j]])
             continue;
         if (sm->buddy[j] < 0) {
-            snprintf (ev->fatal,
-                      sizeof (ev->fatal),
-                      "rank %d failed and its data has no copy (a single working rank has no "
-                      "L2 buddy); relaunch needed",
-                      sm->holder[j]);
+            snprintf (
+                ev->fatal,
+                sizeof (ev->fatal),
+                "rank %d failed and its data has no copy (a single working rank has no "
+                "L2 buddy); relaunch needed",
+                sm->holder[j]);
             goto fatal;
         }
         if (!alive[sm->buddy[j]]) {
-            snprintf (ev->fatal,
-                      sizeof (ev->fatal),
-                      "ranks %d and %d both failed: rank %d held the only copy (L2 buddy) of "
-                      "rank %d's snapshot of step %lld; relaunch needed",
-                      sm->holder[j],
-                      sm->buddy[j],
-                      sm->buddy[j],
-                      sm->holder[j],
-                      (long long)sm->step);
+            snprintf (
+                ev->fatal,
+                sizeof (ev->fatal),
+                "ranks %d and %d both failed: rank %d held the only copy (L2 buddy) of "
+                "rank %d's snapshot of step %lld; relaunch needed",
+                sm->holder[j],
+                sm->buddy[j],
+                sm->buddy[j],
+                sm->holder[j],
+                (long long)sm->step);
             goto fatal;
         }
     }
-    if (ev->kind_failure && !m->in_event && m->events + 1 > m->cfg.max_elastic_down_event_count) {
+    if (ev->kind_failure && !m->event_counted &&
+        m->events + 1 > m->cfg.max_elastic_down_event_count) {
         snprintf (ev->fatal,
                   sizeof (ev->fatal),
-                  "elastic down event %d exceeds max_elastic_down_event_count %d; relaunch needed",
+                  "elastic down event %d exceeds max_elastic_down_event_count %d; "
+                  "relaunch needed",
                   m->events + 1,
                   m->cfg.max_elastic_down_event_count);
         goto fatal;
     }
     if (m->handler_tries > m->cfg.max_reshard_retry_count) {
-        snprintf (ev->fatal,
-                  sizeof (ev->fatal),
-                  "the handler failed %d times (max_reshard_retry_count %d); relaunch needed",
-                  m->handler_tries,
-                  m->cfg.max_reshard_retry_count);
+        snprintf (
+            ev->fatal,
+            sizeof (ev->fatal),
+            "the handler failed %d times (max_reshard_retry_count %d); relaunch needed",
+            m->handler_tries,
+            m->cfg.max_reshard_retry_count);
         goto fatal;
     }
 
@@ -264,12 +275,10 @@ static int decide (struct elastic_manager *m, const int *alive, int flags, struc
             if (i < g) {
                 p->slot[p->n++] = idle[i];
                 p->used[p->nused++] = idle[i];
-            }
-            else
+            } else
                 p->spare[p->nspare++] = idle[i];
         }
-    }
-    else if (m->cfg.spare_takeover && nidle >= nlost) {
+    } else if (m->cfg.spare_takeover && nidle >= nlost) {
         /* spares take the dead ranks' places: same size, same layout */
         int next = 0;
         for (int j = 0; j < m->nwork; j++) {
@@ -282,8 +291,7 @@ static int decide (struct elastic_manager *m, const int *alive, int flags, struc
         }
         for (int i = next; i < nidle; i++)
             p->spare[p->nspare++] = idle[i];
-    }
-    else {
+    } else {
         /* survivors (plus every idle spare with spare_takeover) */
         for (int j = 0; j < m->nwork; j++)
             if (alive[m->slot[j]])
@@ -292,8 +300,7 @@ static int decide (struct elastic_manager *m, const int *alive, int flags, struc
             if (m->cfg.spare_takeover) {
                 p->slot[p->n++] = idle[i];
                 p->used[p->nused++] = idle[i];
-            }
-            else
+            } else
                 p->spare[p->nspare++] = idle[i];
         }
     }
@@ -310,8 +317,7 @@ static int decide (struct elastic_manager *m, const int *alive, int flags, struc
         if (p->n == sm->n) {
             for (int j = 0; j < p->n; j++)
                 p->counts[(size_t)j * na + a] = sm->counts[(size_t)j * na + a];
-        }
-        else
+        } else
             layout_even (layout_sum (sm->counts + a, sm->n, na), p->n, p->counts + a, na);
     }
     free (idle);
@@ -328,7 +334,11 @@ static void ev_note_failed (struct ev *ev, const int *alive, int norig)
             ev->failed[ev->nfailed++] = r;
 }
 
-static void ev_emit (struct elastic_manager *m, struct ev *ev, const char *kind, int new_size, int write_file)
+static void ev_emit (struct elastic_manager *m,
+                     struct ev *ev,
+                     const char *kind,
+                     int new_size,
+                     int write_file)
 {
     struct event_rec e = {
         .kind = kind,
@@ -355,7 +365,11 @@ static void ev_emit (struct elastic_manager *m, struct ev *ev, const char *kind,
 }
 
 /* Apply a committed plan. */
-static void commit (struct elastic_manager *m, const struct plan *p, MPI_Comm nw, MPI_Comm newwork, struct ev *ev)
+static void commit (struct elastic_manager *m,
+                    const struct plan *p,
+                    MPI_Comm nw,
+                    MPI_Comm newwork,
+                    struct ev *ev)
 {
     int na = m->reg->na;
 
@@ -376,8 +390,10 @@ static void commit (struct elastic_manager *m, const struct plan *p, MPI_Comm nw
     m->work_final = 0;
     m->work_result = 0;
     m->generation++;
-    if (ev->kind_failure && !m->in_event)
+    if (ev->kind_failure && !m->event_counted) {
         m->events++;
+        m->event_counted = 1;
+    }
     m->in_event = 1;
     for (int i = 0; i < p->nused; i++)
         if (!contains (ev->used, ev->nused, p->used[i]))
@@ -418,13 +434,17 @@ int event_run (struct elastic_manager *m,
         ev.t_detect = ev.t_start - m->t_progress;
     ev.kind_failure = why == WHY_FAILURE;
     if (!ft_available ())
-        return mgr_err (err,
-                        ELASTIC_ERR_NO_ULFM,
-                        "in-place recovery impossible: this MPI has no ULFM; relaunch needed");
-    if (!(p = plan_create (m->norig, m->reg->na)) || !(alive = calloc (m->norig, sizeof (int)))
-        || !(orig = calloc (m->norig, sizeof (int))) || !(members = calloc (m->norig, sizeof (int)))
-        || !(ev.failed = calloc (m->norig, sizeof (int))) || !(ev.used = calloc (m->norig, sizeof (int)))
-        || !(values = malloc (m->reg->vbytes > 0 ? m->reg->vbytes : 1))) {
+        return mgr_err (
+            err,
+            ELASTIC_ERR_NO_ULFM,
+            "in-place recovery impossible: this MPI has no ULFM; relaunch needed");
+    if (!(p = plan_create (m->norig, m->reg->na)) ||
+        !(alive = calloc (m->norig, sizeof (int))) ||
+        !(orig = calloc (m->norig, sizeof (int))) ||
+        !(members = calloc (m->norig, sizeof (int))) ||
+        !(ev.failed = calloc (m->norig, sizeof (int))) ||
+        !(ev.used = calloc (m->norig, sizeof (int))) ||
+        !(values = malloc (m->reg->vbytes > 0 ? m->reg->vbytes : 1))) {
         rc = mgr_err (err, ELASTIC_ERR_NOMEM, "recovery: out of memory");
         goto out;
     }
@@ -470,15 +490,17 @@ int event_run (struct elastic_manager *m,
         if (m->myslot < 0)
             flags = F_ALL; /* an idle spare follows */
         else if (ev.attempts == 1)
-            flags = (m->work_result & W_NOT_DONE ? F_NOT_DONE : 0)
-                    | (m->work_result & W_NO_FAILURE ? F_NO_FAILURE : 0)
-                    | (m->work_result & W_GROW ? F_GROW : 0);
+            flags = (m->work_result & W_NOT_DONE ? F_NOT_DONE : 0) |
+                    (m->work_result & W_NO_FAILURE ? F_NO_FAILURE : 0) |
+                    (m->work_result & W_GROW ? F_GROW : 0);
         else if (ev.kind_failure)
             flags = F_NOT_DONE;
         else
             flags = F_NOT_DONE | F_NO_FAILURE | F_GROW;
         if ((mrc = ft_agree_robust (m->world, &flags)) != MPI_SUCCESS) {
-            rc = mgr_err (err, ELASTIC_ERR_RELAUNCH, "recovery: agreement failed: %s; relaunch needed",
+            rc = mgr_err (err,
+                          ELASTIC_ERR_RELAUNCH,
+                          "recovery: agreement failed: %s; relaunch needed",
                           ft_strerror (mrc, ebuf, sizeof (ebuf)));
             m->finished = 1;
             goto out;
@@ -488,16 +510,19 @@ int event_run (struct elastic_manager *m,
             m->finished = 1;
             *outcome = EV_DONE;
             if (why == WHY_FAILURE || why == WHY_GROW)
-                rc = mgr_err (err,
-                              ELASTIC_ERR_RELAUNCH,
-                              "the job ended on other ranks while this one was recovering from a "
-                              "failure; relaunch needed");
+                rc = mgr_err (
+                    err,
+                    ELASTIC_ERR_RELAUNCH,
+                    "the job ended on other ranks while this one was recovering from a "
+                    "failure; relaunch needed");
             goto out;
         }
         /* 2. shrink */
         t = mgr_now ();
         if ((mrc = ft_shrink (m->world, &nw)) != MPI_SUCCESS) {
-            rc = mgr_err (err, ELASTIC_ERR_RELAUNCH, "recovery: MPIX_Comm_shrink failed: %s; relaunch needed",
+            rc = mgr_err (err,
+                          ELASTIC_ERR_RELAUNCH,
+                          "recovery: MPIX_Comm_shrink failed: %s; relaunch needed",
                           ft_strerror (mrc, ebuf, sizeof (ebuf)));
             m->finished = 1;
             goto out;
@@ -514,10 +539,11 @@ int event_run (struct elastic_manager *m,
         /* 3. share the state, decide */
         if (ok && (mrc = sync_state (m, nw)) != MPI_SUCCESS) {
             if (mrc == MPI_ERR_PENDING) {
-                snprintf (ev.fatal, sizeof (ev.fatal), "every working rank failed; relaunch needed");
+                snprintf (ev.fatal,
+                          sizeof (ev.fatal),
+                          "every working rank failed; relaunch needed");
                 fatal = 1;
-            }
-            else {
+            } else {
                 ok = 0;
                 ft_revoke (nw);
             }
@@ -552,13 +578,14 @@ int event_run (struct elastic_manager *m,
                 newwork = MPI_COMM_NULL; /* undefined after an error */
                 ok = 0;
                 ft_revoke (nw);
-            }
-            else if (newwork != MPI_COMM_NULL)
+            } else if (newwork != MPI_COMM_NULL)
                 MPI_Comm_set_errhandler (newwork, MPI_ERRORS_RETURN);
         }
         if (ok && !fatal && myidx >= 0) {
             if ((mrc = restore_exchange (m, p, newwork, myidx, values)) != MPI_SUCCESS) {
-                el_log (EL_DEBUG, "recovery: restore: %s", ft_strerror (mrc, ebuf, sizeof (ebuf)));
+                el_log (EL_DEBUG,
+                        "recovery: restore: %s",
+                        ft_strerror (mrc, ebuf, sizeof (ebuf)));
                 ok = 0;
                 ft_revoke (nw);
             }
@@ -570,7 +597,9 @@ int event_run (struct elastic_manager *m,
         if (!(cflags & C_NOT_FATAL)) {
             int nwrank;
             if (!ev.fatal[0])
-                snprintf (ev.fatal, sizeof (ev.fatal), "a final error was decided on another rank; relaunch needed");
+                snprintf (ev.fatal,
+                          sizeof (ev.fatal),
+                          "a final error was decided on another rank; relaunch needed");
             ft_free (&newwork);
             ft_free (&m->work);
             ft_free (&m->world);
@@ -585,7 +614,8 @@ int event_run (struct elastic_manager *m,
             goto out;
         }
         if (mrc != MPI_SUCCESS || !(cflags & C_OK)) {
-            el_log (EL_INFO, "recovery attempt %d interrupted; starting again", ev.attempts);
+            el_log (
+                EL_INFO, "recovery attempt %d interrupted; starting again", ev.attempts);
             ft_free (&newwork);
             ft_free (&m->world);
             m->world = nw;
@@ -653,7 +683,11 @@ int event_run (struct elastic_manager *m,
     /* done: a working rank of the new world */
     *outcome = EV_WORKING;
     registry_clear_restore (m->reg);
-    ev_emit (m, &ev, ev.kind_failure ? "reshard_down" : "reshard_up", m->nwork, m->myslot == 0);
+    ev_emit (m,
+             &ev,
+             ev.kind_failure ? "reshard_down" : "reshard_up",
+             m->nwork,
+             m->myslot == 0);
     el_log (EL_INFO,
             "%s: world %d -> %d, rolled back to step %lld",
             ev.kind_failure ? "reshard down" : "reshard up",
@@ -661,6 +695,7 @@ int event_run (struct elastic_manager *m,
             m->nwork,
             (long long)m->step);
     m->in_event = 0;
+    m->event_counted = 0;
     m->handler_tries = 0;
     rc = ELASTIC_OK;
 out:

@@ -10,7 +10,8 @@
 
 #include "registry.h"
 
-static int errset (elastic_error_t *err, int code, const char *fmt, ...) __attribute__ ((format (printf, 3, 4)));
+static int errset (elastic_error_t *err, int code, const char *fmt, ...)
+    __attribute__ ((format (printf, 3, 4)));
 
 static int errset (elastic_error_t *err, int code, const char *fmt, ...)
 {
@@ -46,7 +47,8 @@ void registry_destroy (struct registry *r)
 static int check_name (const struct registry *r, const char *name, elastic_error_t *err)
 {
     if (!name || name[0] == '\0')
-        return errset (err, ELASTIC_ERR_INVAL, "name: '' is invalid (expected a non-empty name)");
+        return errset (
+            err, ELASTIC_ERR_INVAL, "name: '' is invalid (expected a non-empty name)");
     if (strlen (name) >= REG_NAME_MAX)
         return errset (err,
                        ELASTIC_ERR_INVAL,
@@ -55,13 +57,16 @@ static int check_name (const struct registry *r, const char *name, elastic_error
                        REG_NAME_MAX - 1);
     for (int i = 0; i < r->nv; i++)
         if (!strcmp (r->v[i].name, name))
-            return errset (err, ELASTIC_ERR_EXISTS, "'%s' is already registered (a value)", name);
+            return errset (
+                err, ELASTIC_ERR_EXISTS, "'%s' is already registered (a value)", name);
     for (int i = 0; i < r->na; i++)
         if (!strcmp (r->a[i].name, name))
-            return errset (err, ELASTIC_ERR_EXISTS, "'%s' is already registered (an array)", name);
+            return errset (
+                err, ELASTIC_ERR_EXISTS, "'%s' is already registered (an array)", name);
     for (int i = 0; i < r->nb; i++)
         if (!strcmp (r->b[i].name, name))
-            return errset (err, ELASTIC_ERR_EXISTS, "'%s' is already registered (a blob)", name);
+            return errset (
+                err, ELASTIC_ERR_EXISTS, "'%s' is already registered (a blob)", name);
     if (r->frozen)
         return errset (err,
                        ELASTIC_ERR_STATE,
@@ -79,18 +84,20 @@ static int grow (void **p, int n, size_t elem)
     return 0;
 }
 
-int registry_add_value (struct registry *r, const char *name, void *data, size_t size, elastic_error_t *err)
+int registry_add_value (
+    struct registry *r, const char *name, void *data, size_t size, elastic_error_t *err)
 {
     int rc;
 
     if ((rc = check_name (r, name, err)) != ELASTIC_OK)
         return rc;
     if (!data || size == 0)
-        return errset (err,
-                       ELASTIC_ERR_INVAL,
-                       "value '%s': %s is invalid (expected a non-NULL pointer and a size >= 1)",
-                       name,
-                       data ? "size 0" : "a NULL pointer");
+        return errset (
+            err,
+            ELASTIC_ERR_INVAL,
+            "value '%s': %s is invalid (expected a non-NULL pointer and a size >= 1)",
+            name,
+            data ? "size 0" : "a NULL pointer");
     if (grow ((void **)&r->v, r->nv, sizeof (r->v[0])) < 0)
         return errset (err, ELASTIC_ERR_NOMEM, "value '%s': out of memory", name);
     memset (&r->v[r->nv], 0, sizeof (r->v[0]));
@@ -119,12 +126,13 @@ int registry_add_array (struct registry *r,
                        "array '%s': elem_size 0 is invalid (expected >= 1 byte)",
                        name);
     if (count > 0 && !data)
-        return errset (err,
-                       ELASTIC_ERR_INVAL,
-                       "array '%s': a NULL pointer with %llu elements is invalid (expected data "
-                       "for count > 0)",
-                       name,
-                       (unsigned long long)count);
+        return errset (
+            err,
+            ELASTIC_ERR_INVAL,
+            "array '%s': a NULL pointer with %llu elements is invalid (expected data "
+            "for count > 0)",
+            name,
+            (unsigned long long)count);
     if (grow ((void **)&r->a, r->na, sizeof (r->a[0])) < 0)
         return errset (err, ELASTIC_ERR_NOMEM, "array '%s': out of memory", name);
     memset (&r->a[r->na], 0, sizeof (r->a[0]));
@@ -136,17 +144,22 @@ int registry_add_array (struct registry *r,
     return ELASTIC_OK;
 }
 
-int registry_set_blob (struct registry *r, const char *name, const void *data, size_t size, elastic_error_t *err)
+int registry_set_blob (struct registry *r,
+                       const char *name,
+                       const void *data,
+                       size_t size,
+                       elastic_error_t *err)
 {
     int i, rc;
 
     if (size > 0 && !data)
-        return errset (err,
-                       ELASTIC_ERR_INVAL,
-                       "blob '%s': a NULL pointer with %zu bytes is invalid (expected data for "
-                       "size > 0)",
-                       name ? name : "",
-                       size);
+        return errset (
+            err,
+            ELASTIC_ERR_INVAL,
+            "blob '%s': a NULL pointer with %zu bytes is invalid (expected data for "
+            "size > 0)",
+            name ? name : "",
+            size);
     if (name && (i = registry_find_blob (r, name)) >= 0) {
         r->b[i].data = data;
         r->b[i].size = size;

@@ -25,9 +25,9 @@ struct reg_array {
     void *data;
     size_t elem_size;
     uint64_t count;
-    void *rbuf;       /* restored block (malloc'ed), during a world change */
-    uint64_t rcount;  /* its element count */
-    int restored;     /* elastic_array_restore was called */
+    void *rbuf;      /* restored block (malloc'ed), during a world change */
+    uint64_t rcount; /* its element count */
+    int restored;    /* elastic_array_restore was called */
 };
 
 struct reg_blob {
@@ -52,7 +52,8 @@ void registry_destroy (struct registry *r);
 
 /* Add an entry; ELASTIC_ERR_EXISTS if the name is taken (any kind),
  * ELASTIC_ERR_INVAL on a bad name or size, ELASTIC_ERR_STATE when frozen. */
-int registry_add_value (struct registry *r, const char *name, void *data, size_t size, elastic_error_t *err);
+int registry_add_value (
+    struct registry *r, const char *name, void *data, size_t size, elastic_error_t *err);
 int registry_add_array (struct registry *r,
                         const char *name,
                         void *data,
@@ -60,7 +61,11 @@ int registry_add_array (struct registry *r,
                         uint64_t count,
                         elastic_error_t *err);
 /* Adds, or updates data and size of an existing blob (also when frozen). */
-int registry_set_blob (struct registry *r, const char *name, const void *data, size_t size, elastic_error_t *err);
+int registry_set_blob (struct registry *r,
+                       const char *name,
+                       const void *data,
+                       size_t size,
+                       elastic_error_t *err);
 
 /* Index of a name, or -1. */
 int registry_find_array (const struct registry *r, const char *name);

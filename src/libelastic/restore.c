@@ -21,9 +21,10 @@ struct plan *plan_create (int norig, int na)
 
     if (!p)
         return NULL;
-    if (!(p->slot = calloc (nn, sizeof (int))) || !(p->spare = calloc (nn, sizeof (int)))
-        || !(p->used = calloc (nn, sizeof (int)))
-        || !(p->counts = calloc ((size_t)nn * (na > 0 ? na : 1), sizeof (uint64_t)))) {
+    if (!(p->slot = calloc (nn, sizeof (int))) ||
+        !(p->spare = calloc (nn, sizeof (int))) ||
+        !(p->used = calloc (nn, sizeof (int))) ||
+        !(p->counts = calloc ((size_t)nn * (na > 0 ? na : 1), sizeof (uint64_t)))) {
         plan_destroy (p);
         return NULL;
     }
@@ -73,7 +74,8 @@ struct xfer {
 
 #define CHUNK ((size_t)1 << 30)
 
-static void xfer_post (struct xfer *x, int send, void *p, size_t bytes, int peer, int tag, MPI_Comm comm)
+static void xfer_post (
+    struct xfer *x, int send, void *p, size_t bytes, int peer, int tag, MPI_Comm comm)
 {
     for (size_t off = 0; off < bytes && x->rc == MPI_SUCCESS; off += CHUNK) {
         int len = (int)(bytes - off < CHUNK ? bytes - off : CHUNK);
@@ -87,8 +89,11 @@ static void xfer_post (struct xfer *x, int send, void *p, size_t bytes, int peer
             x->r = r;
             x->cap = cap;
         }
-        x->rc = send ? MPI_Isend ((char *)p + off, len, MPI_BYTE, peer, tag, comm, &x->r[x->n])
-                     : MPI_Irecv ((char *)p + off, len, MPI_BYTE, peer, tag, comm, &x->r[x->n]);
+        x->rc =
+            send
+                ? MPI_Isend ((char *)p + off, len, MPI_BYTE, peer, tag, comm, &x->r[x->n])
+                : MPI_Irecv (
+                      (char *)p + off, len, MPI_BYTE, peer, tag, comm, &x->r[x->n]);
         if (x->rc == MPI_SUCCESS)
             x->n++;
     }
@@ -100,7 +105,7 @@ struct array_ctx {
     MPI_Comm comm;
     int myrank;
     int a;
-    int *src;      /* [old n] source working rank (in p) of old rank j */
+    int *src; /* [old n] source working rank (in p) of old rank j */
     struct xfer *x;
 };
 
@@ -133,12 +138,21 @@ static void array_piece (int j,
             memcpy ((char *)reg->a[c->a].rbuf + (lo - new_start) * es, from, bytes);
         else
             xfer_post (c->x, 1, (void *)from, bytes, k, TAG_RESTORE, c->comm);
-    }
-    else if (k == c->myrank)
-        xfer_post (c->x, 0, (char *)reg->a[c->a].rbuf + (lo - new_start) * es, bytes, src, TAG_RESTORE, c->comm);
+    } else if (k == c->myrank)
+        xfer_post (c->x,
+                   0,
+                   (char *)reg->a[c->a].rbuf + (lo - new_start) * es,
+                   bytes,
+                   src,
+                   TAG_RESTORE,
+                   c->comm);
 }
 
-int restore_exchange (struct elastic_manager *m, const struct plan *p, MPI_Comm newwork, int myrank, void *values)
+int restore_exchange (struct elastic_manager *m,
+                      const struct plan *p,
+                      MPI_Comm newwork,
+                      int myrank,
+                      void *values)
 {
     struct registry *reg = m->reg;
     const struct snapmeta *sm = snapstore_meta (m->store);
@@ -185,8 +199,7 @@ int restore_exchange (struct elastic_manager *m, const struct plan *p, MPI_Comm 
                 else
                     xfer_post (&x, 1, (void *)base, reg->vbytes, k, TAG_RESTORE, newwork);
             }
-        }
-        else
+        } else
             xfer_post (&x, 0, values, reg->vbytes, src[0], TAG_RESTORE, newwork);
     }
 done:
@@ -219,7 +232,8 @@ int elastic_blob_fetch (elastic_manager_t *m,
     if (!m || n < 0 || (n > 0 && (!old_ranks || !bufs || !sizes)))
         return mgr_err (err, ELASTIC_ERR_INVAL, "elastic_blob_fetch: invalid arguments");
     if (!m->in_handler || m->work == MPI_COMM_NULL)
-        return mgr_err (err, ELASTIC_ERR_STATE, "elastic_blob_fetch: only inside a handler");
+        return mgr_err (
+            err, ELASTIC_ERR_STATE, "elastic_blob_fetch: only inside a handler");
     sm = snapstore_meta (m->store);
     b = registry_find_blob (m->reg, name);
     for (int i = 0; i < n; i++) {
@@ -233,23 +247,32 @@ int elastic_blob_fetch (elastic_manager_t *m,
     if (rc != MPI_SUCCESS)
         ft_revoke (m->work);
     if (rc != MPI_SUCCESS)
-        return mgr_err (err, ELASTIC_ERR_PROC_FAILED, "elastic_blob_fetch: %s", ft_strerror (rc, ebuf, sizeof (ebuf)));
+        return mgr_err (err,
+                        ELASTIC_ERR_PROC_FAILED,
+                        "elastic_blob_fetch: %s",
+                        ft_strerror (rc, ebuf, sizeof (ebuf)));
     if (!allok) {
         if (b < 0)
-            return mgr_err (err, ELASTIC_ERR_NOT_FOUND, "elastic_blob_fetch: no blob '%s'", name ? name : "");
+            return mgr_err (err,
+                            ELASTIC_ERR_NOT_FOUND,
+                            "elastic_blob_fetch: no blob '%s'",
+                            name ? name : "");
         for (int i = 0; i < n; i++)
             if (old_ranks[i] < 0 || old_ranks[i] >= sm->n)
-                return mgr_err (err,
-                                ELASTIC_ERR_NOT_FOUND,
-                                "elastic_blob_fetch: old rank %d is invalid (expected 0 to %d)",
-                                old_ranks[i],
-                                sm->n - 1);
-        return mgr_err (err, ELASTIC_ERR_NOT_FOUND, "elastic_blob_fetch: a bad request on another rank");
+                return mgr_err (
+                    err,
+                    ELASTIC_ERR_NOT_FOUND,
+                    "elastic_blob_fetch: old rank %d is invalid (expected 0 to %d)",
+                    old_ranks[i],
+                    sm->n - 1);
+        return mgr_err (err,
+                        ELASTIC_ERR_NOT_FOUND,
+                        "elastic_blob_fetch: a bad request on another rank");
     }
     MPI_Comm_size (m->work, &nw);
     me = m->myslot;
-    if (!(counts = calloc (nw, sizeof (int))) || !(displs = calloc (nw, sizeof (int)))
-        || !(srcrank = malloc ((sm->n > 0 ? sm->n : 1) * sizeof (int)))) {
+    if (!(counts = calloc (nw, sizeof (int))) || !(displs = calloc (nw, sizeof (int))) ||
+        !(srcrank = malloc ((sm->n > 0 ? sm->n : 1) * sizeof (int)))) {
         rc = mgr_err (err, ELASTIC_ERR_NOMEM, "elastic_blob_fetch: out of memory");
         goto out;
     }
@@ -263,7 +286,9 @@ int elastic_blob_fetch (elastic_manager_t *m,
         rc = mgr_err (err, ELASTIC_ERR_NOMEM, "elastic_blob_fetch: out of memory");
         goto out;
     }
-    if ((rc = MPI_Allgatherv (old_ranks, n, MPI_INT, all, counts, displs, MPI_INT, m->work)) != MPI_SUCCESS)
+    if ((rc = MPI_Allgatherv (
+             old_ranks, n, MPI_INT, all, counts, displs, MPI_INT, m->work)) !=
+        MPI_SUCCESS)
         goto mpi_error;
     for (int j = 0; j < sm->n; j++) {
         int o = sm->holder[j];
@@ -287,7 +312,8 @@ int elastic_blob_fetch (elastic_manager_t *m,
             int src = srcrank[j];
             if (src == me) {
                 const char *base = snapstore_source (m->store, m->me, j);
-                const char *from = base ? base + snapmeta_blob_offset (sm, m->reg, j, b) : NULL;
+                const char *from =
+                    base ? base + snapmeta_blob_offset (sm, m->reg, j, b) : NULL;
                 if (!from) {
                     x.rc = MPI_ERR_INTERN;
                     break;
@@ -296,8 +322,7 @@ int elastic_blob_fetch (elastic_manager_t *m,
                     memcpy (bufs[i], from, sz);
                 else
                     xfer_post (&x, 1, (void *)from, sz, r, TAG_BLOB, m->work);
-            }
-            else if (r == me)
+            } else if (r == me)
                 xfer_post (&x, 0, bufs[i], sz, src, TAG_BLOB, m->work);
         }
     }
@@ -312,7 +337,10 @@ int elastic_blob_fetch (elastic_manager_t *m,
     goto out;
 mpi_error:
     ft_revoke (m->work);
-    rc = mgr_err (err, ELASTIC_ERR_PROC_FAILED, "elastic_blob_fetch: %s", ft_strerror (rc, ebuf, sizeof (ebuf)));
+    rc = mgr_err (err,
+                  ELASTIC_ERR_PROC_FAILED,
+                  "elastic_blob_fetch: %s",
+                  ft_strerror (rc, ebuf, sizeof (ebuf)));
 out:
     if (rc != ELASTIC_OK) {
         for (int i = 0; i < n; i++) {

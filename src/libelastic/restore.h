@@ -19,9 +19,9 @@ struct plan {
     int *slot;        /* [n] original ranks */
     uint64_t *counts; /* [n * na] array elements per new working rank */
     int nspare;
-    int *spare;       /* idle spares afterwards */
+    int *spare; /* idle spares afterwards */
     int nused;
-    int *used;        /* spares that start working */
+    int *used; /* spares that start working */
 };
 
 struct plan *plan_create (int norig, int na);
@@ -36,6 +36,10 @@ int plan_source (const struct elastic_manager *m, const struct plan *p, int j);
  * committed snapshot in p's layout, and values (reg->vbytes bytes) with the
  * replicated values.  Returns an MPI error code (MPI_ERR_NO_MEM for memory);
  * after an MPI error newwork is revoked. */
-int restore_exchange (struct elastic_manager *m, const struct plan *p, MPI_Comm newwork, int myrank, void *values);
+int restore_exchange (struct elastic_manager *m,
+                      const struct plan *p,
+                      MPI_Comm newwork,
+                      int myrank,
+                      void *values);
 
 #endif /* ELASTIC_RESTORE_H */

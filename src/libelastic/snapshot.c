@@ -44,10 +44,11 @@ struct snapmeta *snapmeta_create (int n, int na, int nb)
     sm->n = n;
     sm->na = na;
     sm->nb = nb;
-    if (!(sm->holder = calloc (nn, sizeof (int))) || !(sm->buddy = calloc (nn, sizeof (int)))
-        || !(sm->counts = calloc ((size_t)nn * (na > 0 ? na : 1), sizeof (uint64_t)))
-        || !(sm->blobsz = calloc ((size_t)nn * (nb > 0 ? nb : 1), sizeof (uint64_t)))
-        || !(sm->bytes = calloc (nn, sizeof (uint64_t)))) {
+    if (!(sm->holder = calloc (nn, sizeof (int))) ||
+        !(sm->buddy = calloc (nn, sizeof (int))) ||
+        !(sm->counts = calloc ((size_t)nn * (na > 0 ? na : 1), sizeof (uint64_t))) ||
+        !(sm->blobsz = calloc ((size_t)nn * (nb > 0 ? nb : 1), sizeof (uint64_t))) ||
+        !(sm->bytes = calloc (nn, sizeof (uint64_t)))) {
         snapmeta_destroy (sm);
         return NULL;
     }
@@ -68,7 +69,10 @@ void snapmeta_destroy (struct snapmeta *sm)
     errno = saved;
 }
 
-uint64_t snapmeta_array_offset (const struct snapmeta *sm, const struct registry *reg, int j, int a)
+uint64_t snapmeta_array_offset (const struct snapmeta *sm,
+                                const struct registry *reg,
+                                int j,
+                                int a)
 {
     uint64_t off = reg->vbytes;
     for (int i = 0; i < a; i++)
@@ -76,7 +80,8 @@ uint64_t snapmeta_array_offset (const struct snapmeta *sm, const struct registry
     return off;
 }
 
-uint64_t snapmeta_blob_offset (const struct snapmeta *sm, const struct registry *reg, int j, int b)
+uint64_t
+snapmeta_blob_offset (const struct snapmeta *sm, const struct registry *reg, int j, int b)
 {
     uint64_t off = snapmeta_array_offset (sm, reg, j, sm->na);
     for (int i = 0; i < b; i++)
@@ -94,7 +99,8 @@ struct snapstore *snapstore_create (int nslots)
     s->l1_committed = -1;
     s->l2_committed = -1;
     s->l2_ward = -1;
-    if (!(s->l1 = calloc (nslots, sizeof (s->l1[0]))) || !(s->meta = snapmeta_create (0, 0, 0))) {
+    if (!(s->l1 = calloc (nslots, sizeof (s->l1[0]))) ||
+        !(s->meta = snapmeta_create (0, 0, 0))) {
         snapstore_destroy (s);
         return NULL;
     }
@@ -199,8 +205,8 @@ static int node_ids (struct elastic_manager *m, int *node)
             node[j] = m->slot[j] / atoi (s);
         return MPI_SUCCESS;
     }
-    if ((rc = MPI_Comm_split_type (m->work, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &nc))
-        != MPI_SUCCESS)
+    if ((rc = MPI_Comm_split_type (
+             m->work, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &nc)) != MPI_SUCCESS)
         return rc; /* nc is undefined: not freed */
     MPI_Comm_set_errhandler (nc, MPI_ERRORS_RETURN);
     rc = MPI_Allreduce (&m->me, &id, 1, MPI_INT, MPI_MIN, nc);
@@ -237,12 +243,20 @@ static int count_chunks (size_t n)
     return n == 0 ? 0 : (int)((n + CHUNK - 1) / CHUNK);
 }
 
-static int post_bytes (int send, void *p, size_t n, int peer, int tag, MPI_Comm comm, MPI_Request *r, int *nr)
+static int post_bytes (int send,
+                       void *p,
+                       size_t n,
+                       int peer,
+                       int tag,
+                       MPI_Comm comm,
+                       MPI_Request *r,
+                       int *nr)
 {
     for (size_t off = 0; off < n; off += CHUNK) {
         int len = (int)(n - off < CHUNK ? n - off : CHUNK);
-        int rc = send ? MPI_Isend ((char *)p + off, len, MPI_BYTE, peer, tag, comm, &r[*nr])
-                      : MPI_Irecv ((char *)p + off, len, MPI_BYTE, peer, tag, comm, &r[*nr]);
+        int rc =
+            send ? MPI_Isend ((char *)p + off, len, MPI_BYTE, peer, tag, comm, &r[*nr])
+                 : MPI_Irecv ((char *)p + off, len, MPI_BYTE, peer, tag, comm, &r[*nr]);
         if (rc != MPI_SUCCESS)
             return rc;
         (*nr)++;
@@ -266,9 +280,14 @@ int snapshot_take (struct elastic_manager *m, int64_t step, elastic_error_t *err
     int nr = 0;
 
     if (me < 0)
-        return mgr_err (err, ELASTIC_ERR_STATE, "snapshot: an idle spare takes no snapshot");
-    if (!(row = calloc (L, sizeof (uint64_t))) || !(rows = calloc ((size_t)n * L, sizeof (uint64_t))))
-        return mgr_err (err, ELASTIC_ERR_NOMEM, "snapshot of step %lld: out of memory", (long long)step);
+        return mgr_err (
+            err, ELASTIC_ERR_STATE, "snapshot: an idle spare takes no snapshot");
+    if (!(row = calloc (L, sizeof (uint64_t))) ||
+        !(rows = calloc ((size_t)n * L, sizeof (uint64_t))))
+        return mgr_err (err,
+                        ELASTIC_ERR_NOMEM,
+                        "snapshot of step %lld: out of memory",
+                        (long long)step);
     if (serialize (reg, &s->l1[k]) < 0)
         row[L - 1] = UINT64_MAX;
     else {
@@ -279,8 +298,12 @@ int snapshot_take (struct elastic_manager *m, int64_t step, elastic_error_t *err
         row[L - 1] = s->l1[k].size;
     }
     s->l1[k].size = row[L - 1] == UINT64_MAX ? 0 : s->l1[k].size;
-    if ((rc = MPI_Allgather (row, L, MPI_UINT64_T, rows, L, MPI_UINT64_T, m->work)) != MPI_SUCCESS) {
-        el_log (EL_DEBUG, "snapshot %lld: allgather: %s", (long long)step, ft_strerror (rc, ebuf, sizeof (ebuf)));
+    if ((rc = MPI_Allgather (row, L, MPI_UINT64_T, rows, L, MPI_UINT64_T, m->work)) !=
+        MPI_SUCCESS) {
+        el_log (EL_DEBUG,
+                "snapshot %lld: allgather: %s",
+                (long long)step,
+                ft_strerror (rc, ebuf, sizeof (ebuf)));
         failure = 1;
         ft_revoke (m->work);
         goto agree;
@@ -324,8 +347,10 @@ int snapshot_take (struct elastic_manager *m, int64_t step, elastic_error_t *err
         if (ward >= 0)
             rc = post_bytes (0, s->l2[pend].p, theirs, ward, TAG_L2, m->work, reqs, &nr);
         if (rc == MPI_SUCCESS && m->buddy[me] >= 0)
-            rc = post_bytes (1, s->l1[k].p, mine, m->buddy[me], TAG_L2, m->work, reqs, &nr);
-        testhook_check (m->hooks, m->me, step, HOOK_SNAPSHOT);
+            rc = post_bytes (
+                1, s->l1[k].p, mine, m->buddy[me], TAG_L2, m->work, reqs, &nr);
+        testhook_check (
+            m->hooks, m->me, step, m->in_event ? HOOK_PROTECT : HOOK_SNAPSHOT);
         if (rc != MPI_SUCCESS)
             ft_revoke (m->work);
         if (ft_waitall (nr, reqs, m->work) != MPI_SUCCESS || rc != MPI_SUCCESS) {
@@ -338,8 +363,8 @@ agree:
         any_bad = 1;
         bad_rank = me;
     }
-    flag = W_IN_SNAPSHOT | W_NOT_DONE | W_GROW | (failure || any_bad ? 0 : W_SNAP_OK)
-           | (failure ? 0 : W_NO_FAILURE);
+    flag = W_IN_SNAPSHOT | W_NOT_DONE | W_GROW | (failure || any_bad ? 0 : W_SNAP_OK) |
+           (failure ? 0 : W_NO_FAILURE);
     rc = ft_agree (m->work, &flag);
     if (rc == MPI_SUCCESS && (flag & W_SNAP_OK)) {
         sm->step = step;
@@ -357,20 +382,23 @@ agree:
         if (ward >= 0) {
             s->l2_committed = pend;
             s->l2_ward = ward;
-        }
-        else {
+        } else {
             s->l2_committed = -1;
             s->l2_ward = -1;
         }
         snapstore_set_meta (s, sm);
         sm = NULL;
         elastic_progress_snapshot (step);
-        el_log (EL_DEBUG, "snapshot of step %lld committed (%zu bytes, L2 of rank %d)",
-                (long long)step, s->l1[k].size, ward);
+        el_log (EL_DEBUG,
+                "snapshot of step %lld committed (%zu bytes, L2 of rank %d)",
+                (long long)step,
+                s->l1[k].size,
+                ward);
         rc = ELASTIC_OK;
         goto out;
     }
-    if (rc != MPI_SUCCESS || failure || (flag & (W_NO_FAILURE | W_IN_SNAPSHOT)) != (W_NO_FAILURE | W_IN_SNAPSHOT)) {
+    if (rc != MPI_SUCCESS || failure ||
+        (flag & (W_NO_FAILURE | W_IN_SNAPSHOT)) != (W_NO_FAILURE | W_IN_SNAPSHOT)) {
         /* a failure, or ranks that entered a world event instead: this was
          * the last agreement on work */
         m->work_final = 1;

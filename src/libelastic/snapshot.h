@@ -33,8 +33,14 @@ struct snapmeta *snapmeta_create (int n, int na, int nb);
 void snapmeta_destroy (struct snapmeta *sm);
 
 /* Byte offset of array a / blob b inside old rank j's serialized buffer. */
-uint64_t snapmeta_array_offset (const struct snapmeta *sm, const struct registry *reg, int j, int a);
-uint64_t snapmeta_blob_offset (const struct snapmeta *sm, const struct registry *reg, int j, int b);
+uint64_t snapmeta_array_offset (const struct snapmeta *sm,
+                                const struct registry *reg,
+                                int j,
+                                int a);
+uint64_t snapmeta_blob_offset (const struct snapmeta *sm,
+                               const struct registry *reg,
+                               int j,
+                               int b);
 
 struct snapstore;
 

@@ -36,11 +36,12 @@ void testhook_destroy (struct testhook *h)
 static int bad (elastic_error_t *err, const char *entry)
 {
     if (err)
-        snprintf (err->text,
-                  sizeof (err->text),
-                  "ELASTIC_TEST_KILL: '%s' is invalid (expected RANK:STEP:WHERE with WHERE "
-                  "snapshot or recovery, comma-separated)",
-                  entry);
+        snprintf (
+            err->text,
+            sizeof (err->text),
+            "ELASTIC_TEST_KILL: '%s' is invalid (expected RANK:STEP:WHERE with WHERE "
+            "snapshot, recovery or protect, comma-separated)",
+            entry);
     return ELASTIC_ERR_INVAL;
 }
 
@@ -60,8 +61,8 @@ int testhook_create (const char *spec, struct testhook **out, elastic_error_t *e
         long rank;
         long long step;
         struct hook *nh;
-        if (sscanf (tok, "%ld:%lld:%31[a-z]%c", &rank, &step, where, &extra) != 3 || rank < 0
-            || step < 0) {
+        if (sscanf (tok, "%ld:%lld:%31[a-z]%c", &rank, &step, where, &extra) != 3 ||
+            rank < 0 || step < 0) {
             rc = bad (err, tok);
             goto error;
         }
@@ -74,6 +75,8 @@ int testhook_create (const char *spec, struct testhook **out, elastic_error_t *e
             t->h[t->n].where = HOOK_SNAPSHOT;
         else if (!strcmp (where, "recovery"))
             t->h[t->n].where = HOOK_RECOVERY;
+        else if (!strcmp (where, "protect"))
+            t->h[t->n].where = HOOK_PROTECT;
         else {
             rc = bad (err, tok);
             goto error;
@@ -99,12 +102,14 @@ void testhook_check (struct testhook *h, int rank, int64_t step, enum hook_where
         struct hook *k = &h->h[i];
         if (k->rank != rank || k->where != where)
             continue;
-        if ((where == HOOK_SNAPSHOT && step == k->step)
-            || (where == HOOK_RECOVERY && step >= k->step)) {
+        if ((where == HOOK_SNAPSHOT && step == k->step) ||
+            (where != HOOK_SNAPSHOT && step >= k->step)) {
             el_log (EL_INFO,
                     "ELASTIC_TEST_KILL: killing myself (pid %d) in %s at step %lld",
                     (int)getpid (),
-                    where == HOOK_SNAPSHOT ? "snapshot" : "recovery",
+                    where == HOOK_SNAPSHOT   ? "snapshot"
+                    : where == HOOK_RECOVERY ? "recovery"
+                                             : "protect",
                     (long long)step);
             kill (getpid (), SIGKILL);
             for (;;)

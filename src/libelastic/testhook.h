@@ -5,7 +5,9 @@
  *   snapshot  inside the snapshot of step STEP, after its L1 copy and before
  *             its L2 exchange completes;
  *   recovery  inside the first recovery that starts at step >= STEP, after
- *             the shrink, before the state exchange.
+ *             the shrink, before the state exchange;
+ *   protect   inside the snapshot that ends a recovery rolling back to a
+ *             step >= STEP (after the handler).
  * It is meant for tests and demos; an unset variable costs nothing.
  */
 #ifndef ELASTIC_TESTHOOK_H
@@ -14,7 +16,7 @@
 #include <stdint.h>
 #include <elastic.h>
 
-enum hook_where { HOOK_SNAPSHOT, HOOK_RECOVERY };
+enum hook_where { HOOK_SNAPSHOT, HOOK_RECOVERY, HOOK_PROTECT };
 
 struct testhook;
 

@@ -7,9 +7,12 @@
  * step updates each item deterministically, and an MPI_Allreduce makes the
  * ranks communicate.  The final checksum depends only on the steps done.
  *
- * --handler-fails N makes the handler fail its first N calls (retries).
+ * --handler-fails N makes the handler fail its first N calls (retries);
+ * --die-in-handler RANK makes that original rank SIGKILL itself in its
+ * first handler call (a failure during a recovery's handler).
  *
- * usage: blob_app [--steps N] [--items N] [--handler-fails N] [--fail RANK:STEP[:WHERE]]...
+ * usage: blob_app [--steps N] [--items N] [--handler-fails N] [--fail
+ * RANK:STEP[:WHERE]]...
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -32,8 +35,9 @@ struct app {
     int64_t step; /* registered value */
     struct item *mine;
     int nmine;
-    int fetched;       /* blobs fetched in handlers */
-    int handler_fails; /* fail this many more handler calls */
+    int fetched;        /* blobs fetched in handlers */
+    int handler_fails;  /* fail this many more handler calls */
+    int die_in_handler; /* original rank that dies in its handler, or -1 */
     int handler_calls;
 };
 
@@ -63,6 +67,11 @@ static int rebuild (elastic_manager_t *m, MPI_Comm comm, void *arg)
     size_t *sizes = NULL;
 
     a->handler_calls++;
+    if (a->world_rank == a->die_in_handler) {
+        fprintf (stderr, "rank %d: dying in the handler (SIGKILL)\n", a->world_rank);
+        fflush (stderr);
+        kill (getpid (), SIGKILL);
+    }
     if (a->handler_fails > 0) {
         a->handler_fails--;
         return -1;
@@ -72,8 +81,9 @@ static int rebuild (elastic_manager_t *m, MPI_Comm comm, void *arg)
     MPI_Comm_size (comm, &a->size);
     elastic_manager_info (m, &info);
     old = info.old_size;
-    if (own_items (a) < 0 || !(want = malloc (old * sizeof (int))) || !(bufs = calloc (old, sizeof (void *)))
-        || !(sizes = calloc (old, sizeof (size_t))))
+    if (own_items (a) < 0 || !(want = malloc (old * sizeof (int))) ||
+        !(bufs = calloc (old, sizeof (void *))) ||
+        !(sizes = calloc (old, sizeof (size_t))))
         goto out;
     /* the old ranks that held my new items */
     for (int j = 0; j < old; j++) {
@@ -92,12 +102,18 @@ static int rebuild (elastic_manager_t *m, MPI_Comm comm, void *arg)
         const struct item *it = bufs[i];
         size_t n = sizes[i] / sizeof (struct item);
         if (sizes[i] % sizeof (struct item)) {
-            fprintf (stderr, "blob_app: blob of old rank %d has %zu bytes\n", want[i], sizes[i]);
+            fprintf (stderr,
+                     "blob_app: blob of old rank %d has %zu bytes\n",
+                     want[i],
+                     sizes[i]);
             goto out;
         }
         for (size_t t = 0; t < n; t++) {
             if (it[t].key % old != want[i]) {
-                fprintf (stderr, "blob_app: old rank %d's blob holds item %lld\n", want[i], (long long)it[t].key);
+                fprintf (stderr,
+                         "blob_app: old rank %d's blob holds item %lld\n",
+                         want[i],
+                         (long long)it[t].key);
                 goto out;
             }
             if (it[t].key % a->size == a->rank)
@@ -105,11 +121,15 @@ static int rebuild (elastic_manager_t *m, MPI_Comm comm, void *arg)
         }
     }
     a->fetched += nwant;
-    if (elastic_register_blob (m, "items", a->mine, a->nmine * sizeof (struct item), &err) != ELASTIC_OK)
+    if (elastic_register_blob (
+            m, "items", a->mine, a->nmine * sizeof (struct item), &err) != ELASTIC_OK)
         goto out;
     if (a->rank == 0)
-        printf ("resharded at step %lld: world %d -> %d, %d blobs fetched here\n", (long long)a->step, old,
-                a->size, nwant);
+        printf ("resharded at step %lld: world %d -> %d, %d blobs fetched here\n",
+                (long long)a->step,
+                old,
+                a->size,
+                nwant);
     fflush (stdout);
     rc = 0;
 out:
@@ -123,7 +143,7 @@ out:
 
 int main (int argc, char **argv)
 {
-    struct app a = {.nitems = 200};
+    struct app a = {.nitems = 200, .die_in_handler = -1};
     struct inject inj;
     elastic_manager_t *m;
     elastic_error_t err;
@@ -140,12 +160,15 @@ int main (int argc, char **argv)
             a.nitems = atoi (argv[++i]);
         else if (!strcmp (argv[i], "--handler-fails") && i + 1 < argc)
             a.handler_fails = atoi (argv[++i]);
+        else if (!strcmp (argv[i], "--die-in-handler") && i + 1 < argc)
+            a.die_in_handler = atoi (argv[++i]);
         else if (!strcmp (argv[i], "--fail") && i + 1 < argc) {
             if (inject_parse (&inj, argv[0], argv[++i]) < 0)
                 return 2;
-        }
-        else {
-            fprintf (stderr, "usage: blob_app [--steps N] [--items N] [--handler-fails N] [--fail RANK:STEP[:WHERE]]...\n");
+        } else {
+            fprintf (stderr,
+                     "usage: blob_app [--steps N] [--items N] [--handler-fails N] "
+                     "[--fail RANK:STEP[:WHERE]]...\n");
             return 2;
         }
     }
@@ -165,9 +188,11 @@ int main (int argc, char **argv)
         for (int k = a.rank; k < a.nitems; k += a.size)
             a.mine[a.nmine++] = (struct item){k, mix (k)};
     }
-    if (elastic_register_value (m, "step", &a.step, sizeof (a.step), &err) != ELASTIC_OK
-        || elastic_register_blob (m, "items", a.mine, a.nmine * sizeof (struct item), &err) != ELASTIC_OK
-        || elastic_manager_start (m, rebuild, &a, &active, &err) != ELASTIC_OK) {
+    if (elastic_register_value (m, "step", &a.step, sizeof (a.step), &err) !=
+            ELASTIC_OK ||
+        elastic_register_blob (
+            m, "items", a.mine, a.nmine * sizeof (struct item), &err) != ELASTIC_OK ||
+        elastic_manager_start (m, rebuild, &a, &active, &err) != ELASTIC_OK) {
         fprintf (stderr, "blob_app: %s\n", err.text);
         rc = 1;
         goto done;
@@ -177,7 +202,8 @@ int main (int argc, char **argv)
     for (;;) {
         while (a.step < steps) {
             /* the blob is current: its pointer and size are registered */
-            elastic_register_blob (m, "items", a.mine, a.nmine * sizeof (struct item), NULL);
+            elastic_register_blob (
+                m, "items", a.mine, a.nmine * sizeof (struct item), NULL);
             if ((rc = elastic_maybe_snapshot (m, a.step, &err)) != ELASTIC_OK)
                 goto fail;
             inject_step (&inj, a.world_rank, a.step);
@@ -186,8 +212,10 @@ int main (int argc, char **argv)
                 a.mine[i].value = mix (a.mine[i].value ^ (uint64_t)a.mine[i].key);
                 mine += a.mine[i].value;
             }
-            if ((mrc = MPI_Allreduce (&mine, &total, 1, MPI_UINT64_T, MPI_SUM, a.comm)) != MPI_SUCCESS) {
-                if ((rc = elastic_maybe_reshard_down (m, mrc, rebuild, &a, &err)) != ELASTIC_OK)
+            if ((mrc = MPI_Allreduce (&mine, &total, 1, MPI_UINT64_T, MPI_SUM, a.comm)) !=
+                MPI_SUCCESS) {
+                if ((rc = elastic_maybe_reshard_down (m, mrc, rebuild, &a, &err)) !=
+                    ELASTIC_OK)
                     goto fail;
                 continue;
             }
@@ -196,7 +224,8 @@ int main (int argc, char **argv)
         mine = 0;
         for (int i = 0; i < a.nmine; i++)
             mine += mix (a.mine[i].value + (uint64_t)a.mine[i].key);
-        if ((mrc = MPI_Allreduce (&mine, &sum, 1, MPI_UINT64_T, MPI_SUM, a.comm)) == MPI_SUCCESS)
+        if ((mrc = MPI_Allreduce (&mine, &sum, 1, MPI_UINT64_T, MPI_SUM, a.comm)) ==
+            MPI_SUCCESS)
             break;
         if ((rc = elastic_maybe_reshard_down (m, mrc, rebuild, &a, &err)) != ELASTIC_OK)
             goto fail;
@@ -206,7 +235,10 @@ int main (int argc, char **argv)
         int f = a.fetched, allf = 0;
         MPI_Reduce (&f, &allf, 1, MPI_INT, MPI_SUM, 0, a.comm);
         if (a.rank == 0) {
-            printf ("final world %d, events %d, blobs fetched %d, handler calls %d\n", info.size, info.events, allf,
+            printf ("final world %d, events %d, blobs fetched %d, handler calls %d\n",
+                    info.size,
+                    info.events,
+                    allf,
                     a.handler_calls);
             printf ("checksum %016llx\n", (unsigned long long)sum);
         }
