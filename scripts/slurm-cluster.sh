@@ -29,9 +29,10 @@
 # etc/plugstack.conf, munge/, state/, spool/nK, log/, run/ (pids), tmp/nK.
 # Every process the fixture starts carries ELASTIC_SLURM_CLUSTER=DIR in its
 # environment, and so do the clients started through `ctl` and their tasks
-# and batch jobs; `down` kills all of them by PID, and every process in the
-# namespaces, with SIGKILL (a pending srun ignores SIGTERM once slurmctld is gone), then
-# deletes the namespaces.  Exit status: 0 on success, 1 on failure (the
+# and batch jobs; `down` kills all of them by PID, every process in the
+# namespaces and every process holding a file under DIR open, with SIGKILL
+# (a pending srun ignores SIGTERM once slurmctld is gone), then deletes the
+# namespaces.  Exit status: 0 on success, 1 on failure (the
 # message names what failed and shows the log's tail), 2 on bad usage.
 set -u
 prog=slurm-cluster.sh
@@ -279,6 +280,25 @@ fail() {
     exit 1
 }
 
+# pick_ports: BASE_PORT such that BASE_PORT..BASE_PORT+NODES are free and
+# below the ephemeral range (where outgoing connections could take them).
+pick_ports() {
+    local low used p busy
+    low=$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2> /dev/null)
+    [ -n "$low" ] && [ "$low" -gt $((12000 + NODES)) ] || low=32768
+    used=$(awk 'FNR > 1 { split($2, a, ":"); print a[2] }' /proc/net/tcp /proc/net/tcp6 2> /dev/null \
+        | while read -r h; do echo $((16#$h)); done | sort -un)
+    for _ in $(seq 1 50); do
+        BASE_PORT=$((10000 + RANDOM % (low - 10000 - NODES - 1)))
+        busy=0
+        for p in $(seq "$BASE_PORT" $((BASE_PORT + NODES))); do
+            echo "$used" | grep -qx "$p" && busy=1 && break
+        done
+        [ $busy = 0 ] && return 0
+    done
+    die "no free range of $((NODES + 1)) TCP ports below $low"
+}
+
 # Can this machine make namespaces, bridges and veths?
 netns_works() {
     local p=esl-probe-$$
@@ -349,7 +369,7 @@ all_idle() {
 }
 
 do_up() {
-    local t0 k ctl_hostname
+    local t0 k
     t0=$(now_ms)
     [ -e "$DIR" ] && [ -n "$(ls -A "$DIR" 2> /dev/null)" ] && usage_error "$DIR exists and is not empty (use a fresh directory)"
     mkdir -p "$DIR" || die "cannot create $DIR"
@@ -371,9 +391,7 @@ do_up() {
     esac
     PREFIX=esl$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')
     BASE_PORT=
-    if [ "$MODE" = local ]; then
-        BASE_PORT=$((20000 + RANDOM % 20000))
-    fi
+    [ "$MODE" = local ] && pick_ports
     mkdir -p "$DIR/etc" "$DIR/state" "$DIR/spool" "$DIR/log" "$DIR/run" "$DIR/tmp"
     CTL_ENTER=
     [ "$MODE" = netns ] && CTL_ENTER="nsenter --net=/run/netns/$PREFIX-ctl --"
@@ -430,6 +448,7 @@ do_down() {
             read -r p < "$f" 2> /dev/null && [ -n "$p" ] && pids="$pids $(alive "$p")"
         done
         pids="$pids $(marked_pids) $(open_pids)"
+        # shellcheck disable=SC2116,SC2086 # one line, single spaces
         pids=$(echo $pids)
         [ -n "$pids" ] || break
         # shellcheck disable=SC2086
@@ -485,7 +504,7 @@ DIR=$2
 shift 2
 case $cmd in
     up)
-        NODES=3 CPUS=4 GRACE=10 MODE=auto PLUGSTACK= TIMEOUT=120 CRED_EXPIRE=30
+        NODES=3 CPUS=4 GRACE=10 MODE=auto PLUGSTACK="" TIMEOUT=120 CRED_EXPIRE=30
         while [ $# -gt 0 ]; do
             case $1 in
                 --nodes=*) NODES=${1#*=} ;;

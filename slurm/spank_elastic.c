@@ -10,8 +10,9 @@
  *     snapshot;
  *   - each task of a job step runs under `elastic-exec` in wrapper mode with
  *     the elastic-exec options given in OPTIONS (see options.h).  The batch
- *     script itself, the extern and interactive steps, and MPI launch
- *     daemons (prted, orted) are not wrapped.
+ *     script itself, the extern and interactive steps, MPI launch daemons
+ *     (prted, orted) and the tasks of --multi-prog steps (whose per-task
+ *     argv SPANK cannot reach) are not wrapped.
  *
  * How a task is wrapped.  In slurm_spank_task_init (the task's own process,
  * just before slurmstepd execs it) the plugin replaces argv[0] of the step
@@ -31,7 +32,7 @@
  * (srun, sbatch, salloc): one error line, and the job is not submitted.  On
  * the nodes (slurmd, slurmstepd, prolog/epilog) the plugin never returns an
  * error, so it can never fail a node launch or drain a node: what goes
- * wrong there is reported through slurm_error (and on the task's stderr)
+ * wrong there is reported through slurm_error (which srun shows the user)
  * and the task runs unwrapped.
  */
 #if HAVE_CONFIG_H
@@ -155,7 +156,7 @@ static int elastic_opt_cb (int val, const char *optarg, int remote)
         if (remote) {
             /* never fail a launch on the node: report, run unwrapped */
             slurm_error ("elastic: --elastic=%s: %s; this job step runs without elastic",
-                         optarg,
+                         optarg ? optarg : "",
                          err);
             state.broken = 1;
             return 0;
@@ -260,7 +261,8 @@ static void set_restart_env (spank_t sp)
         spank_unsetenv (sp, "ELASTIC_RESUME");
 }
 
-/* Report a problem of this task to the user (its stderr) and the log. */
+/* Report a problem of this task to the log and to the user (slurmstepd
+ * copies its errors to the task's stderr, which srun shows). */
 static void task_error (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
 
 static void task_error (const char *fmt, ...)
@@ -272,7 +274,6 @@ static void task_error (const char *fmt, ...)
     vsnprintf (msg, sizeof (msg), fmt, ap);
     va_end (ap);
     slurm_error ("elastic: %s", msg);
-    fprintf (stderr, "elastic: %s\n", msg);
 }
 
 static const char *base_name (const char *path)
@@ -292,6 +293,14 @@ static int skip_program (const char *prog)
         if (strcmp (b, daemons[i]) == 0)
             return 1;
     return 0;
+}
+
+/* A --multi-prog step: srun sends the configuration file's name and its
+ * text as argv[0] and argv[1], and slurmstepd gives each task its own
+ * argv, which SPANK cannot reach. */
+static int is_multi_prog (int argc, char **argv)
+{
+    return argc >= 2 && argv[1] && strchr (argv[1], '\n') && access (argv[0], X_OK) < 0;
 }
 
 /* In the task's process, just before slurmstepd execs it: the restart
@@ -320,6 +329,12 @@ int slurm_spank_task_init (spank_t sp, int ac, char **av)
         return 0;
     if (skip_program (argv[0])) {
         slurm_info ("elastic: %s is not wrapped", argv[0]);
+        return 0;
+    }
+    if (is_multi_prog (argc, argv)) {
+        task_error (
+            "--multi-prog tasks are not wrapped: start elastic-exec in the lines of %s",
+            argv[0]);
         return 0;
     }
     if (access (state.shim, X_OK) < 0) {

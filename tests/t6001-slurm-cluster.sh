@@ -1,6 +1,7 @@
 #!/bin/bash
 # t6001-slurm-cluster.sh - the emulated Slurm cluster of the test tier: three
-# nodes with their own hostnames run tasks; a node whose processes are all
+# nodes with their own hostnames run tasks; srun reports a task killed on a
+# node; a node whose processes are all
 # SIGKILLed is declared DOWN by Slurm and its job requeued; a restarted node
 # and a node marked down by hand come back; teardown leaves no process and
 # no namespace behind.
@@ -36,6 +37,20 @@ grep -Eq '^PreemptType +=.*preempt/partition_prio' "$dir/config.txt" \
     && grep -Eq '^PreemptMode +=.*REQUEUE' "$dir/config.txt" \
     && grep -Eq '^JobRequeue += 1' "$dir/config.txt"
 ok $? "preemption by partition priority with REQUEUE, JobRequeue=1"
+
+# one task killed: srun reports it and ends the step (--kill-on-bad-exit)
+(
+    run_in_ctl srun -N3 --kill-on-bad-exit=1 sleep 600 > "$dir/kt.out" 2>&1
+    echo $? > "$dir/kt.rc"
+) &
+wait_until 60 kill_task n3 'sleep 600' KILL
+ok $? "kill_task n3 'sleep 600' KILL: a task process found and killed"
+wait_for_file "$dir/kt.rc" 60
+rc=$(cat "$dir/kt.rc" 2> /dev/null || echo none)
+[ "$rc" != none ] && [ "$rc" != 0 ]
+ok $? "srun ended with a failure (exit $rc)"
+grep -q 'n3: task 2: Killed' "$dir/kt.out"
+ok $? "srun reports 'n3: task 2: Killed'" || diag "$(cat "$dir/kt.out")"
 
 # a batch job on all three nodes, then node n2 dies with all its processes
 jobid=$(run_in_ctl sbatch --parsable -N3 --requeue -o /dev/null --wrap 'srun sleep 600' 2>&1)

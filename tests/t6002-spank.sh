@@ -44,11 +44,13 @@ plugline="optional $plugin exec=$tmp/fake-exec shim=$shim snapshot_dir=$tmp/snap
 echo "$plugline" > "$tmp/plugstack.conf"
 
 cluster_up 3 --plugstack "$tmp/plugstack.conf"
-ok $? "3-node cluster up with spank_elastic.so in plugstack.conf" || {
+rc=$?
+# keep the recordings of a failed test (lib/slurm.sh keeps its cluster directory)
+trap 'cluster_down > /dev/null; [ "$tap_failed" -eq 0 ] && rm -rf "$tmp"' EXIT
+ok $rc "3-node cluster up with spank_elastic.so in plugstack.conf" || {
     done_testing
     exit 1
 }
-trap 'cluster_down > /dev/null; rm -rf "$tmp"' EXIT
 plugstack=$CLUSTER_DIR/etc/plugstack.conf
 cd "$tmp/sub" || exit 1
 
@@ -132,6 +134,18 @@ set -- "$REC"/exec.*
 is "$*" "$REC/exec.$jobid.0.0 $REC/exec.$jobid.0.1" "only the two tasks of its srun step were wrapped, not the batch script"
 is "$(args "$REC/exec.$jobid.0.1")" "--max-restarts=1 -- $tmp/task batch-step " "the step's tasks got the sbatch --elastic flags"
 is "$(value "$REC/task.$jobid.0.1" ELASTIC_SNAPSHOT_PERIOD)" 7 "the step's tasks got the sbatch --elastic settings"
+
+# --multi-prog: each task's argv is out of SPANK's reach: not wrapped, said so
+rm -f "$REC"/*
+printf '0 %s mp0\n1 %s mp1\n' "$tmp/task" "$tmp/task" > "$tmp/multi.conf"
+run_in_ctl srun -n2 --elastic=snapshot-period=3 --multi-prog "$tmp/multi.conf" > "$tmp/out" 2>&1
+ok $? "srun --elastic --multi-prog runs" || diag "$(cat "$tmp/out")"
+set -- "$REC"/exec.*
+[ ! -e "$1" ] && [ "$(cat "$REC"/task.* | grep -c '^args mp')" = 2 ] \
+    && ! grep -q '^env ELASTIC_SPANK' "$REC"/task.* && [ "$(value "$(ls "$REC"/task.* | head -n 1)" ELASTIC_SNAPSHOT_PERIOD)" = 3 ]
+ok $? "its tasks ran unwrapped, with the settings and without ELASTIC_SPANK_*"
+grep -q "elastic: --multi-prog tasks are not wrapped: start elastic-exec in the lines of $tmp/multi.conf" "$tmp/out"
+ok $? "the user is told why" || diag "$(cat "$tmp/out")"
 
 # bad values: refused where typed, one clear line, no job, no task
 rm -f "$REC"/*

@@ -60,11 +60,13 @@ chmod +x "$tmp/fake-exec" "$tmp/task"
 echo "optional $plugin exec=$tmp/fake-exec shim=$shim snapshot_dir=$tmp/snap" > "$tmp/plugstack.conf"
 
 cluster_up 2 --cpus 2 --grace 3 --plugstack "$tmp/plugstack.conf"
-ok $? "2-node cluster up (2 CPUs each, GraceTime=3 s on partition normal)" || {
+rc=$?
+# keep the recordings of a failed test (lib/slurm.sh keeps its cluster directory)
+trap 'cluster_down > /dev/null; [ "$tap_failed" -eq 0 ] && rm -rf "$tmp"' EXIT
+ok $rc "2-node cluster up (2 CPUs each, GraceTime=3 s on partition normal)" || {
     done_testing
     exit 1
 }
-trap 'cluster_down > /dev/null; rm -rf "$tmp"' EXIT
 value() { sed -n "s/^env $2=//p" "$1"; }
 running() { [ "$(grep -l '^running' "$REC"/task.$1.run0.* 2> /dev/null | wc -l)" -eq 4 ]; }
 

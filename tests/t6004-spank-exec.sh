@@ -40,11 +40,13 @@ chmod +x "$tmp/worker"
 echo "optional $plugin exec=$exec shim=$shim snapshot_dir=$tmp/snap" > "$tmp/plugstack.conf"
 
 cluster_up 2 --plugstack "$tmp/plugstack.conf"
-ok $? "2-node cluster up, plugin with exec=$exec" || {
+rc=$?
+# keep the recordings of a failed test (lib/slurm.sh keeps its cluster directory)
+trap 'cluster_down > /dev/null; [ "$tap_failed" -eq 0 ] && rm -rf "$tmp"' EXIT
+ok $rc "2-node cluster up, plugin with exec=$exec" || {
     done_testing
     exit 1
 }
-trap 'cluster_down > /dev/null; rm -rf "$tmp"' EXIT
 value() { sed -n "s/^env $2=//p" "$1"; }
 
 run_in_ctl srun -N2 --ntasks-per-node=2 --elastic=snapshot-period=6,max-restarts=1,shutdown-timeout=5 \

@@ -29,9 +29,11 @@
 . "${srcdir:-.}/lib/tap.sh"
 
 SLURM_CLUSTER_SH=${SLURM_CLUSTER_SH:-$(cd "${srcdir:-.}/.." && pwd)/scripts/slurm-cluster.sh}
-CLUSTER_DIR=
-CLUSTER_MODE=
-CLUSTER_UP_MS=
+CLUSTER_DIR=""
+# shellcheck disable=SC2034 # for the tests
+CLUSTER_MODE=""
+# shellcheck disable=SC2034 # for the tests
+CLUSTER_UP_MS=""
 
 slurm_require() {
     local c
