@@ -1,7 +1,8 @@
 #!/bin/bash
 # pmix-latency.sh - kill -> survivors-get-the-error latency and MPI_Init time,
-# under the hosted PMIx server (pmix-launch) and under mpirun --with-ft ulfm,
-# same program, same ranks, shared memory, side by side in one run.
+# under elastic-exec's hosted PMIx server (`elastic-exec --nproc-per-node N`),
+# under the bare server (tests/pmix/pmix-launch) and under mpirun --with-ft
+# ulfm, same program, same ranks, shared memory, side by side in one run.
 #
 #   bench/pmix-latency.sh [-n RANKS] [-r RUNS] [-v VICTIM] [-N] [BUILDDIR]
 #
@@ -15,9 +16,9 @@
 #   init    = the slowest rank's MPI_Init (ft_app's init_max_ms)
 #   shrink  = the slowest survivor's MPIX_Comm_shrink
 #   job     = launcher start to exit (wall time of the whole job)
-# The launchers alternate run by run so both see the same machine load.
-# -N adds a third column: the hosted server with --no-nodelay (PMIx's
-# sockets left without TCP_NODELAY), to show what that setting saves.
+# The launchers alternate run by run so all see the same machine load.
+# -N adds a column: the bare server with --no-nodelay (PMIx's sockets left
+# without TCP_NODELAY), to show what that setting saves.
 # Defaults: 4 ranks, 20 runs each, victim rank 2.  BUILDDIR is a configured
 # build tree (default: the current directory).
 set -u
@@ -36,7 +37,9 @@ build=${1:-.}
 [ -f "$build/tests/Makefile" ] || { echo "$0: '$build' is not a configured build tree (no tests/Makefile)" >&2; exit 2; }
 [ "$victim" -lt "$ranks" ] 2> /dev/null || { echo "$0: -v: victim '$victim' is not a rank of $ranks" >&2; exit 2; }
 make -s -C "$build/tests" pmix/pmix-launch pmix/ft_app > /dev/null || { echo "$0: cannot build pmix/pmix-launch and pmix/ft_app" >&2; exit 1; }
+make -s -C "$build/src/exec" elastic-exec > /dev/null || { echo "$0: cannot build elastic-exec" >&2; exit 1; }
 launch=$build/tests/pmix/pmix-launch
+exec=$build/src/exec/elastic-exec
 app=$build/tests/pmix/ft_app
 mpirun=$(sed -n 's/^MPIRUN = //p' "$build/tests/Makefile")
 [ "$(sed -n 's/^HAVE_ULFM = //p' "$build/tests/Makefile")" = yes ] || { echo "$0: this build has no ULFM" >&2; exit 1; }
@@ -69,10 +72,11 @@ one() {
     ' "$out" >> "$tmp/$label"
 }
 
-labels=(hosted mpirun)
+labels=(elastic-exec hosted mpirun)
 [ $nonodelay = 1 ] && labels+=(hosted-no-nodelay)
 echo "# $ranks ranks, shared memory (ob1, self,sm, coll ^han), victim rank $victim, $runs runs each, $(nproc) cores"
 for i in $(seq "$runs"); do
+    one elastic-exec "$exec" -q --nproc-per-node "$ranks" --wireup pmix --mpi-btl sm -- "$app" -s -v "$victim"
     one hosted "$launch" -n "$ranks" -- "$app" -s -v "$victim"
     one mpirun "$mpirun" --with-ft ulfm -n "$ranks" --oversubscribe --bind-to none \
         --mca pml ob1 --mca btl self,sm --mca coll ^han "$app" -s -v "$victim"

@@ -10,7 +10,14 @@
  * rebuild() handler.  Configure libelastic with ELASTIC_* variables
  * (ELASTIC_SNAPSHOT_PERIOD, ELASTIC_SPARE_RANKS, ...).
  *
+ * With --persist-period N the grid goes to an HDF5 file (snapshot_dir) every
+ * N steps: /arrays/u is float64 [ny][nx], /values/step int64.  SIGTERM or
+ * SIGUSR1 suspends the job to such a file (exit 75); the same command with
+ * ELASTIC_RESUME=1 continues from there, on any number of ranks.
+ *
  * usage: heat2d [--nx N] [--ny N] [--steps N] [--ballast MIB]
+ *               [--persist-period N] [--snapshot-dir DIR]
+ *               [--sleep MS] [--progress N]
  *               [--fail RANK:STEP[:WHERE]]... [--fail-rank R --fail-step S]...
  *               [--mpi-error STEP] [--quiet]
  */
@@ -20,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <mpi.h>
 #include <elastic.h>
 
@@ -212,15 +220,20 @@ static void usage (const char *prog)
     fprintf (
         stderr,
         "usage: %s [--nx N] [--ny N] [--steps N] [--ballast MIB]\n"
-        "          [--fail RANK:STEP[:step|snapshot|recovery|protect]]... [--fail-rank R "
-        "--fail-step S]...\n"
+        "          [--persist-period N] [--snapshot-dir DIR] [--sleep MS] [--progress "
+        "N]\n"
+        "          [--fail RANK:STEP[:step|snapshot|recovery|protect|persist]]... "
+        "[--fail-rank R --fail-step S]...\n"
         "          [--mpi-error STEP] [--quiet]\n",
         prog);
 }
 
 static int finish (struct app *a, int rc, const char *what, const char *text)
 {
-    if (rc != ELASTIC_OK)
+    if (rc == ELASTIC_SUSPENDED) {
+        if (a->rank == 0)
+            printf ("suspended at step %lld\n", (long long)a->step);
+    } else if (rc != ELASTIC_OK)
         fprintf (stderr,
                  "heat2d: rank %d: %s: %s (%s)\n",
                  a->world_rank,
@@ -231,6 +244,7 @@ static int finish (struct app *a, int rc, const char *what, const char *text)
     free (a->u);
     free (a->v);
     free (a->ballast);
+    fflush (stdout);
     MPI_Finalize ();
     return elastic_exit_code (rc);
 }
@@ -242,12 +256,13 @@ int main (int argc, char **argv)
     elastic_config_t cfg;
     elastic_error_t err;
     elastic_info_t info;
-    long ballast_mib = 0, mpi_error_step = -1;
+    long ballast_mib = 0, mpi_error_step = -1, sleep_ms = 0, progress = 0;
     int rc, mrc, active, nranks;
     double t_start;
     uint64_t sum;
 
     inject_init (&inj);
+    elastic_config_init (&cfg); /* options set fields; ELASTIC_* variables override */
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp (o, "--nx"))
@@ -260,6 +275,20 @@ int main (int argc, char **argv)
             ballast_mib = parse_num (argv[0], o, v, 0, 1 << 20), i++;
         else if (!strcmp (o, "--mpi-error"))
             mpi_error_step = parse_num (argv[0], o, v, 0, 1L << 40), i++;
+        else if (!strcmp (o, "--persist-period"))
+            cfg.persist_period = (int)parse_num (argv[0], o, v, 0, 1 << 30), i++;
+        else if (!strcmp (o, "--snapshot-dir")) {
+            if (!v || !*v) {
+                fprintf (stderr,
+                         "%s: --snapshot-dir: '' is invalid (expected a path)\n",
+                         argv[0]);
+                return 2;
+            }
+            cfg.snapshot_dir = v, i++;
+        } else if (!strcmp (o, "--sleep"))
+            sleep_ms = parse_num (argv[0], o, v, 0, 60000), i++;
+        else if (!strcmp (o, "--progress"))
+            progress = parse_num (argv[0], o, v, 0, 1L << 40), i++;
         else if (!strcmp (o, "--fail")) {
             if (!v || inject_parse (&inj, argv[0], v) < 0)
                 return 2;
@@ -283,8 +312,7 @@ int main (int argc, char **argv)
     MPI_Comm_size (MPI_COMM_WORLD, &nranks);
     t_start = MPI_Wtime ();
 
-    /* 1. the manager: defaults, overridden by ELASTIC_* variables */
-    elastic_config_init (&cfg);
+    /* 1. the manager: defaults and options, overridden by ELASTIC_* variables */
     if ((rc = elastic_manager_create (MPI_COMM_WORLD, &cfg, &a.m, &err)) != ELASTIC_OK) {
         fprintf (stderr, "heat2d: %s\n", err.text);
         MPI_Finalize ();
@@ -338,10 +366,17 @@ int main (int argc, char **argv)
         (ballast_mib > 0 &&
          (rc = elastic_register_array (
               a.m, "ballast", a.ballast, sizeof (uint64_t), a.ballast_count, &err)) !=
+             ELASTIC_OK) ||
+        (rc = elastic_set_type (a.m, "step", ELASTIC_TYPE_INT64, &err)) != ELASTIC_OK ||
+        (rc = elastic_set_type (a.m, "u", ELASTIC_TYPE_FLOAT64, &err)) != ELASTIC_OK ||
+        (ballast_mib > 0 &&
+         (rc = elastic_set_type (a.m, "ballast", ELASTIC_TYPE_UINT64, &err)) !=
              ELASTIC_OK))
         return finish (&a, rc, "register", err.text);
 
-    /* 3. start: spares wait in here until they are needed */
+    /* 3. start: resumes from a snapshot if this is a relaunch (then the step
+     * and the grid are restored and rebuild() has run); spares wait in here
+     * until they are needed */
     if ((rc = elastic_manager_start (a.m, rebuild, &a, &active, &err)) != ELASTIC_OK)
         return finish (&a, rc, "start", err.text);
     if (!active) {
@@ -357,6 +392,12 @@ int main (int argc, char **argv)
         return finish (&a, ELASTIC_OK, "", "");
     }
     elastic_manager_info (a.m, &info);
+    if (info.resumed_step >= 0 && info.rank == 0)
+        printf ("resumed from step %lld (file %s, world %d -> %d)\n",
+                (long long)info.resumed_step,
+                info.resumed_from,
+                info.resumed_size,
+                info.size);
     if (a.world_rank == 0 && !a.quiet)
         printf ("heat2d: %dx%d grid, %lld steps, %d ranks (%d working, %d spares)\n",
                 a.nx,
@@ -375,6 +416,13 @@ int main (int argc, char **argv)
                 ELASTIC_OK)
                 return finish (&a, rc, "reshard up", err.text);
             inject_step (&inj, a.world_rank, a.step);
+            if (progress > 0 && a.step % progress == 0 && a.rank == 0) {
+                printf ("step %lld\n", (long long)a.step);
+                fflush (stdout);
+            }
+            if (sleep_ms > 0) /* stands for more computation */
+                nanosleep (&(struct timespec){sleep_ms / 1000, sleep_ms % 1000 * 1000000},
+                           NULL);
             if (a.step == mpi_error_step) {
                 /* a programming error, not a failure: libelastic hands it back */
                 mpi_error_step = -1;

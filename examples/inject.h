@@ -6,12 +6,13 @@
  *     step      during step STEP, before its communication (default);
  *     snapshot  inside the library's snapshot of step STEP;
  *     recovery  inside the first recovery that starts at step >= STEP;
- *     protect   inside the snapshot that ends a recovery (rollback >= STEP).
+ *     protect   inside the snapshot that ends a recovery (rollback >= STEP);
+ *     persist   inside the L3 (HDF5) write of step STEP, before its commit.
  *
  *   --fail-rank RANK --fail-step STEP   the same as --fail RANK:STEP (pairs)
  *
- * "snapshot", "recovery" and "protect" are handed to libelastic through its test hook,
- * the ELASTIC_TEST_KILL environment variable, before the manager is created.
+ * "snapshot", "recovery", "protect" and "persist" are handed to libelastic through its
+ * test hook, the ELASTIC_TEST_KILL environment variable, before the manager is created.
  */
 #ifndef EXAMPLES_INJECT_H
 #define EXAMPLES_INJECT_H
@@ -60,7 +61,7 @@ static inline int inject_parse (struct inject *in, const char *prog, const char 
     if (!(n == 2 || n == 3) || rank < 0 || step < 0) {
         fprintf (stderr,
                  "%s: --fail: '%s' is invalid (expected RANK:STEP[:WHERE], WHERE step, "
-                 "snapshot, recovery or protect)\n",
+                 "snapshot, recovery, protect or persist)\n",
                  prog,
                  arg);
         return -1;
@@ -75,10 +76,10 @@ static inline int inject_parse (struct inject *in, const char *prog, const char 
         return 0;
     }
     if (strcmp (where, "snapshot") && strcmp (where, "recovery") &&
-        strcmp (where, "protect")) {
+        strcmp (where, "protect") && strcmp (where, "persist")) {
         fprintf (stderr,
-                 "%s: --fail: '%s' is invalid (expected WHERE step, snapshot, recovery "
-                 "or protect)\n",
+                 "%s: --fail: '%s' is invalid (expected WHERE step, snapshot, recovery, "
+                 "protect or persist)\n",
                  prog,
                  where);
         return -1;

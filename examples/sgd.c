@@ -9,8 +9,13 @@
  *
  * Elastic parts: the registration (step, weights, data set), the calls at
  * the top of each step, maybe_reshard_down on an MPI error, and rebuild().
+ * With --persist-period N the state goes to an HDF5 file every N steps
+ * (/arrays/data float64 [samples][features+1], /values/w float64
+ * [features]); SIGTERM or SIGUSR1 suspends (exit 75) and ELASTIC_RESUME=1
+ * resumes, on any number of ranks.
  *
  * usage: sgd [--samples N] [--features D] [--steps N] [--lr X]
+ *            [--persist-period N] [--snapshot-dir DIR] [--sleep MS] [--progress N]
  *            [--fail RANK:STEP[:WHERE]]... [--fail-rank R --fail-step S]... [--quiet]
  */
 #include <errno.h>
@@ -19,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <mpi.h>
 #include <elastic.h>
 
@@ -142,7 +148,10 @@ parse_real (const char *prog, const char *opt, const char *s, double min, double
 
 static int finish (struct app *a, int rc, const char *what, const char *text)
 {
-    if (rc != ELASTIC_OK)
+    if (rc == ELASTIC_SUSPENDED) {
+        if (a->rank == 0)
+            printf ("suspended at step %lld\n", (long long)a->step);
+    } else if (rc != ELASTIC_OK)
         fprintf (stderr,
                  "sgd: rank %d: %s: %s (%s)\n",
                  a->world_rank,
@@ -151,6 +160,7 @@ static int finish (struct app *a, int rc, const char *what, const char *text)
                  elastic_strerror (rc));
     elastic_manager_destroy (a->m);
     free (a->data);
+    fflush (stdout);
     MPI_Finalize ();
     return elastic_exit_code (rc);
 }
@@ -165,8 +175,10 @@ int main (int argc, char **argv)
     double loss = 0.0;
     uint64_t h = 0xcbf29ce484222325ull;
     int rc, mrc, active;
+    long sleep_ms = 0, progress = 0;
 
     inject_init (&inj);
+    elastic_config_init (&cfg); /* options set fields; ELASTIC_* variables override */
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp (o, "--samples"))
@@ -177,6 +189,14 @@ int main (int argc, char **argv)
             a.steps = (int64_t)parse_real (argv[0], o, v, 0, 1e12), i++;
         else if (!strcmp (o, "--lr"))
             a.lr = parse_real (argv[0], o, v, 1e-9, 100), i++;
+        else if (!strcmp (o, "--persist-period"))
+            cfg.persist_period = (int)parse_real (argv[0], o, v, 0, 1 << 30), i++;
+        else if (!strcmp (o, "--snapshot-dir") && v && *v)
+            cfg.snapshot_dir = v, i++;
+        else if (!strcmp (o, "--sleep"))
+            sleep_ms = (long)parse_real (argv[0], o, v, 0, 60000), i++;
+        else if (!strcmp (o, "--progress"))
+            progress = (long)parse_real (argv[0], o, v, 0, 1e12), i++;
         else if (!strcmp (o, "--fail")) {
             if (!v || inject_parse (&inj, argv[0], v) < 0)
                 return 2;
@@ -188,12 +208,15 @@ int main (int argc, char **argv)
         } else if (!strcmp (o, "--quiet"))
             a.quiet = 1;
         else {
-            fprintf (stderr,
-                     "usage: %s [--samples N] [--features D] [--steps N] [--lr X]\n"
-                     "          [--fail RANK:STEP[:step|snapshot|recovery|protect]]... "
-                     "[--fail-rank R --fail-step S]...\n"
-                     "          [--quiet]\n",
-                     argv[0]);
+            fprintf (
+                stderr,
+                "usage: %s [--samples N] [--features D] [--steps N] [--lr X]\n"
+                "          [--persist-period N] [--snapshot-dir DIR] [--sleep MS] "
+                "[--progress N]\n"
+                "          [--fail RANK:STEP[:step|snapshot|recovery|protect|persist]]"
+                "... [--fail-rank R --fail-step S]...\n"
+                "          [--quiet]\n",
+                argv[0]);
             return 2;
         }
     }
@@ -203,7 +226,6 @@ int main (int argc, char **argv)
     MPI_Init (&argc, &argv);
     MPI_Comm_rank (MPI_COMM_WORLD, &a.world_rank);
 
-    elastic_config_init (&cfg);
     if ((rc = elastic_manager_create (MPI_COMM_WORLD, &cfg, &a.m, &err)) != ELASTIC_OK) {
         fprintf (stderr, "sgd: %s\n", err.text);
         MPI_Finalize ();
@@ -228,12 +250,23 @@ int main (int argc, char **argv)
             ELASTIC_OK ||
         (rc = elastic_register_array (
              a.m, "data", a.data, (a.d + 1) * sizeof (double), a.count, &err)) !=
-            ELASTIC_OK)
+            ELASTIC_OK ||
+        (rc = elastic_set_type (a.m, "step", ELASTIC_TYPE_INT64, &err)) != ELASTIC_OK ||
+        (rc = elastic_set_type (a.m, "w", ELASTIC_TYPE_FLOAT64, &err)) != ELASTIC_OK ||
+        (rc = elastic_set_type (a.m, "data", ELASTIC_TYPE_FLOAT64, &err)) != ELASTIC_OK)
         return finish (&a, rc, "register", err.text);
+    /* a relaunch resumes in here: step, w and the data set are restored */
     if ((rc = elastic_manager_start (a.m, rebuild, &a, &active, &err)) != ELASTIC_OK)
         return finish (&a, rc, "start", err.text);
     if (!active)
         return finish (&a, ELASTIC_OK, "", "");
+    elastic_manager_info (a.m, &info);
+    if (info.resumed_step >= 0 && info.rank == 0)
+        printf ("resumed from step %lld (file %s, world %d -> %d)\n",
+                (long long)info.resumed_step,
+                info.resumed_from,
+                info.resumed_size,
+                info.size);
 
     while (a.step < a.steps) {
         if ((rc = elastic_maybe_snapshot (a.m, a.step, &err)) != ELASTIC_OK)
@@ -242,6 +275,13 @@ int main (int argc, char **argv)
             ELASTIC_OK)
             return finish (&a, rc, "reshard up", err.text);
         inject_step (&inj, a.world_rank, a.step);
+        if (progress > 0 && a.step % progress == 0 && a.rank == 0) {
+            printf ("step %lld\n", (long long)a.step);
+            fflush (stdout);
+        }
+        if (sleep_ms > 0) /* stands for more computation */
+            nanosleep (&(struct timespec){sleep_ms / 1000, sleep_ms % 1000 * 1000000},
+                       NULL);
         if ((mrc = sgd_step (&a, &loss)) != MPI_SUCCESS) {
             if ((rc = elastic_maybe_reshard_down (a.m, mrc, rebuild, &a, &err)) !=
                 ELASTIC_OK)

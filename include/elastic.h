@@ -44,6 +44,32 @@ enum {
     ELASTIC_ERR_PROC_FAILED = 13  /* a process failed and was not recovered here */
 };
 
+/* Not an error: the result of elastic_maybe_snapshot (and of every later
+ * maybe_* call) once the job has suspended to an L3 snapshot on a
+ * preemption notice or before its deadline.  The application then ends
+ * (elastic_manager_destroy, MPI_Finalize) and exits with
+ * elastic_exit_code(ELASTIC_SUSPENDED), that is ELASTIC_EXIT_SUSPENDED. */
+enum { ELASTIC_SUSPENDED = 100 };
+
+/* Element types of registered arrays and values (elastic_set_type): they
+ * give the datasets of L3 (HDF5) files their type.  BYTES is the default. */
+enum {
+    ELASTIC_TYPE_BYTES = 0, /* uint8 */
+    ELASTIC_TYPE_INT32 = 1,
+    ELASTIC_TYPE_INT64 = 2,
+    ELASTIC_TYPE_UINT32 = 3,
+    ELASTIC_TYPE_UINT64 = 4,
+    ELASTIC_TYPE_FLOAT32 = 5,
+    ELASTIC_TYPE_FLOAT64 = 6
+};
+
+/* Resume policies (elastic_config_t.resume, ELASTIC_RESUME_MODE). */
+enum {
+    ELASTIC_RESUME_AUTO = 0,   /* resume when the launch is a relaunch or a requeue */
+    ELASTIC_RESUME_ALWAYS = 1, /* resume on every launch */
+    ELASTIC_RESUME_NEVER = 2   /* always start fresh */
+};
+
 /* Process exit codes a launcher acts on (elastic-exec, elastic-mpirun). */
 #define ELASTIC_EXIT_SUSPENDED 75 /* suspended to a snapshot: rerun to resume */
 #define ELASTIC_EXIT_RELAUNCH  76 /* in-place recovery impossible: relaunch */
@@ -95,7 +121,11 @@ int elastic_record_error (const char *fmt, ...) __attribute__ ((format (printf, 
  *     re-shards every array over the survivors, rolls every rank back to the
  *     snapshot step and calls the application's handler to rebuild;
  *   - elastic_maybe_reshard_up() grows the working world back from idle spare
- *     ranks every reshard_check_period steps.
+ *     ranks every reshard_check_period steps;
+ *   - every persist_period steps, on a preemption notice and before the
+ *     job's deadline elastic_maybe_snapshot also writes the state to an L3
+ *     snapshot, one parallel HDF5 file in snapshot_dir; a relaunched or
+ *     requeued job resumes from the newest valid one at any world size.
  *
  * Ranks.  "Original rank" means the rank in the communicator the manager was
  * created on (usually MPI_COMM_WORLD); it never changes.  The working
@@ -115,6 +145,80 @@ int elastic_record_error (const char *fmt, ...) __attribute__ ((format (printf, 
  * continues from the restored step.  elastic_manager_info().generation
  * counts world changes.
  *
+ * L3 snapshots (persist).  At a step that is a multiple of persist_period the
+ * snapshot taken by elastic_maybe_snapshot (a persist step is always an L1/L2
+ * snapshot step) is also written by the working ranks (spares excluded) to
+ * snapshot_dir/snap-SSSSSSSSSSSS.h5: one dataset per array in its global
+ * shape, typed as declared with elastic_set_type (a float64 grid of `cols`
+ * columns registered with elem_size cols * 8 is a float64 dataset
+ * [rows][cols]), values as datasets, blobs per old rank, a crc32 per block
+ * (the format: elastic-snapshot(1)).  A file becomes visible only when
+ * complete (atomic rename); the newest snapshot_keep files of the run are
+ * kept.  A failed write (I/O error, no space, file size limit) does not stop
+ * the job: working rank 0 prints one warning line with the reason, a
+ * "persist_failed" event is logged, older snapshots stay intact, and
+ * elastic_maybe_snapshot returns ELASTIC_OK; the next persist step tries
+ * again.  Writes are independent MPI-IO (no collective aggregation), so a
+ * process that dies during a write is seen by the others as an error: they
+ * recover in place (from L1/L2, the interrupted file is never committed),
+ * and the next write uses the repaired communicator.  HDF5 cannot close
+ * such a file: the process then ends at the start of MPI_Finalize, with the
+ * exit code elastic_exit_code gives the manager's last result, before HDF5
+ * would crash shutting down.
+ *
+ * The run id.  Files record the run id (ELASTIC_RUN_ID, else the run_id
+ * field, else SLURM_JOB_ID -- the same across a requeue -- else "default");
+ * a resume takes only files of its own run id, and a write never replaces
+ * or removes another run's file (a snapshot directory holds one run).  A
+ * rerun of the same command (same environment) therefore finds its
+ * snapshots.  elastic-exec sets ELASTIC_RUN_ID to the launcher's job id
+ * unless it is given: set ELASTIC_RUN_ID yourself when elastic-exec wraps
+ * ranks under mpirun.
+ *
+ * Resume.  elastic_manager_start resumes, collectively, when resume is
+ * ELASTIC_RESUME_ALWAYS, or with ELASTIC_RESUME_AUTO (the default) when the
+ * launch is a relaunch or a requeue: ELASTIC_RESUME=1 (set by elastic-mpirun
+ * and the Slurm plugin), SLURM_RESTART_COUNT > 0, or resume_from given.  It
+ * opens the newest committed snapshot of the run in snapshot_dir (or
+ * resume_from: a FILE, or a DIR searched for any run's newest), verifies
+ * every checksum -- a damaged file is skipped with a warning naming it and
+ * the fault, and the previous one is used -- restores the values, and calls
+ * the handler exactly as after a re-shard: every working rank reads its new
+ * block of each array by hyperslab (elastic_array_block,
+ * elastic_array_restore), and elastic_blob_fetch reads blobs by old rank
+ * from the file.  The new layout is the application's registered counts if
+ * they add up to the snapshot's global count, an even split if it
+ * registered none; anything else is ELASTIC_ERR_INVAL (a different problem
+ * size).  A resume that finds no valid snapshot is ELASTIC_ERR_NO_SNAPSHOT
+ * (with the reason) unless resume_fresh_ok is set: then the job starts
+ * fresh with a warning.  A launch that does not resume starts fresh even
+ * if the run's snapshots exist (a new run must not silently continue an old
+ * one): working rank 0 warns that they exist and that the new run's
+ * snapshots replace them.  elastic_manager_info tells the step and file
+ * resumed from.
+ *
+ * Suspend.  The library catches the signals in `signals` (default TERM and
+ * USR1: what Slurm, elastic-exec and elastic-mpirun send; "none": no
+ * handler; a signal whose disposition is SIG_IGN is left ignored; the
+ * previous handlers come back at destroy).  The handler only sets a flag.
+ * Every signal_check_period steps elastic_maybe_snapshot agrees on the
+ * flags (one MPI_Allreduce of four doubles over the working ranks); with
+ * signal_check_period 0 (the default) the steps between agreements are
+ * chosen, the same on every rank, so that the agreement costs about 1% of
+ * the step time and a notice waits at most about half a second; if any rank
+ * was signalled, every working rank takes the L1/L2 snapshot and writes L3
+ * at that same step and returns ELASTIC_SUSPENDED.  The same happens before
+ * the deadline (deadline, else ELASTIC_DEADLINE, else SLURM_JOB_END_TIME;
+ * epoch seconds): once the time left is under deadline_margin seconds plus
+ * one and a half times the longest L3 write so far plus the steps until the
+ * next agreement (a check period of mean steps, plus the longest step).  The application
+ * exits with elastic_exit_code(ELASTIC_SUSPENDED) == ELASTIC_EXIT_SUSPENDED (on working
+ * rank 0; 0 elsewhere, see elastic_exit_code); idle spares are released by
+ * elastic_manager_destroy as at the end of a job.  A signal that reaches only
+ * an idle spare is not acted on.  Running the same command again (with
+ * ELASTIC_RESUME=1, or requeued) continues from the suspended step, at any
+ * world size.
+ *
  * Events.  Every world change (and every final error) is reported as one JSON
  * line, appended to the file named by event_log by the new working rank 0
  * (by the lowest survivor for a final error) and passed to the event
@@ -126,6 +230,14 @@ int elastic_record_error (const char *fmt, ...) __attribute__ ((format (printf, 
  *    "time":"2025-01-01T12:00:00.123Z"}
  * event is reshard_down, reshard_up or fatal (with "error":"..."); failed and
  * spares_used list original ranks; step is the step every rank rolled back to.
+ * The L3 level adds, written by working rank 0:
+ *   {"event":"persist","step":40,"world_size":8,"bytes":..,"t_write_ms":..,
+ *    "file":"DIR/snap-000000000040.h5","rank":0,"time":".."}
+ *   {"event":"persist_failed","step":40,"world_size":8,"error":"..",..}
+ *   {"event":"suspend","step":40,"world_size":8,"reason":"SIGTERM"|"deadline",
+ *    "file":".." (null if that write failed),..}
+ *   {"event":"resume","step":40,"old_size":8,"new_size":4,"file":"..",
+ *    "t_restore_ms":..,..}
  * Phase times are those seen by the writing rank: t_detect from the last
  * library call before the failure (the top of the step, or the start of the
  * interrupted snapshot) to the start of the repair, an upper bound of the
@@ -139,9 +251,16 @@ int elastic_record_error (const char *fmt, ...) __attribute__ ((format (printf, 
  *   ELASTIC_PERSIST_PERIOD, ELASTIC_RESHARD_CHECK_PERIOD,
  *   ELASTIC_MAX_ELASTIC_DOWN_EVENT_COUNT, ELASTIC_MAX_RESHARD_RETRY_COUNT,
  *   ELASTIC_MIN_WORLD_SIZE, ELASTIC_SPARE_RANKS, ELASTIC_SPARE_TAKEOVER,
- *   ELASTIC_SNAPSHOT_DIR, ELASTIC_EVENT_LOG; ELASTIC_LOG sets the log level.
- * For tests only: ELASTIC_TEST_KILL=RANK:STEP:snapshot|recovery[,...] makes
- * that original rank SIGKILL itself inside a snapshot or a recovery, and
+ *   ELASTIC_SNAPSHOT_DIR, ELASTIC_EVENT_LOG, ELASTIC_RUN_ID,
+ *   ELASTIC_SNAPSHOT_KEEP, ELASTIC_RESUME_MODE (auto|always|never),
+ *   ELASTIC_RESUME_FRESH_OK, ELASTIC_RESUME_FROM, ELASTIC_SIGNALS,
+ *   ELASTIC_SIGNAL_CHECK_PERIOD, ELASTIC_DEADLINE, ELASTIC_DEADLINE_MARGIN;
+ *   ELASTIC_LOG sets the log level.  Read as facts about the launch:
+ *   ELASTIC_RESUME (0 or 1), SLURM_RESTART_COUNT, SLURM_JOB_ID,
+ *   SLURM_JOB_END_TIME.
+ * For tests only: ELASTIC_TEST_KILL=RANK:STEP:WHERE[,...] makes that
+ * original rank SIGKILL itself inside a snapshot, a recovery, or (WHERE
+ * persist) an L3 write after its data is written and before the commit, and
  * ELASTIC_TEST_RANKS_PER_NODE=R treats every R consecutive ranks as a node.
  *
  * The end of the job.  elastic_manager_destroy is collective: the working
@@ -173,6 +292,16 @@ typedef struct {
                                        * 0: shrink, spares join at maybe_reshard_up (1) */
     const char *snapshot_dir;         /* L3 snapshot directory ("."); */
     const char *event_log;            /* JSON event lines appended here (NULL: none) */
+    const char *run_id;  /* L3 run id (NULL: ELASTIC_RUN_ID, SLURM_JOB_ID, "default") */
+    int snapshot_keep;   /* L3 files of this run kept (>= 0, 0 = all; 3) */
+    int resume;          /* ELASTIC_RESUME_AUTO, _ALWAYS or _NEVER (AUTO) */
+    int resume_fresh_ok; /* 1: a resume without a valid snapshot starts fresh (0) */
+    const char *resume_from; /* resume from this L3 FILE or DIR (NULL: snapshot_dir) */
+    const char *signals;     /* preemption signals ("TERM,USR1"; "none") */
+    int signal_check_period; /* agree on preemption every N steps (>= 0, 0 =
+                              * auto: about 1% of the step time; 0) */
+    int64_t deadline;        /* suspend before this time, epoch s (0: none; 0) */
+    int deadline_margin;     /* seconds to keep before the deadline (>= 0; 30) */
 } elastic_config_t;
 
 typedef struct elastic_manager elastic_manager_t;
@@ -189,16 +318,21 @@ typedef void (*elastic_event_f) (const char *json, void *arg);
 
 /* What elastic_manager_info reports. */
 typedef struct {
-    int rank;              /* rank in the working communicator (-1 on an idle spare) */
-    int size;              /* working size */
-    int is_spare;          /* 1 on an idle spare */
-    int original_rank;     /* rank in the communicator given to create */
-    int original_size;     /* working size at creation */
-    int idle_spares;       /* spare ranks waiting */
-    int events;            /* elastic down events so far */
-    uint64_t generation;   /* world changes so far */
-    int64_t snapshot_step; /* newest committed snapshot (-1: none) */
-    int old_size;          /* working size of the newest committed snapshot */
+    int rank;                 /* rank in the working communicator (-1 on an idle spare) */
+    int size;                 /* working size */
+    int is_spare;             /* 1 on an idle spare */
+    int original_rank;        /* rank in the communicator given to create */
+    int original_size;        /* working size at creation */
+    int idle_spares;          /* spare ranks waiting */
+    int events;               /* elastic down events so far */
+    uint64_t generation;      /* world changes so far */
+    int64_t snapshot_step;    /* newest committed snapshot (-1: none) */
+    int old_size;             /* working size of the newest committed snapshot (in a
+                               * handler: of the snapshot being restored) */
+    int64_t persist_step;     /* newest L3 snapshot written or resumed from (-1: none) */
+    int64_t resumed_step;     /* the L3 step this run resumed from (-1: started fresh) */
+    int resumed_size;         /* the world size that wrote it (0: fresh) */
+    const char *resumed_from; /* its file (NULL: fresh); valid until destroy */
 } elastic_info_t;
 
 /* Set every field of cfg to its default.  Never fails. */
@@ -250,6 +384,16 @@ int elastic_register_array (elastic_manager_t *m,
                             uint64_t count,
                             elastic_error_t *err);
 
+/* Declare the element type of a registered array or value (an
+ * ELASTIC_TYPE_*), before elastic_manager_start: the type of its L3
+ * dataset; an array's elem_size (a value's size) must be a multiple of the
+ * type's size, and an element of k items becomes a row of k items.
+ * Returns ELASTIC_ERR_NOT_FOUND, _INVAL or _STATE. */
+int elastic_set_type (elastic_manager_t *m,
+                      const char *name,
+                      int type,
+                      elastic_error_t *err);
+
 /* Register (or, with the same name, update) an opaque per-rank blob of any
  * size: saved as it is at each snapshot, fetched by old rank after a world
  * change (elastic_blob_fetch).  New names only before start. */
@@ -260,12 +404,16 @@ int elastic_register_blob (elastic_manager_t *m,
                            elastic_error_t *err);
 
 /* Start elastic operation (collective over all ranks, after registration):
- * checks that all ranks registered the same state and sets the handler used
- * by recoveries started inside library calls.  On a working rank returns at
- * once with *active = 1.  On a spare, sleeps until it joins the working world
- * (then its state is restored, handler has run, *active = 1) or the job ends
- * (*active = 0: call destroy and exit).  Final errors as for
- * elastic_maybe_reshard_down. */
+ * checks that all ranks registered the same state, sets the handler used
+ * by recoveries started inside library calls, and resumes from L3 when the
+ * launch asks for it (see "Resume": the values are restored and the handler
+ * has run when it returns).  On a working rank returns then with *active =
+ * 1.  On a spare, sleeps until it joins the working world (then its state
+ * is restored, handler has run, *active = 1) or the job ends (*active = 0:
+ * call destroy and exit).  Resume errors (on every rank):
+ * ELASTIC_ERR_NO_SNAPSHOT, _CORRUPT (an explicit resume_from file), _INVAL
+ * (the snapshot does not fit the registration), _IO, _UNSUPPORTED (no
+ * HDF5).  Final errors as for elastic_maybe_reshard_down. */
 int elastic_manager_start (elastic_manager_t *m,
                            elastic_handler_f handler,
                            void *arg,
@@ -286,9 +434,13 @@ void elastic_manager_set_event_callback (elastic_manager_t *m,
 
 /* Call at the top of every step (collective over the working ranks): every
  * snapshot_period steps copy the registered state to L1 and L2 and commit it
- * once every rank has it.  If a process dies meanwhile, recovers in place
- * (previous snapshot, handler from start) and returns ELASTIC_OK with the
- * state rolled back.  Final errors as for elastic_maybe_reshard_down. */
+ * once every rank has it; every persist_period steps also write it to L3.
+ * If a process dies meanwhile, recovers in place (previous snapshot, handler
+ * from start) and returns ELASTIC_OK with the state rolled back.  Every
+ * signal_check_period steps agree on preemption notices and the deadline:
+ * then snapshot, write L3 and return ELASTIC_SUSPENDED (err says why and at
+ * which step).  A failed L3 write is a warning, not an error (see "L3
+ * snapshots").  Final errors as for elastic_maybe_reshard_down. */
 int elastic_maybe_snapshot (elastic_manager_t *m, int64_t step, elastic_error_t *err);
 
 /* Pass the error of a failed MPI call.  MPI_SUCCESS: ELASTIC_OK.  A process
@@ -339,7 +491,8 @@ int elastic_array_restore (elastic_manager_t *m,
 
 /* Inside a handler, collective over the new working communicator: fetch the
  * blob name that old rank old_rank saved in the snapshot being restored,
- * from wherever it lives (its L1 or its buddy's L2).  Each rank asks for any
+ * from wherever it lives (its L1, its buddy's L2, or the L3 file of a
+ * resume).  Each rank asks for any
  * number of old ranks (n may be 0); bufs[i] is malloc'ed (caller frees) and
  * sizes[i] set.  Returns ELASTIC_ERR_NOT_FOUND (name, old rank),
  * ELASTIC_ERR_PROC_FAILED (return non-zero from the handler). */
@@ -353,8 +506,9 @@ int elastic_blob_fetch (elastic_manager_t *m,
 
 /* The process exit code for a manager result: 0 for ELASTIC_OK,
  * ELASTIC_EXIT_RELAUNCH for ELASTIC_ERR_RELAUNCH and ELASTIC_ERR_NO_ULFM,
- * 1 otherwise.  After an error that all the ranks agreed on (a final error,
- * an invalid configuration at creation), only one of them, the lowest
+ * ELASTIC_EXIT_SUSPENDED for ELASTIC_SUSPENDED, 1 otherwise.  After a result
+ * that all the ranks agreed on (a final error, an invalid configuration at
+ * creation, a failed resume, a suspend), only one of them, the lowest
  * surviving rank, gets the non-zero code and the others 0, so that the job
  * ends with that code: with Open MPI 5's mpirun (--with-ft ulfm), several
  * ranks exiting non-zero at once sometimes hang or crash mpirun itself.

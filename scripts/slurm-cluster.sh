@@ -242,6 +242,10 @@ write_conf() {
         echo "JobRequeue=1"
         echo "PreemptType=preempt/partition_prio"
         echo "PreemptMode=REQUEUE"
+        # a preempted job that asked for --signal gets that signal at once
+        # (to the batch shell with B:), not SIGTERM to all of its processes
+        # (which would reach mpirun, and mpirun kills its ranks on SIGTERM)
+        echo "SlurmctldParameters=preempt_send_user_signal"
         echo "MailProg=/bin/true"
         for k in $(seq 1 "$NODES"); do
             if [ "$MODE" = netns ]; then

@@ -20,6 +20,15 @@ static const char *vars[] = {
     "ELASTIC_SPARE_TAKEOVER",
     "ELASTIC_SNAPSHOT_DIR",
     "ELASTIC_EVENT_LOG",
+    "ELASTIC_RUN_ID",
+    "ELASTIC_SNAPSHOT_KEEP",
+    "ELASTIC_RESUME_MODE",
+    "ELASTIC_RESUME_FRESH_OK",
+    "ELASTIC_RESUME_FROM",
+    "ELASTIC_SIGNALS",
+    "ELASTIC_SIGNAL_CHECK_PERIOD",
+    "ELASTIC_DEADLINE",
+    "ELASTIC_DEADLINE_MARGIN",
     NULL,
 };
 
@@ -68,6 +77,16 @@ int main (void)
     is_int (cfg.spare_takeover, 1, "default spare_takeover");
     is_str (cfg.snapshot_dir, ".", "default snapshot_dir");
     ok (cfg.event_log == NULL, "no event log by default");
+    ok (cfg.run_id == NULL,
+        "no run id by default (ELASTIC_RUN_ID, SLURM_JOB_ID, default)");
+    is_int (cfg.snapshot_keep, 3, "default snapshot_keep");
+    is_int (cfg.resume, ELASTIC_RESUME_AUTO, "default resume: auto");
+    is_int (cfg.resume_fresh_ok, 0, "default resume_fresh_ok");
+    ok (cfg.resume_from == NULL, "no resume_from by default");
+    is_str (cfg.signals, "TERM,USR1", "default signals");
+    is_int (cfg.signal_check_period, 0, "default signal_check_period (auto)");
+    ok (cfg.deadline == 0, "no deadline by default");
+    is_int (cfg.deadline_margin, 30, "default deadline_margin");
     is_int (elastic_config_validate (&cfg, 8, &err), ELASTIC_OK, "defaults are valid");
 
     /* each field, set by the program */
@@ -102,6 +121,16 @@ int main (void)
          "min_world_size: 0 is invalid (expected an integer >= 1)"},
         {&bad.spare_ranks, -1, "spare_ranks: -1 is invalid (expected an integer >= 0)"},
         {&bad.spare_takeover, 2, "spare_takeover: 2 is invalid (expected 0 or 1)"},
+        {&bad.snapshot_keep,
+         -1,
+         "snapshot_keep: -1 is invalid (expected an integer >= 0)"},
+        {&bad.resume_fresh_ok, 3, "resume_fresh_ok: 3 is invalid (expected 0 or 1)"},
+        {&bad.signal_check_period,
+         -1,
+         "signal_check_period: -1 is invalid (expected an integer >= 0)"},
+        {&bad.deadline_margin,
+         -5,
+         "deadline_margin: -5 is invalid (expected an integer >= 0)"},
     };
     for (size_t i = 0; i < sizeof (cases) / sizeof (cases[0]); i++) {
         bad = cfg;
@@ -139,6 +168,44 @@ int main (void)
             "snapshot_dir: '' is invalid (expected a directory path)",
             "empty snapshot_dir");
 
+    bad = cfg;
+    bad.signals = "TERM,KILL";
+    elastic_config_validate (&bad, 8, &err);
+    is_str (err.text,
+            "signals: 'KILL' is invalid (expected a comma-separated list of HUP, INT, "
+            "QUIT, ALRM, TERM, USR1, USR2, XCPU, or none)",
+            "signals: KILL cannot be caught");
+    bad = cfg;
+    bad.signals = "SIGUSR2,HUP";
+    is_int (
+        elastic_config_validate (&bad, 8, &err), ELASTIC_OK, "signals with SIG prefix");
+    bad.signals = "none";
+    is_int (elastic_config_validate (&bad, 8, &err), ELASTIC_OK, "signals none");
+    bad = cfg;
+    bad.resume = 7;
+    elastic_config_validate (&bad, 8, &err);
+    is_str (err.text,
+            "resume: 7 is invalid (expected ELASTIC_RESUME_AUTO, _ALWAYS or _NEVER)",
+            "resume out of range");
+    bad = cfg;
+    bad.resume = ELASTIC_RESUME_NEVER;
+    bad.resume_from = "/tmp/x.h5";
+    elastic_config_validate (&bad, 8, &err);
+    is_str (err.text,
+            "resume_from: '/tmp/x.h5' is invalid with resume never (expected no "
+            "resume_from, or resume auto or always)",
+            "resume_from contradicts resume never");
+    bad = cfg;
+    bad.run_id = "";
+    elastic_config_validate (&bad, 8, &err);
+    is_str (err.text, "run_id: '' is invalid (expected 1 to 254 bytes)", "empty run_id");
+    bad = cfg;
+    bad.deadline = -1;
+    elastic_config_validate (&bad, 8, &err);
+    is_str (err.text,
+            "deadline: -1 is invalid (expected seconds since the epoch, or 0 for none)",
+            "negative deadline");
+
     /* the environment */
     clear_env ();
     setenv ("ELASTIC_SNAPSHOT_PERIOD", "7", 1);
@@ -159,6 +226,31 @@ int main (void)
     is_str (cfg.snapshot_dir, "/tmp/snaps", "ELASTIC_SNAPSHOT_DIR");
     is_str (cfg.event_log, "/tmp/events.json", "ELASTIC_EVENT_LOG");
     is_int (cfg.snapshot_buffer_size, 2, "unset variables leave fields alone");
+
+    clear_env ();
+    setenv ("ELASTIC_RUN_ID", "job-42", 1);
+    setenv ("ELASTIC_SNAPSHOT_KEEP", "0", 1);
+    setenv ("ELASTIC_RESUME_MODE", "always", 1);
+    setenv ("ELASTIC_RESUME_FRESH_OK", "1", 1);
+    setenv ("ELASTIC_RESUME_FROM", "/tmp/snaps/snap-000000000040.h5", 1);
+    setenv ("ELASTIC_SIGNALS", "USR2", 1);
+    setenv ("ELASTIC_SIGNAL_CHECK_PERIOD", "5", 1);
+    setenv ("ELASTIC_DEADLINE", "1900000000", 1);
+    setenv ("ELASTIC_DEADLINE_MARGIN", "120", 1);
+    elastic_config_init (&cfg);
+    is_int (elastic_config_from_env (&cfg, &err),
+            ELASTIC_OK,
+            "the L3 variables are accepted");
+    is_str (cfg.run_id, "job-42", "ELASTIC_RUN_ID");
+    is_int (cfg.snapshot_keep, 0, "ELASTIC_SNAPSHOT_KEEP");
+    is_int (cfg.resume, ELASTIC_RESUME_ALWAYS, "ELASTIC_RESUME_MODE");
+    is_int (cfg.resume_fresh_ok, 1, "ELASTIC_RESUME_FRESH_OK");
+    is_str (cfg.resume_from, "/tmp/snaps/snap-000000000040.h5", "ELASTIC_RESUME_FROM");
+    is_str (cfg.signals, "USR2", "ELASTIC_SIGNALS");
+    is_int (cfg.signal_check_period, 5, "ELASTIC_SIGNAL_CHECK_PERIOD");
+    ok (cfg.deadline == 1900000000, "ELASTIC_DEADLINE");
+    is_int (cfg.deadline_margin, 120, "ELASTIC_DEADLINE_MARGIN");
+    is_int (elastic_config_validate (&cfg, 8, &err), ELASTIC_OK, "and are valid");
 
     env_rejects ("ELASTIC_SNAPSHOT_PERIOD",
                  "-3",
@@ -186,6 +278,29 @@ int main (void)
     env_rejects ("ELASTIC_SNAPSHOT_DIR",
                  "",
                  "ELASTIC_SNAPSHOT_DIR: '' is invalid (expected a directory path)");
+    env_rejects ("ELASTIC_RESUME_MODE",
+                 "sometimes",
+                 "ELASTIC_RESUME_MODE: 'sometimes' is invalid (expected auto, always or "
+                 "never)");
+    env_rejects ("ELASTIC_SIGNALS",
+                 "TERM,STOP",
+                 "ELASTIC_SIGNALS: 'STOP' is invalid (expected a comma-separated list of "
+                 "HUP, INT, QUIT, ALRM, TERM, USR1, USR2, XCPU, or none)");
+    env_rejects (
+        "ELASTIC_SIGNALS",
+        "",
+        "ELASTIC_SIGNALS: '' is invalid (expected signal names such as TERM,USR1, "
+        "or none)");
+    env_rejects (
+        "ELASTIC_DEADLINE",
+        "tomorrow",
+        "ELASTIC_DEADLINE: 'tomorrow' is invalid (expected a time in seconds since "
+        "the epoch, or 0 for none)");
+    env_rejects (
+        "ELASTIC_RUN_ID", "", "ELASTIC_RUN_ID: '' is invalid (expected a run id)");
+    env_rejects ("ELASTIC_SNAPSHOT_KEEP",
+                 "-1",
+                 "ELASTIC_SNAPSHOT_KEEP: -1 is invalid (expected an integer >= 0)");
     clear_env ();
 
     /* exit codes and names */
@@ -197,6 +312,11 @@ int main (void)
             ELASTIC_EXIT_RELAUNCH,
             "exit code for NO_ULFM");
     is_int (elastic_exit_code (ELASTIC_ERR_MPI), 1, "exit code for other errors");
+    is_int (elastic_exit_code (ELASTIC_SUSPENDED),
+            ELASTIC_EXIT_SUSPENDED,
+            "exit code for SUSPENDED");
+    ok (strstr (elastic_strerror (ELASTIC_SUSPENDED), "suspended") != NULL,
+        "strerror(SUSPENDED)");
     is_str (elastic_strerror (ELASTIC_ERR_PROC_FAILED),
             "a process failed",
             "strerror(PROC_FAILED)");

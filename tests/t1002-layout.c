@@ -179,7 +179,7 @@ int main (void)
             "an unknown place is rejected");
     is_str (err.text,
             "ELASTIC_TEST_KILL: '3:40:lunch' is invalid (expected RANK:STEP:WHERE with "
-            "WHERE snapshot, recovery or protect, comma-separated)",
+            "WHERE snapshot, recovery, protect or persist, comma-separated)",
             "the message names the entry");
     is_int (testhook_create ("3:40", &h, &err),
             ELASTIC_ERR_INVAL,
@@ -207,6 +207,36 @@ int main (void)
             "NULL data with elements");
     is_int (registry_add_array (r, "z", x, 0, 2, &err), ELASTIC_ERR_INVAL, "elem_size 0");
     is_int (registry_add_value (r, "", &step, 8, &err), ELASTIC_ERR_INVAL, "empty name");
+    uint64_t sig0 = registry_signature (r);
+    is_int (registry_set_type (r, "x", ELASTIC_TYPE_FLOAT64, &err),
+            ELASTIC_OK,
+            "an array's type");
+    ok (registry_signature (r) != sig0, "the type is part of the signature");
+    is_int (registry_set_type (r, "step", ELASTIC_TYPE_INT64, &err),
+            ELASTIC_OK,
+            "a value's type");
+    is_int (registry_set_type (r, "step", ELASTIC_TYPE_FLOAT32, &err),
+            ELASTIC_OK,
+            "two float32 items in 8 bytes");
+    is_int (registry_set_type (r, "step", ELASTIC_TYPE_INT64, &err), ELASTIC_OK, "back");
+    is_int (registry_set_type (r, "b", ELASTIC_TYPE_INT64, &err),
+            ELASTIC_ERR_NOT_FOUND,
+            "blobs have no type");
+    is_str (err.text,
+            "elastic_set_type: no array or value 'b' (register it first)",
+            "no-type message");
+    is_int (registry_set_type (r, "x", 9, &err), ELASTIC_ERR_INVAL, "type 9");
+    is_str (err.text,
+            "array 'x': type 9 is invalid (expected an ELASTIC_TYPE_* from 0 to 6)",
+            "bad-type message");
+    registry_add_array (r, "odd", x, 12, 1, &err);
+    is_int (registry_set_type (r, "odd", ELASTIC_TYPE_FLOAT64, &err),
+            ELASTIC_ERR_INVAL,
+            "12-byte elements are no float64 rows");
+    is_str (err.text,
+            "array 'odd': type float64 is invalid for elem_size 12 (expected a size that "
+            "is a multiple of 8)",
+            "size-mismatch message");
     uint64_t sig = registry_signature (r);
     is_int (registry_set_blob (r, "b", x, 16, &err),
             ELASTIC_OK,
@@ -219,12 +249,16 @@ int main (void)
     is_int (registry_set_blob (r, "b", x, 8, &err),
             ELASTIC_OK,
             "blobs are still updated after start");
+    is_int (registry_set_type (r, "x", ELASTIC_TYPE_BYTES, &err),
+            ELASTIC_ERR_STATE,
+            "no type changes after start");
     is_int (r->vbytes, 8, "value bytes are summed");
     struct registry *r2 = registry_create ();
     registry_add_value (r2, "step", &step, sizeof (step), &err);
     registry_add_array (r2, "x", x, sizeof (float), 4, &err);
     registry_add_array (r2, "e", NULL, 8, 0, &err);
     registry_set_blob (r2, "b", x, 3, &err);
+    registry_add_array (r2, "odd", x, 12, 1, &err);
     ok (registry_signature (r2) != registry_signature (r),
         "a different element size changes the signature");
     registry_destroy (r);

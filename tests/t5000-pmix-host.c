@@ -206,6 +206,29 @@ struct run {
     int remote_fail_rank; /* > 0: report it failed on "another node" */
 };
 
+/* Count and act on the server's pending events. */
+static void drain (struct run *R)
+{
+    struct pmixhost_event ev;
+
+    while (pmixhost_next_event (R->h, &ev)) {
+        if (ev.type > 0 && ev.type < 8)
+            R->events[ev.type]++;
+        if (ev.type == PMIXHOST_EV_INITIALIZED) {
+            R->nodelay_without = pmixhost_nodelay_check (R->h, &R->nodelay_total);
+            if (R->remote_fail_rank > 0)
+                pmixhost_job_remote_failure (R->job, R->remote_fail_rank, 1);
+        }
+        if (ev.type == PMIXHOST_EV_ABORT) {
+            R->abort_status = ev.status;
+            snprintf (R->abort_msg, sizeof (R->abort_msg), "%s", ev.message);
+            for (int r = 0; r < R->n; r++)
+                if (R->alive[r])
+                    kill (R->pid[r], SIGKILL);
+        }
+    }
+}
+
 /* Drive a job until every rank exited (30 s at most).  Returns 0 or -1. */
 static int drive (struct run *R)
 {
@@ -216,27 +239,11 @@ static int drive (struct run *R)
         R->alive[r] = 1;
     while (left > 0 && now () < deadline) {
         struct pollfd pfd = {.fd = pmixhost_fd (R->h), .events = POLLIN};
-        struct pmixhost_event ev;
         int st;
         pid_t pid;
 
         poll (&pfd, 1, 20);
-        while (pmixhost_next_event (R->h, &ev)) {
-            if (ev.type > 0 && ev.type < 8)
-                R->events[ev.type]++;
-            if (ev.type == PMIXHOST_EV_INITIALIZED) {
-                R->nodelay_without = pmixhost_nodelay_check (R->h, &R->nodelay_total);
-                if (R->remote_fail_rank > 0)
-                    pmixhost_job_remote_failure (R->job, R->remote_fail_rank, 1);
-            }
-            if (ev.type == PMIXHOST_EV_ABORT) {
-                R->abort_status = ev.status;
-                snprintf (R->abort_msg, sizeof (R->abort_msg), "%s", ev.message);
-                for (int r = 0; r < R->n; r++)
-                    if (R->alive[r])
-                        kill (R->pid[r], SIGKILL);
-            }
-        }
+        drain (R);
         while ((pid = waitpid (-1, &st, WNOHANG)) > 0) {
             for (int r = 0; r < R->n; r++) {
                 if (R->alive[r] && R->pid[r] == pid) {
@@ -253,6 +260,9 @@ static int drive (struct run *R)
             kill (R->pid[r], SIGKILL);
             waitpid (R->pid[r], NULL, 0);
         }
+    /* a rank's last events (its finalize) may still be queued when its
+     * exit is reaped */
+    drain (R);
     return left == 0 ? 0 : -1;
 }
 

@@ -8,9 +8,11 @@
  *                -> exit barrier -> shutdown
  *
  * over a backend (how workers are started, stopped and watched: local
- * processes by default) and a rendezvous module (who the peers are: a static
- * one by default).  Both are tables of function pointers, so a PMIx-hosting
- * backend or a multi-node rendezvous plugs in without touching the core.
+ * processes, or with the spec's wireup "pmix" local processes that are the
+ * MPI ranks of a PMIx server the agent hosts) and a rendezvous module (who
+ * the peers are: a static one by default).  Both are tables of function
+ * pointers, so other backends or a multi-node rendezvous plug in without
+ * touching the core.
  *
  * Lifecycle:
  *     spec = elastic_agent_spec_create ();
@@ -32,6 +34,8 @@
  * HEALTHY when its workers are started (UNHEALTHY when a watchdog fired), and
  * ends SUCCEEDED (all exited 0) or FAILED; the agent puts it in STOPPED while
  * it restarts it.  UNKNOWN means the backend lost track of the workers.
+ * With in-place recovery (elastic_agent_worker_lost) a group whose lost
+ * workers' peers went on succeeds when every worker left exited 0.
  */
 #ifndef ELASTIC_AGENT_H
 #define ELASTIC_AGENT_H
@@ -151,7 +155,10 @@ struct elastic_agent_rdzv {
  *                    see elastic_agent_worker_env/_argv/_info); report each
  *                    with elastic_agent_worker_started();
  *   monitor_workers- report workers that exited since the last call with
- *                    elastic_agent_worker_exited(); return ELASTIC_OK, or an
+ *                    elastic_agent_worker_exited() (or _lost() when its
+ *                    peers go on without it, _failed() when the exit fails
+ *                    the group whatever its code, elastic_agent_abort()
+ *                    when a worker ended the job); return ELASTIC_OK, or an
  *                    error if the workers cannot be accounted for (UNKNOWN);
  *   stop_workers   - send signum to every worker, wait up to timeout seconds
  *                    (elastic_agent_wait keeps the loop running), kill what
@@ -174,9 +181,12 @@ struct elastic_agent_backend {
 
 /* ---- the agent ------------------------------------------------------------ */
 
-/* Create an agent over spec (borrowed) with the local-process backend and a
- * single-node static rendezvous.  Returns NULL with err set if the spec is
- * incomplete (no entrypoint) or inconsistent. */
+/* Create an agent over spec (borrowed) with the local-process backend (the
+ * PMIx-hosting one when the spec's wireup is pmix: the default for a
+ * program entrypoint in a build with PMIx) and a single-node static
+ * rendezvous.  Returns NULL with err set if the spec is incomplete (no
+ * entrypoint) or inconsistent (e.g. restart-policy in-place without the
+ * hosted PMIx server). */
 elastic_agent_t *elastic_agent_create (const elastic_agent_spec_t *spec,
                                        elastic_error_t *err);
 
@@ -372,6 +382,33 @@ int elastic_agent_worker_exited (elastic_agent_t *agent,
                                  int index,
                                  int exitcode,
                                  int signum);
+
+/* Report that worker `index` died and that its peers were told to go on
+ * without it (in-place recovery: the hosted PMIx server sent the MPI
+ * survivors the failure event).  It is a failure (worker_exit and
+ * rank_lost events, the run result, note added to its message; note may be
+ * NULL), but not the group's: the group succeeds when the workers left
+ * succeed, and fails when none is left.  Returns ELASTIC_ERR_NOT_FOUND for
+ * a bad index. */
+int elastic_agent_worker_lost (
+    elastic_agent_t *agent, int index, int exitcode, int signum, const char *note);
+
+/* Report that worker `index` exited and that this is a failure of the
+ * group whatever its exit code (a rank that died inside MPI_Init); note
+ * (may be NULL) is added to its message.  Returns ELASTIC_ERR_NOT_FOUND
+ * for a bad index. */
+int elastic_agent_worker_failed (
+    elastic_agent_t *agent, int index, int exitcode, int signum, const char *note);
+
+/* Worker `index` asked to end the whole job (MPI_Abort): the agent kills
+ * every worker at once and ends the run FAILED, without restarting, with
+ * `code` as its exit status (1 if code is 0 modulo 256) and message (may
+ * be NULL) in the failure report.  Only the first call counts.  Returns
+ * ELASTIC_ERR_NOT_FOUND for a bad index. */
+int elastic_agent_abort (elastic_agent_t *agent,
+                         int index,
+                         int code,
+                         const char *message);
 
 /* Record the bytes a function entrypoint returned (copied).  Returns
  * ELASTIC_ERR_NOMEM or ELASTIC_ERR_NOT_FOUND. */

@@ -128,6 +128,13 @@ elastic_agent_t *elastic_agent_create (const elastic_agent_spec_t *spec,
         errset (err, "no entrypoint: give the program to run and its arguments");
         return NULL;
     }
+    {
+        char msg[sizeof (err->text)];
+        if (spec_check (spec, msg, sizeof (msg)) < 0) {
+            errset (err, "%s", msg);
+            return NULL;
+        }
+    }
     log_init_from_env ("elastic-agent", "ELASTIC_LOG");
     if (!(agent = calloc (1, sizeof (*agent))))
         goto nomem;
@@ -146,6 +153,18 @@ elastic_agent_t *elastic_agent_create (const elastic_agent_spec_t *spec,
         goto nomem;
     if (!(agent->loop = loop_create ()))
         goto nomem;
+#if HAVE_PMIX
+    if (spec_wireup (spec) == WIREUP_PMIX) {
+        char msg[sizeof (err->text)];
+        agent->backend = &pmix_backend;
+        if (!(agent->backend_ctx = pmix_backend_create (agent, msg, sizeof (msg)))) {
+            errset (err, "%s", msg);
+            elastic_agent_destroy (agent);
+            return NULL;
+        }
+        return agent;
+    }
+#endif
     agent->backend = &local_backend;
     if (!(agent->backend_ctx = local_backend_create (agent)))
         goto nomem;
@@ -741,19 +760,23 @@ static void stop_workers (elastic_agent_t *agent, int signum, double timeout)
         filetimer_clear (agent->ft);
 }
 
-/* The earliest failure of this attempt (NULL if none). */
+/* The earliest failure of this attempt that failed the group (NULL if
+ * none): workers lost in place only when every failure was one (their
+ * peers went on; what came after decided). */
 static struct worker *root_cause (elastic_agent_t *agent)
 {
     struct worker *best = NULL;
 
-    for (int i = 0; i < agent->nworkers; i++) {
-        struct worker *w = &agent->w[i];
-        if (!w->failed)
-            continue;
-        if (!best || (long long)w->fail_time < (long long)best->fail_time ||
-            ((long long)w->fail_time == (long long)best->fail_time &&
-             w->fail_seq < best->fail_seq))
-            best = w;
+    for (int pass = 0; pass < 2 && !best; pass++) {
+        for (int i = 0; i < agent->nworkers; i++) {
+            struct worker *w = &agent->w[i];
+            if (!w->failed || (pass == 0 && w->lost))
+                continue;
+            if (!best || (long long)w->fail_time < (long long)best->fail_time ||
+                ((long long)w->fail_time == (long long)best->fail_time &&
+                 w->fail_seq < best->fail_seq))
+                best = w;
+        }
     }
     return best;
 }
@@ -819,7 +842,9 @@ static int restart_workers (elastic_agent_t *agent, elastic_error_t *err)
                               root ? root->rank : -1,
                               "failures",
                               failures_json (agent)));
+    agent->stop_after_failure = 1;
     stop_workers (agent, spec->stop_signal, spec->shutdown_timeout);
+    agent->stop_after_failure = 0;
     group_set_state (agent, ELASTIC_AGENT_STOPPED);
     t_stop = mono_now ();
     if (agent->pending_signal) {
@@ -917,6 +942,15 @@ static int failure_status (elastic_agent_t *agent)
     return 1;
 }
 
+/* A worker ended the job (elastic_agent_abort): kill the rest, no restart. */
+static void end_aborted (elastic_agent_t *agent, int *statusp, int *final_state)
+{
+    stop_workers (agent, SIGKILL, 0);
+    group_set_state (agent, ELASTIC_AGENT_FAILED);
+    *statusp = agent->abort_status;
+    *final_state = ELASTIC_AGENT_FAILED;
+}
+
 static int
 run_machine (elastic_agent_t *agent, int *statusp, int *final_state, elastic_error_t *err)
 {
@@ -939,6 +973,10 @@ run_machine (elastic_agent_t *agent, int *statusp, int *final_state, elastic_err
             stop_workers (agent, SIGKILL, 0);
             *final_state = ELASTIC_AGENT_UNKNOWN;
             *statusp = 1;
+            return ELASTIC_OK;
+        }
+        if (agent->abort_requested) {
+            end_aborted (agent, statusp, final_state);
             return ELASTIC_OK;
         }
         if (agent->pending_signal) {
@@ -968,6 +1006,10 @@ run_machine (elastic_agent_t *agent, int *statusp, int *final_state, elastic_err
         if (any_suspended (agent)) {
             *statusp = suspend_workers (agent, first_preempt_signal (spec));
             *final_state = ELASTIC_AGENT_STOPPED;
+            return ELASTIC_OK;
+        }
+        if (agent->abort_requested) {
+            end_aborted (agent, statusp, final_state);
             return ELASTIC_OK;
         }
         state = group_derive_state (agent);
@@ -1003,8 +1045,11 @@ run_machine (elastic_agent_t *agent, int *statusp, int *final_state, elastic_err
                     }
                     continue;
                 }
-                if (group_alive (agent) > 0)
+                if (group_alive (agent) > 0) {
+                    agent->stop_after_failure = 1;
                     stop_workers (agent, spec->stop_signal, spec->shutdown_timeout);
+                    agent->stop_after_failure = 0;
+                }
                 *statusp = failure_status (agent);
                 group_set_state (agent, ELASTIC_AGENT_FAILED);
                 *final_state = ELASTIC_AGENT_FAILED;
@@ -1081,31 +1126,38 @@ int elastic_agent_run (elastic_agent_t *agent,
         signal_list_format (&spec->preempt, preempt, sizeof (preempt));
         for (int i = 0; argv && spec->argv && i < spec->argc; i++)
             json_array_append_new (argv, json_string (spec->argv[i]));
-        eventlog_emit (agent->ev,
-                       "agent_start",
-                       json_pack ("{s:o s:i s:i s:f s:f s:s s:s s:i s:s s:b s:f}",
-                                  "entrypoint",
-                                  argv ? argv : json_null (),
-                                  "nproc",
-                                  spec->nproc,
-                                  "max_restarts",
-                                  spec->max_restarts,
-                                  "monitor_interval_s",
-                                  spec->monitor_interval,
-                                  "shutdown_timeout_s",
-                                  spec->shutdown_timeout,
-                                  "signals_to_handle",
-                                  handled,
-                                  "preempt_signals",
-                                  preempt,
-                                  "health_port",
-                                  agent->health_port,
-                                  "rendezvous",
-                                  agent->rdzv->name ? agent->rdzv->name : "custom",
-                                  "file_timer",
-                                  spec->file_timer,
-                                  "hang_timeout_s",
-                                  spec->hang_timeout));
+        eventlog_emit (
+            agent->ev,
+            "agent_start",
+            json_pack ("{s:o s:i s:i s:f s:f s:s s:s s:i s:s s:b s:f s:s s:s s:s}",
+                       "entrypoint",
+                       argv ? argv : json_null (),
+                       "nproc",
+                       spec->nproc,
+                       "max_restarts",
+                       spec->max_restarts,
+                       "monitor_interval_s",
+                       spec->monitor_interval,
+                       "shutdown_timeout_s",
+                       spec->shutdown_timeout,
+                       "signals_to_handle",
+                       handled,
+                       "preempt_signals",
+                       preempt,
+                       "health_port",
+                       agent->health_port,
+                       "rendezvous",
+                       agent->rdzv->name ? agent->rdzv->name : "custom",
+                       "file_timer",
+                       spec->file_timer,
+                       "hang_timeout_s",
+                       spec->hang_timeout,
+                       "backend",
+                       agent->backend->name ? agent->backend->name : "custom",
+                       "wireup",
+                       spec_wireup_name (spec_wireup (spec)),
+                       "restart_policy",
+                       spec_restart_policy_name (spec_restart_policy (spec))));
     }
     if (agent->health_port >= 0)
         log_info ("health server on %s:%d", spec->health_addr, agent->health_port);
@@ -1278,14 +1330,32 @@ static char *describe_exit (const struct worker *w)
     return s;
 }
 
-int elastic_agent_worker_exited (elastic_agent_t *agent,
-                                 int index,
-                                 int exitcode,
-                                 int signum)
+/* How a backend counts an exit (elastic_agent_worker_exited/_failed/_lost). */
+enum { END_EXIT = 0, END_FAILED, END_LOST };
+
+/* "message; note", or message alone (malloc'ed; NULL on out of memory). */
+static char *with_note (char *message, const char *note)
+{
+    char *m = NULL;
+
+    if (!note || !*note)
+        return message;
+    if (asprintf (&m, "%s; %s", message ? message : "", note) < 0)
+        return message;
+    free (message);
+    return m;
+}
+
+static int worker_end (elastic_agent_t *agent,
+                       int index,
+                       int exitcode,
+                       int signum,
+                       int how,
+                       const char *note)
 {
     struct worker *w;
     struct error_record rec;
-    int failed;
+    int failed, survivors = 0;
 
     if (!agent || index < 0 || index >= agent->nworkers)
         return ELASTIC_ERR_NOT_FOUND;
@@ -1293,7 +1363,8 @@ int elastic_agent_worker_exited (elastic_agent_t *agent,
     if (w->exited)
         return ELASTIC_OK;
     memset (&rec, 0, sizeof (rec));
-    failed = (signum > 0 || exitcode != 0) && exitcode != ELASTIC_EXIT_SUSPENDED;
+    failed = how != END_EXIT ||
+             ((signum > 0 || exitcode != 0) && exitcode != ELASTIC_EXIT_SUSPENDED);
     /* read the worker's error file outside the lock */
     if (failed && errorfile_read (w->error_file, &rec) < 0) {
         if (errno != ENOENT)
@@ -1309,13 +1380,19 @@ int elastic_agent_worker_exited (elastic_agent_t *agent,
     w->signum = signum;
     w->exitcode = signum > 0 ? -signum : exitcode;
     w->exit_mono = mono_now ();
-    if (exitcode == ELASTIC_EXIT_SUSPENDED && signum == 0) {
+    if (w->aborted) {
+        /* the agent killed it after its MPI_Abort: the abort is the story */
+        w->signum = signum = 0;
+        w->exitcode = w->abort_code;
+        w->state = ELASTIC_AGENT_FAILED;
+    } else if (how == END_EXIT && exitcode == ELASTIC_EXIT_SUSPENDED && signum == 0) {
         w->suspended = 1;
         w->state = ELASTIC_AGENT_STOPPED;
     } else if (!failed)
         w->state = ELASTIC_AGENT_SUCCEEDED;
     else if (w->failed) {
-        /* killed by a watchdog: keep its reason, add how it ended */
+        /* killed by a watchdog, or it aborted the job: keep its reason, add
+         * how it ended */
         char *exitdesc = describe_exit (w), *m = NULL;
         if (asprintf (&m,
                       "%s; %s",
@@ -1337,6 +1414,7 @@ int elastic_agent_worker_exited (elastic_agent_t *agent,
         w->state = ELASTIC_AGENT_STOPPED;
     } else {
         w->failed = 1;
+        w->lost = how == END_LOST;
         w->fail_seq = ++agent->fail_seq;
         w->state = ELASTIC_AGENT_FAILED;
         if (rec.message) {
@@ -1348,7 +1426,10 @@ int elastic_agent_worker_exited (elastic_agent_t *agent,
             w->message = describe_exit (w);
             w->fail_time = wall_now ();
         }
+        w->message = with_note (w->message, note);
         agent->failures_total++;
+        if (w->lost)
+            agent->lost_total++;
         agent->last_fail_rank = w->rank;
         agent->last_fail_local_rank = w->local_rank;
         agent->last_fail_exitcode = w->exitcode;
@@ -1373,8 +1454,29 @@ int elastic_agent_worker_exited (elastic_agent_t *agent,
     json_object_set_new (o, "lifetime_s", json_real (w->exit_mono - w->start_mono));
     if (w->failed && w->message)
         json_object_set_new (o, "message", json_string (w->message));
+    if (w->lost)
+        json_object_set_new (o, "in_place", json_true ());
     eventlog_emit (agent->ev, "worker_exit", o);
-    if (w->failed)
+    if (w->lost) {
+        survivors = group_alive (agent);
+        o = worker_brief (w);
+        json_object_set_new (o, "attempt", json_integer (agent->restart_count));
+        json_object_set_new (o, "exitcode", json_integer (w->exitcode));
+        if (signum > 0)
+            json_object_set_new (o, "signal", json_string (signal_name (signum)));
+        json_object_set_new (o, "survivors", json_integer (survivors));
+        json_object_set_new (o, "lost_total", json_integer (agent->lost_total));
+        if (w->message)
+            json_object_set_new (o, "message", json_string (w->message));
+        eventlog_emit (agent->ev, "rank_lost", o);
+        log_warn ("rank %d (local rank %d, pid %d) lost: %s; %d worker%s left",
+                  w->rank,
+                  w->local_rank,
+                  (int)w->pid,
+                  w->message ? w->message : "",
+                  survivors,
+                  survivors == 1 ? "" : "s");
+    } else if (w->failed)
         log_warn ("rank %d (local rank %d, pid %d) failed: %s",
                   w->rank,
                   w->local_rank,
@@ -1382,6 +1484,79 @@ int elastic_agent_worker_exited (elastic_agent_t *agent,
                   w->message ? w->message : "");
     else
         log_debug ("rank %d (pid %d) exited with %d", w->rank, (int)w->pid, w->exitcode);
+    return ELASTIC_OK;
+}
+
+int elastic_agent_worker_exited (elastic_agent_t *agent,
+                                 int index,
+                                 int exitcode,
+                                 int signum)
+{
+    return worker_end (agent, index, exitcode, signum, END_EXIT, NULL);
+}
+
+int elastic_agent_worker_lost (
+    elastic_agent_t *agent, int index, int exitcode, int signum, const char *note)
+{
+    return worker_end (agent, index, exitcode, signum, END_LOST, note);
+}
+
+int elastic_agent_worker_failed (
+    elastic_agent_t *agent, int index, int exitcode, int signum, const char *note)
+{
+    return worker_end (agent, index, exitcode, signum, END_FAILED, note);
+}
+
+int elastic_agent_abort (elastic_agent_t *agent, int index, int code, const char *message)
+{
+    struct worker *w;
+    char reason[512];
+    json_t *o;
+
+    if (!agent || index < 0 || index >= agent->nworkers)
+        return ELASTIC_ERR_NOT_FOUND;
+    /* the first counts; the group may also be stopping already (a restart) */
+    if (agent->abort_requested || agent->stopping)
+        return ELASTIC_OK;
+    w = &agent->w[index];
+    if (message && *message)
+        snprintf (reason, sizeof (reason), "MPI_Abort with code %d: %s", code, message);
+    else
+        snprintf (reason, sizeof (reason), "MPI_Abort with code %d (no message)", code);
+    pthread_mutex_lock (&agent->lock);
+    agent->abort_requested = 1;
+    agent->abort_status = code & 0xff ? code & 0xff : 1;
+    /* the other workers are killed on purpose from now on */
+    agent->stopping = 1;
+    if (!w->failed && !w->exited) {
+        w->failed = 1;
+        w->aborted = 1;
+        w->abort_code = code;
+        w->fail_seq = ++agent->fail_seq;
+        w->fail_time = wall_now ();
+        free (w->reason);
+        w->reason = strdup (reason);
+        free (w->message);
+        w->message = strdup (reason);
+        agent->failures_total++;
+        agent->last_fail_rank = w->rank;
+        agent->last_fail_local_rank = w->local_rank;
+        agent->last_fail_exitcode = code;
+        agent->last_fail_signal = 0;
+        agent->last_fail_time = w->fail_time;
+        errfmt (
+            agent->last_fail_message, sizeof (agent->last_fail_message), "%s", reason);
+    }
+    pthread_mutex_unlock (&agent->lock);
+    o = worker_brief (w);
+    json_object_set_new (o, "attempt", json_integer (agent->restart_count));
+    json_object_set_new (o, "code", json_integer (code));
+    json_object_set_new (o, "message", json_string (message ? message : ""));
+    eventlog_emit (agent->ev, "job_abort", o);
+    log_err ("rank %d (pid %d) called %s: stopping every worker",
+             w->rank,
+             (int)w->pid,
+             reason);
     return ELASTIC_OK;
 }
 

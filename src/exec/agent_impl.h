@@ -37,6 +37,9 @@ struct worker {
     double exit_mono;
     int suspended; /* exited with ELASTIC_EXIT_SUSPENDED */
     int failed;    /* a failure of this attempt */
+    int lost;      /* a failure the others went on without (in place) */
+    int aborted;   /* it ended the job (elastic_agent_abort) */
+    int abort_code;
     uint64_t fail_seq;
     double fail_time; /* epoch seconds */
     char *message;
@@ -92,8 +95,9 @@ struct elastic_agent {
     int base_is_tmp;
     char attempt_dir[PATH_MAX];
     char timer_path[PATH_MAX];
-    int stopping; /* 1 while the agent stops workers on purpose */
-    int escalate; /* a second signal: kill now */
+    int stopping;           /* 1 while the agent stops workers on purpose */
+    int stop_after_failure; /* ... because the group failed (not a signal) */
+    int escalate;           /* a second signal: kill now */
     int pending_signal;
     uint64_t fail_seq;
 
@@ -107,8 +111,13 @@ struct elastic_agent {
     uint64_t tick_ns;    /* last loop iteration (atomic) */
     int health_reported; /* 1 healthy, 0 unhealthy (atomic) */
 
+    /* a worker asked to end the job (elastic_agent_abort) */
+    int abort_requested;
+    int abort_status; /* the agent's exit status for it */
+
     /* counters and the last failure, for /metrics (under lock) */
     int failures_total;
+    int lost_total; /* workers lost and recovered in place */
     int watchdog_fires;
     int last_fail_rank;
     int last_fail_local_rank;
@@ -121,6 +130,35 @@ struct elastic_agent {
 /* The default backend: local processes (local.c). */
 extern const struct elastic_agent_backend local_backend;
 void *local_backend_create (elastic_agent_t *agent);
+
+/* What a wire-up adds to the local backend (pmix_backend.c): variables for
+ * each worker, variables to drop from the agent's environment, and the
+ * report of each exit.  Every function pointer may be NULL. */
+struct local_wireup {
+    void *arg;
+    /* worker i's extra variables ("NAME=value", NULL-terminated, borrowed
+     * until the fork); they override the agent's */
+    char *const *(*env) (void *arg, int i);
+    /* 1 if the agent's variable `entry` ("NAME=value") is not to be passed */
+    int (*drop) (void *arg, const char *entry);
+    /* worker i was forked as pid */
+    void (*started) (void *arg, int i, pid_t pid);
+    /* worker i was reaped: report it to the core (elastic_agent_worker_*);
+     * without this hook the local backend reports a plain exit */
+    void (*reaped) (void *arg, int i, int wstatus);
+    /* mark descriptors >= 3 close-on-exec in each child before exec */
+    int close_fds;
+};
+
+/* Use w (copied; NULL: none) in the local backend whose context is ctx. */
+void local_set_wireup (void *ctx, const struct local_wireup *w);
+
+/* The PMIx-hosting backend (pmix_backend.c, with PMIx): the local backend
+ * plus the hosted PMIx server.  Returns NULL with err set. */
+#if HAVE_PMIX
+extern const struct elastic_agent_backend pmix_backend;
+void *pmix_backend_create (elastic_agent_t *agent, char *err, size_t errsz);
+#endif
 
 /* Find the worker whose process group holds pid; NULL if none. */
 struct worker *agent_worker_by_pid (elastic_agent_t *agent, pid_t pid);

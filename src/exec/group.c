@@ -129,6 +129,12 @@ static int make_env (elastic_agent_t *agent, struct worker *w, int local_world_s
         rc |= env_add (&v, &n, "MASTER_PORT", "%d", agent->master_port);
     }
     rc |= env_add (&v, &n, "ELASTIC_RESTART_COUNT", "%d", agent->restart_count);
+    /* a restarted group resumes from its last persistent (HDF5) snapshot
+     * when libelastic has one, and starts fresh otherwise */
+    if (agent->restart_count > 0 && !getenv ("ELASTIC_RESUME"))
+        rc |= env_add (&v, &n, "ELASTIC_RESUME", "1");
+    if (agent->restart_count > 0 && !getenv ("ELASTIC_RESUME_FRESH_OK"))
+        rc |= env_add (&v, &n, "ELASTIC_RESUME_FRESH_OK", "1");
     rc |= env_add (&v, &n, "ELASTIC_MAX_RESTARTS", "%d", spec->max_restarts);
     rc |= env_add (&v, &n, "ELASTIC_RUN_ID", "%s", agent->run_id);
     rc |= env_add (&v, &n, "ELASTIC_ERROR_FILE", "%s", w->error_file);
@@ -287,11 +293,13 @@ void group_set_state (elastic_agent_t *agent, int state)
 
 int group_derive_state (elastic_agent_t *agent)
 {
-    int failed = 0, failed_alive = 0, succeeded = 0;
+    int failed = 0, failed_alive = 0, succeeded = 0, lost = 0;
 
     for (int i = 0; i < agent->nworkers; i++) {
         struct worker *w = &agent->w[i];
-        if (w->failed) {
+        if (w->lost)
+            lost++; /* recovered in place: the others went on */
+        else if (w->failed) {
             failed++;
             if (!w->exited)
                 failed_alive++;
@@ -300,7 +308,9 @@ int group_derive_state (elastic_agent_t *agent)
     }
     if (failed)
         return failed_alive ? ELASTIC_AGENT_UNHEALTHY : ELASTIC_AGENT_FAILED;
-    if (succeeded == agent->nworkers)
+    if (lost == agent->nworkers)
+        return ELASTIC_AGENT_FAILED; /* nobody was left to go on */
+    if (succeeded + lost == agent->nworkers)
         return ELASTIC_AGENT_SUCCEEDED;
     return ELASTIC_AGENT_HEALTHY;
 }

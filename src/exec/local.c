@@ -59,6 +59,7 @@ struct local {
     pid_t agent_pid;
     struct binding_plan *plan; /* this start's placement; NULL = no binding */
     char note[1024];           /* the binding note logged last */
+    struct local_wireup wu;    /* what a wire-up adds (all NULL: nothing) */
 };
 
 void *local_backend_create (elastic_agent_t *agent)
@@ -77,6 +78,16 @@ void *local_backend_create (elastic_agent_t *agent)
     for (int i = 0; i < l->n; i++)
         l->lw[i].pidfd = -1;
     return l;
+}
+
+void local_set_wireup (void *ctx, const struct local_wireup *w)
+{
+    struct local *l = ctx;
+
+    if (w)
+        l->wu = *w;
+    else
+        memset (&l->wu, 0, sizeof (l->wu));
 }
 
 static void local_destroy (void *ctx)
@@ -265,7 +276,9 @@ static void worker_reaped (struct local *l, int i, int status)
             free (buf);
         }
     }
-    if (WIFSIGNALED (status))
+    if (l->wu.reaped)
+        l->wu.reaped (l->wu.arg, i, status);
+    else if (WIFSIGNALED (status))
         elastic_agent_worker_exited (l->agent, i, 0, WTERMSIG (status));
     else
         elastic_agent_worker_exited (l->agent, i, WEXITSTATUS (status), 0);
@@ -330,29 +343,37 @@ static int env_sets (char *const *v, const char *e)
     return 0;
 }
 
-/* The agent's environment without the names the contract sets, plus them;
- * extra (the binding's variables) wins over both. */
-static char **build_environ (char *const *add, char *const *extra)
+/* The agent's environment (without what the wire-up drops) overlaid with
+ * the NULL-terminated lists of layers, each winning over the ones before
+ * it: the contract's variables, the wire-up's, the binding's. */
+static char **build_environ (struct local *l, char *const *layers[], int nlayers)
 {
     size_t n = 0, k = 0;
     char **env;
 
     for (char **e = environ; e && *e; e++)
         n++;
-    for (char *const *a = add; a && *a; a++)
-        n++;
-    for (char *const *a = extra; a && *a; a++)
-        n++;
+    for (int j = 0; j < nlayers; j++)
+        for (char *const *a = layers[j]; a && *a; a++)
+            n++;
     if (!(env = calloc (n + 1, sizeof (*env))))
         return NULL;
-    for (char **e = environ; e && *e; e++)
-        if (!env_sets (add, *e) && !env_sets (extra, *e))
+    for (char **e = environ; e && *e; e++) {
+        int over = l->wu.drop && l->wu.drop (l->wu.arg, *e);
+        for (int j = 0; j < nlayers && !over; j++)
+            over = env_sets (layers[j], *e);
+        if (!over)
             env[k++] = *e;
-    for (char *const *a = add; a && *a; a++)
-        if (!env_sets (extra, *a))
-            env[k++] = *a;
-    for (char *const *a = extra; a && *a; a++)
-        env[k++] = *a;
+    }
+    for (int j = 0; j < nlayers; j++) {
+        for (char *const *a = layers[j]; a && *a; a++) {
+            int over = 0;
+            for (int m = j + 1; m < nlayers && !over; m++)
+                over = env_sets (layers[m], *a);
+            if (!over)
+                env[k++] = *a;
+        }
+    }
     env[k] = NULL;
     return env;
 }
@@ -545,6 +566,15 @@ child (struct local *l, int i, char **env, int out_fd, int err_fd, pid_t parent)
     if (err_fd >= 0 && dup2 (err_fd, STDERR_FILENO) < 0)
         _exit (127);
     binding_apply_or_exit (l, i);
+    if (argv && l->wu.close_fds) {
+        /* a PMIx server's accepted sockets are not close-on-exec: the
+         * program gets 0, 1 and 2 only */
+#ifdef SYS_close_range
+        if (syscall (SYS_close_range, 3U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */) < 0)
+#endif
+            for (int fd = 3; fd < 65536; fd++)
+                fcntl (fd, F_SETFD, FD_CLOEXEC);
+    }
     if (argv) {
         execvpe (argv[0], argv, env);
         char msg[PATH_MAX + 128];
@@ -586,6 +616,7 @@ static int start_one (struct local *l, int i, elastic_error_t *err)
     struct worker *w = &agent->w[i];
     int out_fd = -1, err_fd = -1, rc = ELASTIC_ERR_IO;
     char msg[256] = "", cvd[1100], *extra[3];
+    char *const *layers[3];
     char **env = NULL;
     pid_t pid;
 
@@ -595,7 +626,10 @@ static int start_one (struct local *l, int i, elastic_error_t *err)
         open_stream (l, w, STD_ERR, &err_fd, &lw->err, msg, sizeof (msg)) < 0)
         goto out;
     binding_env (l, i, extra, cvd, sizeof (cvd));
-    if (!(env = build_environ (elastic_agent_worker_env (agent, i), extra))) {
+    layers[0] = elastic_agent_worker_env (agent, i);
+    layers[1] = l->wu.env ? l->wu.env (l->wu.arg, i) : NULL;
+    layers[2] = extra;
+    if (!(env = build_environ (l, layers, 3))) {
         snprintf (msg, sizeof (msg), "out of memory");
         goto out;
     }
@@ -608,6 +642,8 @@ static int start_one (struct local *l, int i, elastic_error_t *err)
         child (l, i, env, out_fd, err_fd, l->agent_pid);
     setpgid (pid, pid);
     lw->pid = pid;
+    if (l->wu.started)
+        l->wu.started (l->wu.arg, i, pid);
     if (l->guard && guardian_add (l->guard, pid) < 0)
         log_warn ("guardian: %s", strerror (errno));
     lw->pidfd = (int)syscall (SYS_pidfd_open, pid, 0);

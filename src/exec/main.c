@@ -3,11 +3,14 @@
  *   elastic-exec [options] [--] program [args...]
  *
  * Agent mode (--nproc-per-node N, --standalone, or no launcher): start N
- * local workers, like `torchrun --standalone`.  Wrapper mode (under mpirun
- * or srun, without --nproc-per-node): supervise one worker whose rank is
- * this task's.  Every option may also come from ELASTIC_<OPTION> (upper
- * case, '-' as '_'); flags win over the environment.  Bad input prints one
- * line and exits 2.  See elastic-exec(1).
+ * local workers, like `torchrun --standalone`; MPI workers are the ranks of
+ * a PMIx server the agent hosts (--wireup pmix, pmix_backend.c).  Wrapper
+ * mode (under mpirun or srun, without --nproc-per-node): supervise one
+ * worker whose rank is this task's, and die by the worker's signal when it
+ * died by one (so the launcher tells the other ranks).  Every option may
+ * also come from ELASTIC_<OPTION> (upper case, '-' as '_'); flags win over
+ * the environment.  Bad input prints one line and exits 2.  See
+ * elastic-exec(1).
  *
  * Binding (--bind, --numa-binding, with hwloc): the plan is computed here
  * once before anything starts, so that a request that does not fit is a
@@ -20,9 +23,11 @@
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "binding.h"
@@ -156,11 +161,28 @@ static const struct opt opts[] = {
      ARG_REQUIRED,
      NULL,
      "signal that stops a worker group for a restart (default: SIGTERM)"},
+    {"wireup",
+     0,
+     ARG_REQUIRED,
+     NULL,
+     "MPI wire-up: pmix (host the ranks' PMIx server; agent mode's default), none, "
+     "or inherit (the launcher's; wrapper mode's default)"},
     {"restart-policy",
      0,
      ARG_REQUIRED,
      NULL,
-     "what restarts on a failure: group (default: group)"},
+     "in-place (MPI survivors go on; default with --wireup pmix) or group (stop "
+     "all, start all)"},
+    {"mpi-btl",
+     0,
+     ARG_REQUIRED,
+     NULL,
+     "the ranks' Open MPI transport with --wireup pmix: sm or tcp (default: sm)"},
+    {"init-timeout",
+     0,
+     ARG_REQUIRED,
+     NULL,
+     "restart the group when MPI_Init takes longer (--wireup pmix; default: 0, off)"},
     {"virtual-local-rank",
      0,
      ARG_BOOL,
@@ -568,6 +590,45 @@ static int binding_preflight (const struct elastic_agent_spec *spec,
 #endif
 }
 
+/* 1 if a signal's default action ends the process. */
+static int signal_is_fatal (int sig)
+{
+    switch (sig) {
+        case SIGCHLD:
+        case SIGCONT:
+        case SIGSTOP:
+        case SIGTSTP:
+        case SIGTTIN:
+        case SIGTTOU:
+        case SIGURG:
+        case SIGWINCH:
+            return 0;
+    }
+    return sig > 0 && sig < NSIG;
+}
+
+/* Wrapper mode: die by the signal that killed the worker, so that the
+ * launcher (PRRTE) sees a death by signal and tells the other ranks (an
+ * exit 128+N is a normal termination to it, and ULFM survivors wait
+ * forever).  No core dump for this re-raise.  Returns only if the signal
+ * did not end the process. */
+static void die_by_signal (int sig)
+{
+    struct rlimit no_core = {0, 0};
+    struct sigaction dfl;
+    sigset_t set;
+
+    fflush (NULL);
+    setrlimit (RLIMIT_CORE, &no_core);
+    memset (&dfl, 0, sizeof (dfl));
+    dfl.sa_handler = SIG_DFL;
+    sigaction (sig, &dfl, NULL);
+    sigemptyset (&set);
+    sigaddset (&set, sig);
+    sigprocmask (SIG_UNBLOCK, &set, NULL);
+    raise (sig);
+}
+
 int main (int argc, char **argv)
 {
     elastic_agent_spec_t *spec;
@@ -578,7 +639,7 @@ int main (int argc, char **argv)
     elastic_error_t err = {{0}};
     char msg[256], own_error_file[PATH_MAX] = "";
     const char *v;
-    int wrapper = 0, rc, status = EXIT_USAGE;
+    int wrapper = 0, rc, status = EXIT_USAGE, reraise = 0;
 
     if (!(spec = elastic_agent_spec_create ())) {
         fprintf (stderr, "%s: out of memory\n", prog);
@@ -627,6 +688,11 @@ int main (int argc, char **argv)
     if (elastic_agent_spec_set_entrypoint (
             spec, argc - cli.entry, argv + cli.entry, &err) != ELASTIC_OK) {
         fprintf (stderr, "%s: %s\n", prog, err.text);
+        goto out;
+    }
+    spec->wrapper = wrapper;
+    if (spec_check (spec, msg, sizeof (msg)) < 0) {
+        fprintf (stderr, "%s: --%s\n", prog, msg);
         goto out;
     }
     if (spec_binding_wanted (spec) && binding_preflight (spec, wrapper ? &li : NULL, 0))
@@ -686,11 +752,19 @@ int main (int argc, char **argv)
                 if (errorfile_write (own_error_file, text, f.timestamp) < 0)
                     log_warn ("cannot write %s: %s", own_error_file, strerror (errno));
             }
+            if (wrapper &&
+                elastic_agent_result_failure (result, root_rank, &f) == ELASTIC_OK &&
+                f.signal > 0 && status == 128 + f.signal && signal_is_fatal (f.signal))
+                reraise = f.signal;
         }
     }
 out:
     elastic_agent_result_destroy (result);
     elastic_agent_destroy (agent);
     elastic_agent_spec_destroy (spec);
+    if (reraise) {
+        log_info ("the worker died by %s: so does this wrapper", signal_name (reraise));
+        die_by_signal (reraise);
+    }
     return status;
 }

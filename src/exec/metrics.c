@@ -121,12 +121,18 @@ char *agent_metrics (elastic_agent_t *agent)
     help (&t, "elastic_agent_worker_failures_total", "counter", "Worker failures seen.");
     pthread_mutex_lock (&agent->lock);
     int failures = agent->failures_total, fires = agent->watchdog_fires;
+    int lost = agent->lost_total;
     int lf_rank = agent->last_fail_rank, lf_local = agent->last_fail_local_rank;
     int lf_code = agent->last_fail_exitcode, lf_sig = agent->last_fail_signal;
     double lf_time = agent->last_fail_time;
     escape (agent->last_fail_message, msg, sizeof (msg));
     pthread_mutex_unlock (&agent->lock);
     put (&t, "elastic_agent_worker_failures_total %d\n", failures);
+    help (&t,
+          "elastic_agent_ranks_lost_total",
+          "counter",
+          "Failed workers the others went on without (in-place recovery).");
+    put (&t, "elastic_agent_ranks_lost_total %d\n", lost);
     help (&t,
           "elastic_agent_watchdog_fires_total",
           "counter",

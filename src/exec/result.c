@@ -19,6 +19,7 @@ struct entry {
     int exitcode;
     int signum;
     int failed;
+    int lost; /* recovered in place */
     uint64_t seq;
     double timestamp;
     char *message;
@@ -92,6 +93,7 @@ elastic_agent_result_t *result_build (elastic_agent_t *agent, int state, int exi
         e->exitcode = w->exited ? w->exitcode : 0;
         e->signum = w->signum;
         e->failed = w->failed;
+        e->lost = w->lost;
         e->seq = w->fail_seq;
         e->timestamp = w->fail_time;
         e->message = dup_or_null (w->message);
@@ -191,16 +193,23 @@ static int earlier (const struct entry *a, const struct entry *b)
 
 int elastic_agent_result_failures (const elastic_agent_result_t *r, int *root_rank)
 {
-    const struct entry *root = NULL;
+    const struct entry *root = NULL, *lost_root = NULL;
     int n = 0;
 
+    /* the root cause failed the group; ranks lost in place did not, unless
+     * nothing else failed */
     for (int i = 0; r && i < r->n; i++) {
         if (!r->e[i].failed)
             continue;
         n++;
-        if (!root || earlier (&r->e[i], root))
+        if (r->e[i].lost) {
+            if (!lost_root || earlier (&r->e[i], lost_root))
+                lost_root = &r->e[i];
+        } else if (!root || earlier (&r->e[i], root))
             root = &r->e[i];
     }
+    if (!root)
+        root = lost_root;
     if (root_rank)
         *root_rank = root ? root->rank : -1;
     return n;
@@ -298,12 +307,14 @@ int elastic_agent_result_report (const elastic_agent_result_t *r, int fd)
         const struct entry *done = find (r, root_rank);
         append (&buf, &len, &cap, "%s", sep);
         append (&buf, &len, &cap, "Other Failures (in the order they happened):\n");
-        /* n is small: select the next earliest each time */
+        /* n is small: select the next earliest each time (the root cause,
+         * listed above, may come after ranks lost in place) */
+        const struct entry *prev = NULL;
         for (int j = 1; j < n; j++) {
             const struct entry *next = NULL;
             for (int i = 0; i < r->n; i++) {
                 const struct entry *e = &r->e[i];
-                if (!e->failed || e == done || (done && earlier (e, done)))
+                if (!e->failed || e == done || (prev && !earlier (prev, e)))
                     continue;
                 if (!next || earlier (e, next))
                     next = e;
@@ -311,7 +322,7 @@ int elastic_agent_result_report (const elastic_agent_result_t *r, int fd)
             if (!next)
                 break;
             append_entry (&buf, &len, &cap, r->host, k++, next);
-            done = next;
+            prev = next;
         }
     }
     append (&buf, &len, &cap, "%s", rule);

@@ -487,21 +487,55 @@ static int set_health_timeout (
 static int set_restart_policy (
     struct elastic_agent_spec *s, const char *key, const char *v, char *err, size_t errsz)
 {
-    if (strcmp (v, "group") == 0) {
+    if (strcmp (v, "group") == 0)
         s->restart_policy = RESTART_GROUP;
-        return 0;
-    }
-    if (strcmp (v, "in-place") == 0) {
+    else if (strcmp (v, "in-place") == 0)
+        s->restart_policy = RESTART_IN_PLACE;
+    else {
         snprintf (err,
                   errsz,
-                  "%s: 'in-place' needs the hosted PMIx server, which this version does "
-                  "not have "
-                  "(accepted: group)",
-                  key);
+                  "%s: '%s' is not a restart policy (accepted: in-place, group)",
+                  key,
+                  v);
         return -1;
     }
-    snprintf (err, errsz, "%s: '%s' is not a restart policy (accepted: group)", key, v);
-    return -1;
+    return 0;
+}
+
+static int set_wireup (
+    struct elastic_agent_spec *s, const char *key, const char *v, char *err, size_t errsz)
+{
+    if (strcmp (v, "pmix") == 0)
+        s->wireup = WIREUP_PMIX;
+    else if (strcmp (v, "none") == 0)
+        s->wireup = WIREUP_NONE;
+    else if (strcmp (v, "inherit") == 0)
+        s->wireup = WIREUP_INHERIT;
+    else {
+        snprintf (err,
+                  errsz,
+                  "%s: '%s' is not a wire-up (accepted: pmix, none, inherit)",
+                  key,
+                  v);
+        return -1;
+    }
+    return 0;
+}
+
+static int set_mpi_btl (
+    struct elastic_agent_spec *s, const char *key, const char *v, char *err, size_t errsz)
+{
+    if (strcmp (v, "sm") != 0 && strcmp (v, "tcp") != 0) {
+        snprintf (err, errsz, "%s: '%s' is not accepted (sm, tcp)", key, v);
+        return -1;
+    }
+    return set_string (&s->mpi_btl, v);
+}
+
+static int set_init_timeout (
+    struct elastic_agent_spec *s, const char *key, const char *v, char *err, size_t errsz)
+{
+    return set_seconds (&s->init_timeout, key, v, 0, err, errsz);
 }
 
 static const struct key {
@@ -542,6 +576,9 @@ static const struct key {
     {"health-addr", set_health_addr},
     {"health-timeout", set_health_timeout},
     {"restart-policy", set_restart_policy},
+    {"wireup", set_wireup},
+    {"mpi-btl", set_mpi_btl},
+    {"init-timeout", set_init_timeout},
     {"subreaper", set_subreaper},
 };
 #define NKEYS ((int)(sizeof (keys) / sizeof (keys[0])))
@@ -618,6 +655,7 @@ void elastic_agent_spec_destroy (elastic_agent_spec_t *s)
         free (s->run_id);
         free (s->timer_file);
         free (s->health_addr);
+        free (s->mpi_btl);
         for (int i = 0; i < SPEC_NKEYS; i++)
             free (s->text[i]);
         free (s);
@@ -768,6 +806,110 @@ int elastic_agent_spec_set_function (elastic_agent_spec_t *s,
     s->fn = fn;
     s->fn_arg = arg;
     return ELASTIC_OK;
+}
+
+enum wireup spec_wireup (const struct elastic_agent_spec *s)
+{
+    if (s->wireup != WIREUP_AUTO)
+        return s->wireup;
+    if (s->wrapper)
+        return WIREUP_INHERIT;
+#if HAVE_PMIX
+    /* a function entrypoint runs in a fork of the agent, not exec'd: it
+     * cannot be a PMIx client of the agent */
+    if (s->argv)
+        return WIREUP_PMIX;
+#endif
+    return WIREUP_NONE;
+}
+
+enum restart_policy spec_restart_policy (const struct elastic_agent_spec *s)
+{
+    if (s->restart_policy != RESTART_AUTO)
+        return s->restart_policy;
+    return spec_wireup (s) == WIREUP_PMIX ? RESTART_IN_PLACE : RESTART_GROUP;
+}
+
+const char *spec_wireup_name (enum wireup w)
+{
+    switch (w) {
+        case WIREUP_PMIX:
+            return "pmix";
+        case WIREUP_NONE:
+            return "none";
+        case WIREUP_INHERIT:
+            return "inherit";
+        default:
+            return "auto";
+    }
+}
+
+const char *spec_restart_policy_name (enum restart_policy p)
+{
+    switch (p) {
+        case RESTART_GROUP:
+            return "group";
+        case RESTART_IN_PLACE:
+            return "in-place";
+        default:
+            return "auto";
+    }
+}
+
+int spec_check (const struct elastic_agent_spec *s, char *err, size_t errsz)
+{
+    enum wireup w = spec_wireup (s);
+
+#if !HAVE_PMIX
+    if (s->wireup == WIREUP_PMIX) {
+        snprintf (
+            err,
+            errsz,
+            "wireup: 'pmix' needs the hosted PMIx server, which this build does not "
+            "have (configure found no PMIx; accepted: none, inherit)");
+        return -1;
+    }
+#endif
+    if (w == WIREUP_PMIX && s->wrapper) {
+        snprintf (err,
+                  errsz,
+                  "wireup: 'pmix' is for agent mode (--nproc-per-node); under a launcher "
+                  "the ranks are the launcher's (accepted here: inherit, none)");
+        return -1;
+    }
+    if (w == WIREUP_PMIX && !s->argv) {
+        snprintf (err,
+                  errsz,
+                  "wireup: 'pmix' needs a program entrypoint (a function runs in a fork "
+                  "of the agent and cannot be its PMIx client; accepted: none)");
+        return -1;
+    }
+    if (s->restart_policy == RESTART_IN_PLACE && w != WIREUP_PMIX) {
+#if HAVE_PMIX
+        snprintf (
+            err,
+            errsz,
+            "restart-policy: 'in-place' needs the hosted PMIx server (--wireup pmix, "
+            "agent mode); with --wireup %s only 'group' is accepted",
+            spec_wireup_name (w));
+#else
+        snprintf (err,
+                  errsz,
+                  "restart-policy: 'in-place' needs the hosted PMIx server, which this "
+                  "build does not have (configure found no PMIx; accepted: group)");
+#endif
+        return -1;
+    }
+    if (s->init_timeout > 0 && w != WIREUP_PMIX) {
+        snprintf (
+            err,
+            errsz,
+            "init-timeout: only the hosted PMIx server sees MPI_Init (--wireup pmix, "
+            "agent mode); with --wireup %s leave it out",
+            spec_wireup_name (w));
+        return -1;
+    }
+    return 0;
 }
 
 int spec_rank_on_console (const struct elastic_agent_spec *s, int local_rank)

@@ -9,11 +9,22 @@
 #include "stdmap.h"
 
 enum restart_policy {
-    RESTART_GROUP = 0, /* stop every worker, start the group again */
-    /* RESTART_IN_PLACE: only the failed rank (with a PMIx server; later) */
+    RESTART_AUTO = 0,     /* in-place with the hosted PMIx server, else group */
+    RESTART_GROUP = 1,    /* stop every worker, start the group again */
+    RESTART_IN_PLACE = 2, /* MPI ranks that die after MPI_Init are left
+                             behind; the survivors go on (hosted PMIx only) */
 };
 
-#define SPEC_NKEYS 40
+/* How MPI ranks find each other (--wireup). */
+enum wireup {
+    WIREUP_AUTO = 0,    /* pmix in agent mode with a program entrypoint when
+                           built with PMIx, else none (spec_wireup) */
+    WIREUP_PMIX = 1,    /* the agent hosts the PMIx server of its ranks */
+    WIREUP_NONE = 2,    /* the torchrun environment only */
+    WIREUP_INHERIT = 3, /* the workers keep a launcher's PMIx variables */
+};
+
+#define SPEC_NKEYS 48
 
 struct elastic_agent_spec {
     char *role;
@@ -55,9 +66,31 @@ struct elastic_agent_spec {
     char *health_addr;
     double health_timeout;
     enum restart_policy restart_policy;
+    enum wireup wireup;
+    int wrapper;         /* set by elastic-exec in wrapper mode */
+    char *mpi_btl;       /* "sm" or "tcp" (hosted PMIx) */
+    double init_timeout; /* MPI_Init deadline per attempt (hosted PMIx); 0: off */
     int subreaper;
     char *text[SPEC_NKEYS]; /* the values as set, for elastic_agent_spec_get */
 };
+
+/* The wire-up in effect: the spec's, or for WIREUP_AUTO pmix (agent mode,
+ * a program entrypoint, a build with PMIx) or inherit (wrapper mode) or
+ * none.  Never WIREUP_AUTO. */
+enum wireup spec_wireup (const struct elastic_agent_spec *spec);
+
+/* The restart policy in effect: the spec's, or for RESTART_AUTO in-place
+ * with the hosted PMIx server and group otherwise.  Never RESTART_AUTO. */
+enum restart_policy spec_restart_policy (const struct elastic_agent_spec *spec);
+
+/* The name of a wire-up or of a restart policy ("pmix", "in-place"). */
+const char *spec_wireup_name (enum wireup w);
+const char *spec_restart_policy_name (enum restart_policy p);
+
+/* Check the settings against each other (wrapper mode and --wireup pmix,
+ * --restart-policy in-place without the hosted server, ...).  Returns 0,
+ * or -1 with one line in err. */
+int spec_check (const struct elastic_agent_spec *spec, char *err, size_t errsz);
 
 /* 1 if local_rank's output may go to the console (--local-ranks-filter). */
 int spec_rank_on_console (const struct elastic_agent_spec *spec, int local_rank);

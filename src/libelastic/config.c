@@ -10,12 +10,15 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <limits.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <elastic.h>
+
+#include "config_int.h"
 
 struct int_field {
     const char *name;
@@ -41,7 +44,13 @@ static const struct int_field int_fields[] = {
     FIELD (min_world_size, "ELASTIC_MIN_WORLD_SIZE", 1, INT_MAX),
     FIELD (spare_ranks, "ELASTIC_SPARE_RANKS", 0, INT_MAX),
     FIELD (spare_takeover, "ELASTIC_SPARE_TAKEOVER", 0, 1),
+    FIELD (snapshot_keep, "ELASTIC_SNAPSHOT_KEEP", 0, INT_MAX),
+    FIELD (resume_fresh_ok, "ELASTIC_RESUME_FRESH_OK", 0, 1),
+    FIELD (signal_check_period, "ELASTIC_SIGNAL_CHECK_PERIOD", 0, INT_MAX),
+    FIELD (deadline_margin, "ELASTIC_DEADLINE_MARGIN", 0, INT_MAX),
 };
+
+static const char *resume_names[] = {"auto", "always", "never"};
 
 #define NFIELDS (sizeof (int_fields) / sizeof (int_fields[0]))
 
@@ -96,6 +105,33 @@ void elastic_config_init (elastic_config_t *cfg)
     cfg->spare_takeover = 1;
     cfg->snapshot_dir = ".";
     cfg->event_log = NULL;
+    cfg->run_id = NULL;
+    cfg->snapshot_keep = 3;
+    cfg->resume = ELASTIC_RESUME_AUTO;
+    cfg->resume_fresh_ok = 0;
+    cfg->resume_from = NULL;
+    cfg->signals = "TERM,USR1";
+    cfg->signal_check_period = 0;
+    cfg->deadline = 0;
+    cfg->deadline_margin = 30;
+}
+
+/* A string variable: unset leaves *field, empty is invalid unless
+ * empty_ok (then NULL). */
+static int env_string (const char *var,
+                       const char *what,
+                       int empty_ok,
+                       const char **field,
+                       elastic_error_t *err)
+{
+    const char *s = getenv (var);
+
+    if (!s)
+        return ELASTIC_OK;
+    if (*s == '\0' && !empty_ok)
+        return errset (err, "%s: '' is invalid (expected %s)", var, what);
+    *field = *s ? s : NULL;
+    return ELASTIC_OK;
 }
 
 int elastic_config_from_env (elastic_config_t *cfg, elastic_error_t *err)
@@ -127,7 +163,110 @@ int elastic_config_from_env (elastic_config_t *cfg, elastic_error_t *err)
     }
     if ((s = getenv ("ELASTIC_EVENT_LOG")))
         cfg->event_log = *s ? s : NULL;
+    if (env_string ("ELASTIC_RUN_ID", "a run id", 0, &cfg->run_id, err) ||
+        env_string ("ELASTIC_RESUME_FROM",
+                    "an L3 snapshot file or directory",
+                    1,
+                    &cfg->resume_from,
+                    err) ||
+        env_string ("ELASTIC_SIGNALS",
+                    "signal names such as TERM,USR1, or none",
+                    0,
+                    &cfg->signals,
+                    err))
+        return ELASTIC_ERR_INVAL;
+    if (getenv ("ELASTIC_SIGNALS")) {
+        int sigs[16], n;
+        char bad[64];
+        if (config_signals_parse (cfg->signals, sigs, 16, &n, bad, sizeof (bad)) < 0)
+            return errset (
+                err,
+                "ELASTIC_SIGNALS: '%s' is invalid (expected a comma-separated "
+                "list of HUP, INT, QUIT, ALRM, TERM, USR1, USR2, XCPU, or none)",
+                bad);
+    }
+    if (cfg->run_id && getenv ("ELASTIC_RUN_ID") && strlen (cfg->run_id) > 254)
+        return errset (err,
+                       "ELASTIC_RUN_ID: '%.40s...' is invalid (expected 1 to 254 bytes)",
+                       cfg->run_id);
+    if ((s = getenv ("ELASTIC_RESUME_MODE"))) {
+        int i;
+        for (i = 0; i < 3 && strcmp (s, resume_names[i]) != 0; i++)
+            ;
+        if (i == 3)
+            return errset (err,
+                           "ELASTIC_RESUME_MODE: '%s' is invalid (expected auto, always "
+                           "or never)",
+                           s);
+        cfg->resume = i;
+    }
+    if ((s = getenv ("ELASTIC_DEADLINE"))) {
+        long long v;
+        errno = 0;
+        v = strtoll (s, &end, 10);
+        if (*s == '\0' || *end != '\0' || errno != 0 || v < 0)
+            return errset (err,
+                           "ELASTIC_DEADLINE: '%s' is invalid (expected a time in "
+                           "seconds since the epoch, or 0 for none)",
+                           s);
+        cfg->deadline = v;
+    }
     return ELASTIC_OK;
+}
+
+/* Signal names accepted in `signals`. */
+static const struct {
+    const char *name;
+    int sig;
+} sig_names[] = {
+    {"HUP", SIGHUP},
+    {"INT", SIGINT},
+    {"QUIT", SIGQUIT},
+    {"ALRM", SIGALRM},
+    {"TERM", SIGTERM},
+    {"USR1", SIGUSR1},
+    {"USR2", SIGUSR2},
+    {"XCPU", SIGXCPU},
+};
+
+int config_signals_parse (
+    const char *spec, int *sigs, int max, int *n, char *bad, size_t len)
+{
+    char copy[256], *save = NULL, *tok;
+
+    *n = 0;
+    if (!spec || strlen (spec) >= sizeof (copy)) {
+        snprintf (bad, len, "%s", spec ? "(too long)" : "(null)");
+        return -1;
+    }
+    if (!strcmp (spec, "none"))
+        return 0;
+    snprintf (copy, sizeof (copy), "%s", spec);
+    for (tok = strtok_r (copy, ",", &save); tok; tok = strtok_r (NULL, ",", &save)) {
+        const char *name = strncmp (tok, "SIG", 3) == 0 ? tok + 3 : tok;
+        size_t i;
+        for (i = 0; i < sizeof (sig_names) / sizeof (sig_names[0]); i++)
+            if (!strcmp (name, sig_names[i].name))
+                break;
+        if (i == sizeof (sig_names) / sizeof (sig_names[0]) || *n == max) {
+            snprintf (bad, len, "%s", tok);
+            return -1;
+        }
+        sigs[(*n)++] = sig_names[i].sig;
+    }
+    if (*n == 0) {
+        snprintf (bad, len, "%s", spec);
+        return -1;
+    }
+    return 0;
+}
+
+const char *config_signal_name (int sig)
+{
+    for (size_t i = 0; i < sizeof (sig_names) / sizeof (sig_names[0]); i++)
+        if (sig_names[i].sig == sig)
+            return sig_names[i].name;
+    return "?";
 }
 
 int elastic_config_validate (const elastic_config_t *cfg,
@@ -156,6 +295,37 @@ int elastic_config_validate (const elastic_config_t *cfg,
         return errset (err,
                        "event_log: a %zu-byte path is invalid (expected < 4096 bytes)",
                        strlen (cfg->event_log));
+    if (cfg->run_id && (cfg->run_id[0] == '\0' || strlen (cfg->run_id) > 254))
+        return errset (
+            err, "run_id: '%.40s' is invalid (expected 1 to 254 bytes)", cfg->run_id);
+    if (cfg->resume_from && strlen (cfg->resume_from) >= 4096)
+        return errset (err,
+                       "resume_from: a %zu-byte path is invalid (expected < 4096 bytes)",
+                       strlen (cfg->resume_from));
+    if (cfg->resume < ELASTIC_RESUME_AUTO || cfg->resume > ELASTIC_RESUME_NEVER)
+        return errset (err,
+                       "resume: %d is invalid (expected ELASTIC_RESUME_AUTO, _ALWAYS or "
+                       "_NEVER)",
+                       cfg->resume);
+    if (cfg->resume_from && cfg->resume == ELASTIC_RESUME_NEVER)
+        return errset (err,
+                       "resume_from: '%s' is invalid with resume never (expected no "
+                       "resume_from, or resume auto or always)",
+                       cfg->resume_from);
+    if (cfg->deadline < 0)
+        return errset (err,
+                       "deadline: %lld is invalid (expected seconds since the epoch, or "
+                       "0 for none)",
+                       (long long)cfg->deadline);
+    {
+        int sigs[16], n;
+        char bad[64];
+        if (config_signals_parse (cfg->signals, sigs, 16, &n, bad, sizeof (bad)) < 0)
+            return errset (err,
+                           "signals: '%s' is invalid (expected a comma-separated list of "
+                           "HUP, INT, QUIT, ALRM, TERM, USR1, USR2, XCPU, or none)",
+                           bad);
+    }
     if (comm_size > 0) {
         if (cfg->spare_ranks > comm_size - 1)
             return errset (

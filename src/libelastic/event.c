@@ -110,21 +110,61 @@ int event_format (const struct event_rec *e, char *buf, size_t size)
     return b.overflow ? -1 : (int)b.len;
 }
 
-void event_emit (struct elastic_manager *m, const struct event_rec *e, int write_file)
+static void put_time (struct sbuf *b)
 {
-    char line[8192];
-    int n = event_format (e, line, sizeof (line) - 1);
+    struct timeval tv;
+    struct tm tm;
+    char when[64];
+
+    gettimeofday (&tv, NULL);
+    gmtime_r (&tv.tv_sec, &tm);
+    strftime (when, sizeof (when), "%Y-%m-%dT%H:%M:%S", &tm);
+    put (b, ",\"time\":\"%s.%03dZ\"}", when, (int)(tv.tv_usec / 1000));
+}
+
+int event_format_l3 (const struct l3_event_rec *e, char *buf, size_t size)
+{
+    struct sbuf b = {buf, size, 0, 0};
+    int resume = !strcmp (e->kind, "resume");
+
+    put (&b, "{\"event\":");
+    put_string (&b, e->kind);
+    put (&b, ",\"step\":%lld", (long long)e->step);
+    if (resume)
+        put (&b, ",\"old_size\":%d,\"new_size\":%d", e->old_size, e->new_size);
+    else
+        put (&b, ",\"world_size\":%d", e->world_size);
+    if (!strcmp (e->kind, "persist")) {
+        put (&b, ",\"bytes\":%lld", (long long)e->bytes);
+        put_ms (&b, "t_write_ms", e->t);
+    }
+    if (resume)
+        put_ms (&b, "t_restore_ms", e->t);
+    if (e->reason) {
+        put (&b, ",\"reason\":");
+        put_string (&b, e->reason);
+    }
+    if (strcmp (e->kind, "persist_failed") != 0) {
+        put (&b, ",\"file\":");
+        if (e->file)
+            put_string (&b, e->file);
+        else
+            put (&b, "null");
+    }
+    if (e->error) {
+        put (&b, ",\"error\":");
+        put_string (&b, e->error);
+    }
+    put (&b, ",\"rank\":%d", e->rank);
+    put_time (&b);
+    return b.overflow ? -1 : (int)b.len;
+}
+
+/* Log, append to the event log, pass to the callback. */
+static void emit_line (struct elastic_manager *m, char *line, int n, int write_file)
+{
     int fd;
 
-    if (n < 0) {
-        /* too many failed ranks to list: keep the line valid JSON */
-        struct event_rec short_e = *e;
-        short_e.nfailed = e->nfailed > 64 ? 64 : e->nfailed;
-        short_e.nused = e->nused > 64 ? 64 : e->nused;
-        short_e.error = e->error ? "(message too long)" : NULL;
-        if ((n = event_format (&short_e, line, sizeof (line) - 1)) < 0)
-            return;
-    }
     el_log (EL_INFO, "event: %s", line);
     if (write_file && m->event_log) {
         line[n] = '\n';
@@ -138,4 +178,38 @@ void event_emit (struct elastic_manager *m, const struct event_rec *e, int write
     }
     if (m->event_cb)
         m->event_cb (line, m->event_arg);
+}
+
+void event_emit (struct elastic_manager *m, const struct event_rec *e, int write_file)
+{
+    char line[8192];
+    int n = event_format (e, line, sizeof (line) - 1);
+
+    if (n < 0) {
+        /* too many failed ranks to list: keep the line valid JSON */
+        struct event_rec short_e = *e;
+        short_e.nfailed = e->nfailed > 64 ? 64 : e->nfailed;
+        short_e.nused = e->nused > 64 ? 64 : e->nused;
+        short_e.error = e->error ? "(message too long)" : NULL;
+        if ((n = event_format (&short_e, line, sizeof (line) - 1)) < 0)
+            return;
+    }
+    emit_line (m, line, n, write_file);
+}
+
+void event_emit_l3 (struct elastic_manager *m,
+                    const struct l3_event_rec *e,
+                    int write_file)
+{
+    char line[8192];
+    int n = event_format_l3 (e, line, sizeof (line) - 1);
+
+    if (n < 0) {
+        struct l3_event_rec short_e = *e;
+        short_e.error = e->error ? "(message too long)" : NULL;
+        short_e.file = e->file ? "(path too long)" : NULL;
+        if ((n = event_format_l3 (&short_e, line, sizeof (line) - 1)) < 0)
+            return;
+    }
+    emit_line (m, line, n, write_file);
 }

@@ -36,4 +36,28 @@ int event_format (const struct event_rec *e, char *buf, size_t size);
  * callback.  Never fails (a log that cannot be written is warned about). */
 void event_emit (struct elastic_manager *m, const struct event_rec *e, int write_file);
 
+/* An event of the L3 level: persist, persist_failed, suspend, resume.
+ * Unset strings are left out (file: null). */
+struct l3_event_rec {
+    const char *kind;
+    int64_t step;
+    int world_size; /* persist, persist_failed, suspend */
+    int old_size;   /* resume */
+    int new_size;   /* resume */
+    int64_t bytes;  /* persist: file size (-1: unknown) */
+    double t;       /* persist: t_write_ms; resume: t_restore_ms (seconds) */
+    const char *file;
+    const char *reason; /* suspend */
+    const char *error;  /* persist_failed */
+    int rank;
+};
+
+/* Format e as one JSON object (no newline) into buf; -1 if it did not fit. */
+int event_format_l3 (const struct l3_event_rec *e, char *buf, size_t size);
+
+/* As event_emit, for an L3 event. */
+void event_emit_l3 (struct elastic_manager *m,
+                    const struct l3_event_rec *e,
+                    int write_file);
+
 #endif /* ELASTIC_EVENT_H */

@@ -75,6 +75,13 @@ struct l3_write_opts {
     int verify;         /* before the commit, re-read every block and check its
                            checksum (each rank a share); else only the file's
                            structure is checked (by rank 0) */
+    int collective;     /* collective MPI-IO data and metadata writes (0:
+                           independent; they survive a peer's death, see
+                           l3_write.c) */
+    void (*test_hook) (void *arg); /* called on every rank after its data is in
+                                      the temporary file, before the flush and
+                                      the commit (NULL: none; for tests) */
+    void *test_arg;
 };
 
 /* Write the snapshot of `step` under a temporary name, and commit it
@@ -86,7 +93,9 @@ struct l3_write_opts {
  * nothing is written.  The file's blocks are reserved before any data is
  * written, so a full file system (or ulimit -f) fails early and cleanly.
  * ELASTIC_ERR_IO: the write failed (older snapshots are untouched and the
- * temporary is removed). */
+ * temporary is removed).  ELASTIC_ERR_EXISTS: dir holds another run's
+ * snapshot of the same step (it is left alone).  ELASTIC_ERR_PROC_FAILED: an MPI call
+ * reported a process failure (ULFM); the other ranks may not return. */
 int l3_write (MPI_Comm comm,
               const struct l3_write_opts *opts,
               const struct l3_state *st,

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ft.h"
 #include "l3_agree.h"
 #include "l3_format.h"
 
@@ -37,7 +38,7 @@ int l3_mpi_error (int mpirc, const char *call, elastic_error_t *err)
     if (MPI_Error_string (mpirc, s, &len) != MPI_SUCCESS)
         snprintf (s, sizeof (s), "error code %d", mpirc);
     l3_errset (err, "%s failed: %s (MPI error class %d)", call, s, cls);
-    return ELASTIC_ERR_MPI;
+    return ft_is_failure (mpirc) ? ELASTIC_ERR_PROC_FAILED : ELASTIC_ERR_MPI;
 }
 
 int l3_agree (MPI_Comm comm, int rc, elastic_error_t *err)

@@ -21,7 +21,8 @@ void l3_errset (elastic_error_t *err, const char *fmt, ...)
 int l3_h5fail (elastic_error_t *err, const char *what, const char *name);
 
 /* Set err to "CALL failed: <MPI error string> (MPI error class N)" and
- * return ELASTIC_ERR_MPI. */
+ * return ELASTIC_ERR_MPI, or ELASTIC_ERR_PROC_FAILED for a process failure
+ * (ULFM). */
 int l3_mpi_error (int mpirc, const char *call, elastic_error_t *err);
 
 /* Collective: every rank passes its local rc (err holding its text); all

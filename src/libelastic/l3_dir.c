@@ -321,3 +321,48 @@ int l3_dir_prune (const char *dir,
     l3_dir_free (e, n);
     return count;
 }
+
+int l3_dir_newest (
+    const char *dir, const char *run_id, int64_t *step, char *why, size_t len)
+{
+    struct l3_entry *e;
+    struct stat sb;
+    int n, found = 0;
+
+    if (stat (dir, &sb) < 0 && errno == ENOENT)
+        return 0;
+    if (l3_dir_list (dir, &e, &n, why, len) < 0)
+        return -1;
+    for (int i = n - 1; i >= 0 && !found; i--) {
+        if (!e[i].temporary && classify (e[i].path, run_id) == OURS) {
+            *step = e[i].step;
+            found = 1;
+        }
+    }
+    l3_dir_free (e, n);
+    return found;
+}
+
+int l3_file_run_id (const char *path, char *buf, size_t len)
+{
+    struct l3_h5quiet q;
+    struct l3_catalog *c = NULL;
+    char why[256];
+    int kind, found = 0;
+    hid_t f;
+    struct stat sb;
+
+    if (stat (path, &sb) < 0)
+        return 0;
+    l3_h5quiet_begin (&q);
+    if ((f = l3_file_open_serial (path, &kind, why, sizeof (why))) >= 0) {
+        if (l3_catalog_load (f, &c, why, sizeof (why)) == L3_GOOD) {
+            snprintf (buf, len, "%s", c->hdr.run_id);
+            found = 1;
+            l3_catalog_destroy (c);
+        }
+        H5Fclose (f);
+    }
+    l3_h5quiet_end (&q);
+    return found;
+}

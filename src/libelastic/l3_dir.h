@@ -62,4 +62,14 @@ int l3_dir_prune (const char *dir,
                   char *why,
                   size_t len);
 
+/* The run id of the snapshot file at path into buf: 1, or 0 if path is not
+ * a readable snapshot (missing, foreign, damaged). */
+int l3_file_run_id (const char *path, char *buf, size_t len);
+
+/* The newest step of dir's committed, readable snapshots of run_id (NULL:
+ * any run) into *step.  Returns 1 if there is one, 0 if not (or dir does
+ * not exist), -1 with why set if dir cannot be read. */
+int l3_dir_newest (
+    const char *dir, const char *run_id, int64_t *step, char *why, size_t len);
+
 #endif /* ELASTIC_L3_DIR_H */

@@ -273,7 +273,8 @@ int l3_open_latest (MPI_Comm comm,
             other++;
             continue;
         }
-        if (rc == ELASTIC_ERR_MPI || rc == ELASTIC_ERR_NOMEM) {
+        if (rc == ELASTIC_ERR_MPI || rc == ELASTIC_ERR_PROC_FAILED ||
+            rc == ELASTIC_ERR_NOMEM) {
             *err = e1;
             goto out;
         }
@@ -290,7 +291,8 @@ int l3_open_latest (MPI_Comm comm,
         l3_errset (err, "no L3 snapshot in '%s'", dir);
     else if (rejected == 0)
         l3_errset (err,
-                   "no L3 snapshot of run '%s' in '%s' (%d of other runs)",
+                   "no L3 snapshot of run '%s' in '%s' (it holds %d of other runs; "
+                   "ELASTIC_RUN_ID names the run)",
                    run_id ? run_id : "",
                    dir,
                    other);

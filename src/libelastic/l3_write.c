@@ -2,9 +2,13 @@
  *
  * Every rank checks its descriptors, the ranks compare them (one
  * allgather), rank 0 prepares the directory, and all ranks create the
- * temporary file with the mpio driver (collective metadata, alignment to the
- * file system's block size), rank 0 reserves its blocks, all write each
- * dataset collectively, flush (MPI_File_sync) and close.  Rank 0 then checks
+ * temporary file with the mpio driver (collective metadata reads, alignment
+ * to the file system's block size), rank 0 reserves its blocks, all write
+ * each dataset, flush (MPI_File_sync) and close.  Data and metadata writes
+ * are independent unless opts->collective: each rank writes its blocks,
+ * contiguous, with no MPI-IO aggregation, because Open MPI's collective
+ * MPI-IO (ompio's fcoll) crashes when a peer dies during a write, while
+ * independent writes let the survivors see the failure as an error.  Rank 0 then checks
  * that the file reads back, fsyncs, renames it, and applies retention.
  * After every collective step the ranks agree on the outcome (l3_agree), so
  * that a local failure sends every rank down the same cleanup path instead
@@ -830,6 +834,27 @@ static int check_fsize_limit (struct writer *w, uint64_t bound)
     return ELASTIC_OK;
 }
 
+/* Rank 0, before the file is created: enough free space for the whole
+ * file.  The creation itself writes (the superblock), and HDF5 cannot
+ * recover from a write that fails on some ranks only: this check keeps a
+ * full file system out of it.  The reservation below then holds the space. */
+static int check_free_space (struct writer *w, uint64_t bound)
+{
+    struct statvfs sv;
+
+    if (statvfs (w->opts->dir, &sv) < 0 || (uint64_t)sv.f_bavail * sv.f_frsize >= bound)
+        return ELASTIC_OK;
+    l3_errset (w->err,
+               "cannot reserve %llu bytes for the snapshot of step %lld in '%s': %s "
+               "(%llu bytes free)",
+               (unsigned long long)bound,
+               (long long)w->step,
+               w->opts->dir,
+               strerror (ENOSPC),
+               (unsigned long long)sv.f_bavail * sv.f_frsize);
+    return ELASTIC_ERR_IO;
+}
+
 /* Rank 0: reserve the file's blocks before any data is written, so that a
  * full file system fails here, cleanly, and not inside collective writes
  * (Open MPI's ompio reports no error for a failed collective write).
@@ -905,10 +930,11 @@ static int write_file (struct writer *w, const char *tmp, const struct prep *pre
     if ((fapl = H5Pcreate (H5P_FILE_ACCESS)) < 0 ||
         H5Pset_fapl_mpio (fapl, w->comm, MPI_INFO_NULL) < 0 ||
         H5Pset_all_coll_metadata_ops (fapl, 1) < 0 ||
-        H5Pset_coll_metadata_write (fapl, 1) < 0 ||
+        H5Pset_coll_metadata_write (fapl, w->opts->collective ? 1 : 0) < 0 ||
         H5Pset_alignment (fapl, prep->align, prep->align) < 0 ||
         (dxpl = H5Pcreate (H5P_DATASET_XFER)) < 0 ||
-        H5Pset_dxpl_mpio (dxpl, H5FD_MPIO_COLLECTIVE) < 0)
+        H5Pset_dxpl_mpio (
+            dxpl, w->opts->collective ? H5FD_MPIO_COLLECTIVE : H5FD_MPIO_INDEPENDENT) < 0)
         rc = l3_h5fail (w->err, "cannot set up parallel HDF5 access for", tmp);
     else if ((w->fid = H5Fcreate (tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl)) < 0)
         rc = l3_h5fail (w->err, "cannot create", tmp);
@@ -928,6 +954,8 @@ static int write_file (struct writer *w, const char *tmp, const struct prep *pre
         (rc = write_blobs (w, dxpl)) != ELASTIC_OK)
         goto out;
     test_pause (w->rank, w->step);
+    if (w->opts->test_hook)
+        w->opts->test_hook (w->opts->test_arg);
     if (H5Fflush (w->fid, H5F_SCOPE_GLOBAL) < 0) /* MPI_File_sync on every rank */
         rc = l3_h5fail (w->err, "cannot flush", tmp);
     rc = l3_agree (w->comm, rc, w->err);
@@ -979,6 +1007,8 @@ int l3_write (MPI_Comm comm,
     if ((rc = prepare_dir (&w, &prep)) != ELASTIC_OK)
         goto out;
     rc = check_fsize_limit (&w, size_bound (&w, prep.align));
+    if (rc == ELASTIC_OK && w.rank == 0)
+        rc = check_free_space (&w, size_bound (&w, prep.align));
     if ((rc = l3_agree (comm, rc, w.err)) != ELASTIC_OK)
         goto out;
     l3_snap_name (name, sizeof (name), step, 1);
@@ -997,6 +1027,24 @@ int l3_write (MPI_Comm comm,
         goto out;
     }
     if (w.rank == 0) {
+        /* a directory holds one run: never replace another run's file */
+        char final[PATH_MAX], owner[256];
+        const char *me = opts->run_id ? opts->run_id : "";
+        l3_snap_name (name, sizeof (name), step, 0);
+        snprintf (final, sizeof (final), "%s/%s", opts->dir, name);
+        if (l3_file_run_id (final, owner, sizeof (owner)) == 1 &&
+            strcmp (owner, me) != 0) {
+            l3_errset (w.err,
+                       "'%s' is a snapshot of run '%s', not of this run '%s' (a snapshot "
+                       "directory holds one run's snapshots)",
+                       final,
+                       owner,
+                       me);
+            rc = ELASTIC_ERR_EXISTS;
+            (void)unlink (tmp);
+        }
+    }
+    if (w.rank == 0 && rc == ELASTIC_OK) {
         int c = l3_dir_commit (opts->dir, step, why, sizeof (why));
         if (c < 0) {
             l3_errset (w.err, "%s", why);

@@ -20,6 +20,7 @@
 #include "layout.h"
 #include "log.h"
 #include "manager.h"
+#include "preempt.h"
 #include "registry.h"
 #include "snapshot.h"
 #include "testhook.h"
@@ -70,12 +71,20 @@ int mgr_gather_layout (struct elastic_manager *m)
     return rc;
 }
 
+static int exit_hint;
+
+int mgr_exit_hint (void)
+{
+    return elastic_exit_code (exit_hint);
+}
+
 void elastic_manager_destroy (elastic_manager_t *m)
 {
     int saved = errno;
 
     if (!m)
         return;
+    exit_hint = m->suspended ? ELASTIC_SUSPENDED : m->fatal_rc;
     if (m->started && !m->finished && m->myslot >= 0) {
         /* the end of the job: wake the idle spares and agree with them, so
          * that every live process leaves together */
@@ -98,6 +107,12 @@ void elastic_manager_destroy (elastic_manager_t *m)
     registry_destroy (m->reg);
     snapstore_destroy (m->store);
     testhook_destroy (m->hooks);
+    preempt_destroy (m->pre);
+    free (m->run_id);
+    free (m->resume_from);
+    free (m->signals);
+    free (m->persist_file);
+    free (m->resumed_from);
     free (m->slot);
     free (m->spare);
     free (m->buddy);
@@ -147,6 +162,8 @@ int elastic_manager_create (MPI_Comm comm,
         rc = elastic_config_validate (&m->cfg, n, err);
     if (rc == ELASTIC_OK)
         rc = testhook_create (getenv ("ELASTIC_TEST_KILL"), &m->hooks, err);
+    if (rc == ELASTIC_OK)
+        rc = resume_decide (m, err);
     /* every rank must fail together, or the others would wait for it */
     bad = rc;
     if (MPI_Allreduce (&bad, &anybad, 1, MPI_INT, MPI_MAX, comm) != MPI_SUCCESS) {
@@ -165,8 +182,16 @@ int elastic_manager_create (MPI_Comm comm,
     if (!(m->snapshot_dir = strdup (m->cfg.snapshot_dir)) ||
         (m->cfg.event_log && !(m->event_log = strdup (m->cfg.event_log))))
         goto nomem;
+    if ((m->cfg.resume_from && !(m->resume_from = strdup (m->cfg.resume_from))) ||
+        !(m->signals = strdup (m->cfg.signals)))
+        goto nomem;
     m->cfg.snapshot_dir = m->snapshot_dir;
     m->cfg.event_log = m->event_log;
+    m->cfg.resume_from = m->resume_from;
+    m->cfg.signals = m->signals;
+    if ((rc = persist_setup (m, err)) != ELASTIC_OK ||
+        (rc = preempt_create (&m->cfg, &m->pre, err)) != ELASTIC_OK)
+        goto error;
     if (!(m->slot = calloc (n, sizeof (int))) || !(m->spare = calloc (n, sizeof (int))) ||
         !(m->buddy = calloc (n, sizeof (int))) || !(m->reg = registry_create ()) ||
         !(m->store = snapstore_create (m->cfg.snapshot_buffer_size)))
@@ -189,6 +214,7 @@ int elastic_manager_create (MPI_Comm comm,
         m->spare[i] = m->nwork + i;
     m->myslot = rank < m->nwork ? rank : -1;
     m->step = -1;
+    m->event_step = -1;
     if (MPI_Comm_split (m->world, m->myslot >= 0 ? 0 : MPI_UNDEFINED, rank, &m->work) !=
         MPI_SUCCESS) {
         m->work = MPI_COMM_NULL;
@@ -253,6 +279,15 @@ int elastic_register_blob (elastic_manager_t *m,
 {
     int rc = check_registering (m, err);
     return rc ? rc : registry_set_blob (m->reg, name, data, size, err);
+}
+
+int elastic_set_type (elastic_manager_t *m,
+                      const char *name,
+                      int type,
+                      elastic_error_t *err)
+{
+    int rc = check_registering (m, err);
+    return rc ? rc : registry_set_type (m->reg, name, type, err);
 }
 
 /* An idle spare: sleep until a world event needs it (the revoke of the
@@ -370,6 +405,16 @@ int elastic_manager_start (elastic_manager_t *m,
         goto mpi_error;
     m->started = 1;
     m->t_progress = mgr_now ();
+    if ((rc = resume_run (m, err)) != ELASTIC_OK) {
+        /* every rank has the same result: the job ends here */
+        m->finished = 1;
+        m->fatal_rc = rc;
+        if (rc != ELASTIC_ERR_RELAUNCH)
+            mgr_set_agreed_error (rc, m->me == 0);
+        if (m->myslot == 0 || (m->me == 0 && rc != ELASTIC_ERR_RELAUNCH))
+            el_log (EL_ERROR, "%s", err ? err->text : elastic_strerror (rc));
+        return rc;
+    }
     if (m->myslot >= 0) {
         *active = 1;
         return ELASTIC_OK;
@@ -410,7 +455,11 @@ int elastic_manager_info (const elastic_manager_t *m, elastic_info_t *info)
     info->events = m->events;
     info->generation = m->generation;
     info->snapshot_step = sm->step;
-    info->old_size = sm->n;
+    info->old_size = m->l3_src ? m->l3_src_size : sm->n;
+    info->persist_step = m->persist_step;
+    info->resumed_step = m->resumed_step;
+    info->resumed_size = m->resumed_size;
+    info->resumed_from = m->resumed_from;
     return ELASTIC_OK;
 }
 
@@ -437,20 +486,114 @@ static int check_working (elastic_manager_t *m, const char *fn, elastic_error_t 
     if (!m->started)
         return mgr_err (
             err, ELASTIC_ERR_STATE, "%s: call elastic_manager_start first", fn);
+    if (m->suspended)
+        return mgr_err (err, ELASTIC_SUSPENDED, "%s", m->suspend_text);
     if (m->myslot < 0)
         return mgr_err (err, ELASTIC_ERR_STATE, "%s: not a working rank", fn);
     return ELASTIC_OK;
 }
 
-/* After a process failure seen inside the library: repair with the handler
- * given to start (or to the last maybe_reshard call). */
-static int recover_inside (elastic_manager_t *m, elastic_error_t *err)
+int mgr_recover_inside (elastic_manager_t *m, elastic_error_t *err)
 {
     enum event_outcome outcome;
     int rc = event_run (m, WHY_FAILURE, m->handler, m->handler_arg, &outcome, err);
     if (rc != ELASTIC_OK)
         m->fatal_rc = rc;
     return rc;
+}
+
+/* Suspend at step: the L1/L2 snapshot was taken (or failed without a
+ * process failure); write L3 and answer ELASTIC_SUSPENDED. */
+static int
+suspend (elastic_manager_t *m, int64_t step, const char *why, elastic_error_t *err)
+{
+    int written = 0, rc;
+
+    if (m->persist_step != step) {
+        rc = persist_write (m, step, why, &written, err);
+        if (rc == ELASTIC_ERR_PROC_FAILED)
+            return rc;
+    } else
+        written = 1; /* this step is in L3 already */
+    preempt_clear (m->pre);
+    m->suspended = 1;
+    if (written)
+        snprintf (m->suspend_text,
+                  sizeof (m->suspend_text),
+                  "suspended at step %lld (%s) to %s: exit with ELASTIC_EXIT_SUSPENDED "
+                  "and run again to resume",
+                  (long long)step,
+                  why,
+                  m->persist_file ? m->persist_file : "L3");
+    else
+        snprintf (m->suspend_text,
+                  sizeof (m->suspend_text),
+                  "suspended at step %lld (%s) without an L3 snapshot of it (the write "
+                  "failed): a resume starts from step %lld",
+                  (long long)step,
+                  why,
+                  (long long)m->persist_step);
+    if (m->myslot == 0)
+        el_log (written ? EL_INFO : EL_WARN, "%s", m->suspend_text);
+    struct l3_event_rec e = {
+        .kind = "suspend",
+        .step = step,
+        .world_size = m->nwork,
+        .file = written ? m->persist_file : NULL,
+        .reason = why,
+        .rank = m->me,
+    };
+    event_emit_l3 (m, &e, m->myslot == 0);
+    /* one exit code for the job: working rank 0's */
+    mgr_set_agreed_error (ELASTIC_SUSPENDED, m->myslot == 0);
+    return mgr_err (err, ELASTIC_SUSPENDED, "%s", m->suspend_text);
+}
+
+/* elastic_maybe_snapshot after the checks: notices, L1/L2, L3. */
+static int maybe_snapshot (elastic_manager_t *m, int64_t step, elastic_error_t *err)
+{
+    const char *why = NULL;
+    int persist, rc, mrc, written;
+    char ebuf[256];
+
+    if (step == m->event_step)
+        return ELASTIC_OK; /* see event_step */
+    m->event_step = -1;
+    if (preempt_due (m->pre, step)) {
+        if ((mrc = preempt_agree (m->pre, m->work, step, &why)) != MPI_SUCCESS) {
+            if (!ft_is_failure (mrc))
+                return mgr_err (err,
+                                ELASTIC_ERR_MPI,
+                                "elastic_maybe_snapshot: %s",
+                                ft_strerror (mrc, ebuf, sizeof (ebuf)));
+            ft_revoke (m->work);
+            return ELASTIC_ERR_PROC_FAILED;
+        }
+        if (why && m->myslot == 0)
+            el_log (EL_INFO, "step %lld: %s: suspending", (long long)step, why);
+    }
+    persist = why || (m->cfg.persist_period > 0 && step % m->cfg.persist_period == 0 &&
+                      step != m->persist_step);
+    if ((persist || step % m->cfg.snapshot_period == 0) &&
+        snapstore_meta (m->store)->step != step) {
+        rc = snapshot_take (m, step, err);
+        if (rc == ELASTIC_ERR_PROC_FAILED) {
+            el_log (EL_INFO,
+                    "a process failed during the snapshot of step %lld: recovering",
+                    (long long)step);
+            return rc;
+        }
+        if (rc != ELASTIC_OK && !why)
+            return rc;
+    }
+    if (why)
+        return suspend (m, step, why, err);
+    if (persist) {
+        rc = persist_write (m, step, NULL, &written, err);
+        preempt_skip_step (m->pre);
+        return rc;
+    }
+    return ELASTIC_OK;
 }
 
 int elastic_maybe_snapshot (elastic_manager_t *m, int64_t step, elastic_error_t *err)
@@ -465,17 +608,12 @@ int elastic_maybe_snapshot (elastic_manager_t *m, int64_t step, elastic_error_t 
                         "elastic_maybe_snapshot: step %lld is invalid (expected >= 0)",
                         (long long)step);
     elastic_progress (step);
+    preempt_enter (m->pre, m->generation);
     m->t_progress = mgr_now ();
     m->step = step;
-    if (step % m->cfg.snapshot_period != 0 || snapstore_meta (m->store)->step == step)
-        return ELASTIC_OK;
-    rc = snapshot_take (m, step, err);
-    if (rc == ELASTIC_ERR_PROC_FAILED) {
-        el_log (EL_INFO,
-                "a process failed during the snapshot of step %lld: recovering",
-                (long long)step);
-        return recover_inside (m, err);
-    }
+    rc = maybe_snapshot (m, step, err);
+    if (rc == ELASTIC_ERR_PROC_FAILED)
+        rc = mgr_recover_inside (m, err);
     return rc;
 }
 
@@ -553,7 +691,7 @@ int elastic_maybe_reshard_up (elastic_manager_t *m,
         if (rc == ELASTIC_ERR_PROC_FAILED) {
             if (resharded)
                 *resharded = 1;
-            return recover_inside (m, err);
+            return mgr_recover_inside (m, err);
         }
         if (rc != ELASTIC_OK)
             return rc;
@@ -662,5 +800,7 @@ int elastic_exit_code (int rc)
         return 0; /* the lowest survivor exits with the code for the job */
     if (rc == ELASTIC_ERR_RELAUNCH || rc == ELASTIC_ERR_NO_ULFM)
         return ELASTIC_EXIT_RELAUNCH;
+    if (rc == ELASTIC_SUSPENDED)
+        return ELASTIC_EXIT_SUSPENDED;
     return 1;
 }

@@ -16,6 +16,9 @@
 #include "snapshot.h"
 #include "testhook.h"
 
+struct l3_file;
+struct preempt;
+
 /* Message tags on the manager's own communicators. */
 enum { TAG_WAKE = 7101, TAG_L2 = 7102, TAG_RESTORE = 7103, TAG_BLOB = 7104 };
 
@@ -80,6 +83,31 @@ struct elastic_manager {
     int fatal_rc;    /* the final error, once finished by one */
 
     struct testhook *hooks;
+
+    /* L3 (persist.c, resume.c) */
+    char *run_id;         /* resolved: run_id, ELASTIC_RUN_ID, SLURM_JOB_ID, "default" */
+    char *resume_from;    /* copy of cfg.resume_from */
+    char *signals;        /* copy of cfg.signals */
+    int resume_wanted;    /* this launch resumes (decided at create) */
+    char resume_why[80];  /* ... because of this */
+    int64_t persist_step; /* newest L3 step written or resumed from (-1) */
+    char *persist_file;   /* its file */
+    struct l3_file *l3_src; /* the file restored from, during the resume handler */
+    int l3_src_size;        /* its world size */
+    int64_t resumed_step;   /* -1: started fresh */
+    int resumed_size;
+    char *resumed_from;
+    int persist_warned; /* L3 not built in: warned once */
+
+    int64_t event_step; /* the step the last world change rolled back to (-1):
+                           the first maybe_snapshot of it does nothing collective,
+                           since ranks that recovered inside a library call do
+                           not call it again */
+
+    /* preemption (preempt.c) */
+    struct preempt *pre;
+    int suspended; /* answered ELASTIC_SUSPENDED */
+    char suspend_text[200];
 };
 
 /* Seconds from an arbitrary origin (monotonic). */
@@ -113,6 +141,62 @@ enum event_outcome {
     EV_IDLE,    /* still an idle spare */
     EV_DONE,    /* the job is over */
 };
+
+/* After a process failure seen inside the library: repair with the
+ * handler given to start (or to the last maybe_reshard call). */
+int mgr_recover_inside (struct elastic_manager *m, elastic_error_t *err);
+
+/* Every registered array is restored (elastic_array_restore) after a
+ * handler: 1, else 0 with an error logged. */
+int mgr_all_restored (struct elastic_manager *m);
+
+/* The exit code the job's end calls for (set by destroy): what
+ * elastic_exit_code returns for the manager's last result. */
+int mgr_exit_hint (void);
+
+/* persist.c: the L3 level of the manager. */
+
+/* After a process failure interrupted HDF5 I/O, HDF5 cannot close its file
+ * (MPI-IO is not fault tolerant) and would crash when MPI_Finalize shuts it
+ * down: end the process at the start of MPI_Finalize instead, with
+ * mgr_exit_hint().  Collective-free; idempotent. */
+void persist_finalize_guard (void);
+
+/* Resolve the run id (at create).  Returns ELASTIC_ERR_NOMEM. */
+int persist_setup (struct elastic_manager *m, elastic_error_t *err);
+
+/* Collective over the working ranks: write the registered state to an L3
+ * snapshot of step (why: a suspend's reason, or NULL).  A failed write is
+ * warned about (working rank 0) and logged as an event: ELASTIC_OK.
+ * Returns ELASTIC_ERR_PROC_FAILED if a process failed (the caller
+ * recovers).  *written is set to 1 if the snapshot was committed. */
+int persist_write (struct elastic_manager *m,
+                   int64_t step,
+                   const char *why,
+                   int *written,
+                   elastic_error_t *err);
+
+/* resume.c: resume from L3 at start. */
+
+/* Decide whether this launch resumes (at create, every rank the same
+ * way): ELASTIC_RESUME, SLURM_RESTART_COUNT, cfg.resume, resume_from.
+ * Returns ELASTIC_ERR_INVAL naming a malformed variable. */
+int resume_decide (struct elastic_manager *m, elastic_error_t *err);
+
+/* Collective over all ranks (spares wait for the working ranks): resume
+ * if decided, else warn if the run's snapshots exist.  Returns ELASTIC_OK
+ * or the same error on every rank. */
+int resume_run (struct elastic_manager *m, elastic_error_t *err);
+
+/* elastic_blob_fetch while restoring from an L3 file: collective over the
+ * working ranks. */
+int resume_blob_fetch (struct elastic_manager *m,
+                       const char *name,
+                       int n,
+                       const int *old_ranks,
+                       void **bufs,
+                       size_t *sizes,
+                       elastic_error_t *err);
 
 /* Run a world event with every live process until the new world is
  * committed, the job is over, or a final error (ELASTIC_ERR_RELAUNCH). */

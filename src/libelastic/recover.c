@@ -31,6 +31,7 @@
 #include "layout.h"
 #include "log.h"
 #include "manager.h"
+#include "preempt.h"
 #include "restore.h"
 #include "snapshot.h"
 #include "testhook.h"
@@ -373,6 +374,7 @@ static void commit (struct elastic_manager *m,
 {
     int na = m->reg->na;
 
+    preempt_world_changed (m->pre);
     ft_free (&m->work);
     ft_free (&m->world);
     m->world = nw;
@@ -400,7 +402,7 @@ static void commit (struct elastic_manager *m,
             ev->used[ev->nused++] = p->used[i];
 }
 
-static int all_restored (struct elastic_manager *m)
+int mgr_all_restored (struct elastic_manager *m)
 {
     for (int a = 0; a < m->reg->na; a++) {
         if (!m->reg->a[a].restored) {
@@ -644,7 +646,7 @@ int event_run (struct elastic_manager *m,
             hrc = handler (m, m->work, arg);
             m->in_handler = 0;
         }
-        if (hrc == 0 && !all_restored (m))
+        if (hrc == 0 && !mgr_all_restored (m))
             hrc = -1;
         if (hrc != 0) {
             el_log (EL_WARN, "the reshard handler failed (returned %d)", hrc);
@@ -697,6 +699,7 @@ int event_run (struct elastic_manager *m,
     m->in_event = 0;
     m->event_counted = 0;
     m->handler_tries = 0;
+    m->event_step = m->step;
     rc = ELASTIC_OK;
 out:
     plan_destroy (p);

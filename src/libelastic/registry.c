@@ -177,6 +177,74 @@ int registry_set_blob (struct registry *r,
     return ELASTIC_OK;
 }
 
+/* Bytes of one item of an ELASTIC_TYPE_*, 0 if not one. */
+static size_t type_size (int type)
+{
+    static const size_t sizes[] = {1, 4, 8, 4, 8, 4, 8};
+    return type >= 0 && type < (int)(sizeof (sizes) / sizeof (sizes[0])) ? sizes[type]
+                                                                         : 0;
+}
+
+int registry_set_type (struct registry *r,
+                       const char *name,
+                       int type,
+                       elastic_error_t *err)
+{
+    static const char *names[] = {
+        "bytes", "int32", "int64", "uint32", "uint64", "float32", "float64"};
+    size_t ts = type_size (type), size;
+    int *field, i;
+    const char *kind;
+
+    if (r->frozen)
+        return errset (err,
+                       ELASTIC_ERR_STATE,
+                       "'%s': types must be set before elastic_manager_start",
+                       name ? name : "");
+    if ((i = registry_find_array (r, name)) >= 0) {
+        size = r->a[i].elem_size;
+        field = &r->a[i].type;
+        kind = "array";
+    } else if ((i = registry_find_value (r, name)) >= 0) {
+        size = r->v[i].size;
+        field = &r->v[i].type;
+        kind = "value";
+    } else
+        return errset (err,
+                       ELASTIC_ERR_NOT_FOUND,
+                       "elastic_set_type: no array or value '%s' (register it first)",
+                       name ? name : "");
+    if (ts == 0)
+        return errset (err,
+                       ELASTIC_ERR_INVAL,
+                       "%s '%s': type %d is invalid (expected an ELASTIC_TYPE_* from 0 "
+                       "to 6)",
+                       kind,
+                       name,
+                       type);
+    if (size % ts != 0)
+        return errset (err,
+                       ELASTIC_ERR_INVAL,
+                       "%s '%s': type %s is invalid for %s %zu (expected a size that is "
+                       "a multiple of %zu)",
+                       kind,
+                       name,
+                       names[type],
+                       *kind == 'a' ? "elem_size" : "size",
+                       size,
+                       ts);
+    *field = type;
+    return ELASTIC_OK;
+}
+
+int registry_find_value (const struct registry *r, const char *name)
+{
+    for (int i = 0; name && i < r->nv; i++)
+        if (!strcmp (r->v[i].name, name))
+            return i;
+    return -1;
+}
+
 int registry_find_array (const struct registry *r, const char *name)
 {
     for (int i = 0; name && i < r->na; i++)
@@ -213,11 +281,15 @@ uint64_t registry_signature (const struct registry *r)
         h = fnv (h, r->v[i].name, strlen (r->v[i].name) + 1);
         x = r->v[i].size;
         h = fnv (h, &x, sizeof (x));
+        x = (uint64_t)r->v[i].type;
+        h = fnv (h, &x, sizeof (x));
     }
     for (int i = 0; i < r->na; i++) {
         h = fnv (h, "a", 1);
         h = fnv (h, r->a[i].name, strlen (r->a[i].name) + 1);
         x = r->a[i].elem_size;
+        h = fnv (h, &x, sizeof (x));
+        x = (uint64_t)r->a[i].type;
         h = fnv (h, &x, sizeof (x));
     }
     for (int i = 0; i < r->nb; i++) {

@@ -18,6 +18,7 @@ struct reg_value {
     char name[REG_NAME_MAX];
     void *data;
     size_t size;
+    int type; /* ELASTIC_TYPE_* (L3 only) */
 };
 
 struct reg_array {
@@ -25,6 +26,7 @@ struct reg_array {
     void *data;
     size_t elem_size;
     uint64_t count;
+    int type;        /* ELASTIC_TYPE_* (L3 only) */
     void *rbuf;      /* restored block (malloc'ed), during a world change */
     uint64_t rcount; /* its element count */
     int restored;    /* elastic_array_restore was called */
@@ -67,9 +69,16 @@ int registry_set_blob (struct registry *r,
                        size_t size,
                        elastic_error_t *err);
 
+/* Set the element type of a value or array (see elastic_set_type). */
+int registry_set_type (struct registry *r,
+                       const char *name,
+                       int type,
+                       elastic_error_t *err);
+
 /* Index of a name, or -1. */
 int registry_find_array (const struct registry *r, const char *name);
 int registry_find_blob (const struct registry *r, const char *name);
+int registry_find_value (const struct registry *r, const char *name);
 
 /* A hash of the names, kinds and fixed sizes, equal on ranks that registered
  * the same state in the same order. */

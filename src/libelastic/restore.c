@@ -234,6 +234,8 @@ int elastic_blob_fetch (elastic_manager_t *m,
     if (!m->in_handler || m->work == MPI_COMM_NULL)
         return mgr_err (
             err, ELASTIC_ERR_STATE, "elastic_blob_fetch: only inside a handler");
+    if (m->l3_src)
+        return resume_blob_fetch (m, name, n, old_ranks, bufs, sizes, err);
     sm = snapstore_meta (m->store);
     b = registry_find_blob (m->reg, name);
     for (int i = 0; i < n; i++) {

@@ -40,7 +40,7 @@ static int bad (elastic_error_t *err, const char *entry)
             err->text,
             sizeof (err->text),
             "ELASTIC_TEST_KILL: '%s' is invalid (expected RANK:STEP:WHERE with WHERE "
-            "snapshot, recovery or protect, comma-separated)",
+            "snapshot, recovery, protect or persist, comma-separated)",
             entry);
     return ELASTIC_ERR_INVAL;
 }
@@ -77,6 +77,8 @@ int testhook_create (const char *spec, struct testhook **out, elastic_error_t *e
             t->h[t->n].where = HOOK_RECOVERY;
         else if (!strcmp (where, "protect"))
             t->h[t->n].where = HOOK_PROTECT;
+        else if (!strcmp (where, "persist"))
+            t->h[t->n].where = HOOK_PERSIST;
         else {
             rc = bad (err, tok);
             goto error;
@@ -102,14 +104,13 @@ void testhook_check (struct testhook *h, int rank, int64_t step, enum hook_where
         struct hook *k = &h->h[i];
         if (k->rank != rank || k->where != where)
             continue;
-        if ((where == HOOK_SNAPSHOT && step == k->step) ||
-            (where != HOOK_SNAPSHOT && step >= k->step)) {
+        int exact = where == HOOK_SNAPSHOT || where == HOOK_PERSIST;
+        if ((exact && step == k->step) || (!exact && step >= k->step)) {
+            static const char *names[] = {"snapshot", "recovery", "protect", "persist"};
             el_log (EL_INFO,
                     "ELASTIC_TEST_KILL: killing myself (pid %d) in %s at step %lld",
                     (int)getpid (),
-                    where == HOOK_SNAPSHOT   ? "snapshot"
-                    : where == HOOK_RECOVERY ? "recovery"
-                                             : "protect",
+                    names[where],
                     (long long)step);
             kill (getpid (), SIGKILL);
             for (;;)

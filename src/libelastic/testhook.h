@@ -7,7 +7,9 @@
  *   recovery  inside the first recovery that starts at step >= STEP, after
  *             the shrink, before the state exchange;
  *   protect   inside the snapshot that ends a recovery rolling back to a
- *             step >= STEP (after the handler).
+ *             step >= STEP (after the handler);
+ *   persist   inside the L3 write of step STEP, after its data is in the
+ *             temporary file and before the commit.
  * It is meant for tests and demos; an unset variable costs nothing.
  */
 #ifndef ELASTIC_TESTHOOK_H
@@ -16,7 +18,7 @@
 #include <stdint.h>
 #include <elastic.h>
 
-enum hook_where { HOOK_SNAPSHOT, HOOK_RECOVERY, HOOK_PROTECT };
+enum hook_where { HOOK_SNAPSHOT, HOOK_RECOVERY, HOOK_PROTECT, HOOK_PERSIST };
 
 struct testhook;
 

@@ -46,6 +46,9 @@ const char *elastic_strerror (int code)
             return "not supported by this build";
         case ELASTIC_ERR_PROC_FAILED:
             return "a process failed";
+        case ELASTIC_SUSPENDED:
+            return "suspended to a snapshot (exit with ELASTIC_EXIT_SUSPENDED, run again "
+                   "to resume)";
     }
     return "unknown error code";
 }

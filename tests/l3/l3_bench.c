@@ -5,6 +5,9 @@
  *                                  checksum), then each rank reads an even
  *                                  share of the array
  *
+ * L3_BENCH_VERIFY=1 verifies before the commit; L3_BENCH_COLLECTIVE=1 writes
+ * with collective MPI-IO (the default is independent).
+ *
  * Rank 0 prints one line of KEY=VALUE: bytes, seconds, MiB/s (and, for
  * read, the open+verify and read seconds apart).  Times are the slowest
  * rank's, from a barrier to the end of the call.
@@ -48,7 +51,9 @@ int main (int argc, char **argv)
         struct l3_write_opts opts = {.dir = dir,
                                      .run_id = "bench",
                                      .keep = 1,
-                                     .verify = getenv ("L3_BENCH_VERIFY") != NULL};
+                                     .verify = getenv ("L3_BENCH_VERIFY") != NULL,
+                                     .collective =
+                                         getenv ("L3_BENCH_COLLECTIVE") != NULL};
         MPI_Barrier (MPI_COMM_WORLD);
         double t0 = MPI_Wtime ();
         int e = l3_write (MPI_COMM_WORLD, &opts, &st, step, &err);

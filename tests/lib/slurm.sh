@@ -16,12 +16,23 @@
 #                                 1 if none matched
 #   mark_down nK [REASON]         scontrol update state=down (instant failure)
 #   node_state nK / job_state J   the state, upper case, without flags
-#   release_job JOBID [TIMEOUT]   start a requeued job now: Slurm holds it
+#   release_job JOBID [TIMEOUT]   start a requeued job in 2 s: Slurm holds it
 #                                 pending until BeginTime (cred_expire + 1 s)
 #   wait_node_state nK STATE TIMEOUT
 #   wait_job_state JOBID STATE TIMEOUT
 #                                 poll until the state matches the ERE STATE
 #                                 (e.g. DOWN, 'COMPLETED|FAILED'); 1 on timeout
+#   wait_job_restarts JOBID N TIMEOUT
+#                                 poll until Slurm counts N restarts (requeues)
+#   task_pids nK PATTERN [VAR=VALUE]
+#                                 node nK's processes whose command line
+#                                 matches the ERE PATTERN (and whose
+#                                 environment has VAR=VALUE)
+#   slurm_mpi_env                 export what MPI programs need on the
+#                                 cluster: Open MPI's run-as-root variables,
+#                                 the TCP transport between nodes, $MPIRUN's
+#                                 bin directory first in PATH
+#   slurm_has_pmix                true if srun has Slurm's pmix plugin
 #
 # Nothing here sleeps a fixed time: every wait polls for a state with a
 # timeout.  SLURM_CLUSTER_SH names the fixture (default: the source tree's);
@@ -132,8 +143,11 @@ release_job() {
     local j=$1 deadline
     deadline=$(($(now_ms) + ${2:-60} * 1000))
     while :; do
+        # not "now": a job that starts again within the second of its
+        # requeue can find its new credential revoked ("Killing
+        # non-startable batch job: Job credential revoked")
         if [ "$(job_state "$j")" = PENDING ] \
-            && run_in_ctl scontrol update jobid="$j" starttime=now > /dev/null 2>&1; then
+            && run_in_ctl scontrol update jobid="$j" starttime=now+2 > /dev/null 2>&1; then
             return 0
         fi
         if [ "$(now_ms)" -ge "$deadline" ]; then
@@ -143,3 +157,40 @@ release_job() {
         sleep 0.2
     done
 }
+
+wait_job_restarts() {
+    local j=$1 n=$2 deadline
+    deadline=$(($(now_ms) + $3 * 1000))
+    until run_in_ctl scontrol -o show job "$j" 2> /dev/null | grep -q " Restarts=$n "; do
+        if [ "$(now_ms)" -ge "$deadline" ]; then
+            diag "job $j: not $n restarts after $3 s:" \
+                "$(run_in_ctl scontrol -o show job "$j" 2>&1 | grep -o 'JobState=[^ ]*\|Restarts=[^ ]*\|Reason=[^ ]*')"
+            return 1
+        fi
+        sleep 0.2
+    done
+}
+
+task_pids() {
+    local node=$1 pattern=$2 kv=${3:-} p
+    for p in $("$SLURM_CLUSTER_SH" pids "$CLUSTER_DIR" "$node"); do
+        tr '\0' ' ' < "/proc/$p/cmdline" 2> /dev/null | grep -Eq -e "$pattern" || continue
+        [ -z "$kv" ] || grep -qzxF -e "$kv" "/proc/$p/environ" 2> /dev/null || continue
+        echo "$p"
+    done
+}
+
+# The nodes are network namespaces on this machine: they share its file
+# system (the MPI installation, the build, snapshot directories), not its
+# network, so ranks on different nodes talk TCP over the cluster's bridge.
+slurm_mpi_env() {
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    export OMPI_MCA_opal_cuda_support=0 PRTE_MCA_prte_silence_shared_fs=1
+    export OMPI_MCA_btl=self,tcp OMPI_MCA_pml=ob1
+    if [ -n "${MPIRUN:-}" ]; then
+        PATH=$(dirname "$MPIRUN"):$PATH
+        export PATH
+    fi
+}
+
+slurm_has_pmix() { run_in_ctl srun --mpi=list 2>&1 | grep -q 'pmix'; }

@@ -2,7 +2,11 @@
 """check_events.py FILE - validate libelastic's JSON event lines.
 
 Prints one summary line per event:
-    KIND STEP OLD->NEW failed=A,B spares=C attempts=N
+    KIND STEP OLD->NEW failed=A,B spares=C attempts=N   (reshard_down, reshard_up, fatal)
+    persist STEP size=N                                   (an L3 snapshot written)
+    persist_failed STEP size=N                            (an L3 write failed)
+    suspend STEP size=N reason=R file=yes|no              (suspended, with its L3 file)
+    resume STEP OLD->NEW                                  (resumed from L3)
 or "BAD: line N: why" for a line that is not a valid event.
 """
 import json
@@ -16,6 +20,29 @@ REQUIRED = {
     "rank": int, "time": str,
 }
 
+NUM = (int, float)
+L3_REQUIRED = {
+    "persist": {"step": int, "world_size": int, "bytes": int, "t_write_ms": NUM, "file": str},
+    "persist_failed": {"step": int, "world_size": int, "error": str},
+    "suspend": {"step": int, "world_size": int, "reason": str, "file": (str, type(None))},
+    "resume": {"step": int, "old_size": int, "new_size": int, "t_restore_ms": NUM, "file": str},
+}
+
+
+def l3_event(n, e):
+    req = dict(L3_REQUIRED[e["event"]], rank=int, time=str)
+    bad = [k for k, t in req.items() if not isinstance(e.get(k), t) or (k in e and isinstance(e[k], bool))]
+    if bad:
+        return "BAD: line %d: missing or mistyped %s" % (n, ",".join(bad))
+    k = e["event"]
+    if k == "resume":
+        return "resume %d %d->%d" % (e["step"], e["old_size"], e["new_size"])
+    if k == "suspend":
+        return "suspend %d size=%d reason=%s file=%s" % (
+            e["step"], e["world_size"], e["reason"], "yes" if e["file"] else "no")
+    return "%s %d size=%d" % (k, e["step"], e["world_size"])
+
+
 def main(path):
     with open(path) as f:
         for n, line in enumerate(f, 1):
@@ -23,6 +50,9 @@ def main(path):
                 e = json.loads(line)
             except ValueError as x:
                 print("BAD: line %d: not JSON (%s)" % (n, x))
+                continue
+            if e.get("event") in L3_REQUIRED:
+                print(l3_event(n, e))
                 continue
             bad = [k for k, t in REQUIRED.items() if not isinstance(e.get(k), t)]
             if bad:

@@ -1,0 +1,671 @@
+/* pmix_backend.c - the PMIx-hosting backend: MPI ranks without mpirun
+ *
+ * `elastic-exec --nproc-per-node N ./mpi_app` (--wireup pmix) starts N
+ * local workers that are the ranks of one PMIx namespace served by the
+ * agent itself (pmix_host.h): no mpirun, no PRRTE.  This backend is the
+ * local backend (local.c: fork, process groups, pidfds, output, binding)
+ * plus the server:
+ *
+ *   start     the server on the first start; per attempt a namespace
+ *             "elastic.<run id>.<agent pid>.<n>" (n counts every start),
+ *             each worker's environment from it (PMIx's variables,
+ *             OMPI_MCA_mpi_ft_enable=1, ob1, the --mpi-btl BTL, coll ^han;
+ *             an outer launcher's PMIX_* but PMIX_MCA_* dropped), and
+ *             descriptors >= 3 closed on exec (PMIx's accepted sockets
+ *             are not close-on-exec);
+ *   events    the server's descriptor is watched from the agent's loop:
+ *             MPI_Init done (mpi_initialized event), MPI_Abort
+ *             (elastic_agent_abort: every worker is killed, the run ends
+ *             with the abort's code, no restart);
+ *   exits     each reaped worker goes through pmixhost_job_exited first:
+ *             a rank that died after MPI_Init was announced to the
+ *             survivors, which go on (elastic_agent_worker_lost) under the
+ *             in-place policy; a rank that died before every rank finished
+ *             MPI_Init fails the group, which restarts in a new namespace
+ *             (elastic_agent_worker_failed); under the group policy a
+ *             failure stops the namespace first, so no survivor starts a
+ *             recovery that is about to be killed;
+ *   stop      pmixhost_job_stop before any signal, the namespace destroyed
+ *             once every rank is reaped (PMIx then removes Open MPI's
+ *             /dev/shm segments and the session directories);
+ *   shutdown  the server goes with the agent's run.
+ *
+ * A program that never calls MPI_Init is not affected: it never connects,
+ * its exits are reported as the local backend reports them, and its group
+ * restarts like any group.  --init-timeout kills a rank (as a watchdog
+ * does) when MPI_Init has not finished that long after the start.
+ */
+#if HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agent_impl.h"
+#include "common/log.h"
+#include "pmix_host.h"
+#include "util.h"
+
+#define SHM_MAX_PREFIX 8
+
+struct pmixb {
+    elastic_agent_t *agent;
+    void *local; /* the local backend's context */
+    struct pmixhost *h;
+    int watching;
+    struct pmixhost_job *job; /* the current attempt's namespace */
+    int njobs;                /* namespaces made so far */
+    char run_id[160];         /* for namespace names */
+    int in_place;             /* --restart-policy in-place */
+    int disabled;             /* the server could not start and nobody asked
+                                 for it: the local backend alone */
+    /* the current attempt */
+    int nranks;
+    int *connected;
+    int nconnected;
+    int initialized;
+    int abort_reported;
+    int init_timeout_fired;
+    int stuck;      /* ranks may wait for a dead one forever (it was not announced) */
+    double t_start; /* CLOCK_MONOTONIC of the namespace's creation */
+    /* the /dev/shm segments the ranks mapped, by name prefix */
+    char shm_prefix[SHM_MAX_PREFIX][256];
+    int nshm_prefix;
+};
+
+/* ---- /dev/shm ---------------------------------------------------------------- */
+
+/* Remember the /dev/shm files the live ranks map, by prefix: the name up
+ * to its last '.', which holds the job's id in Open MPI's segment names
+ * (sm_segment.<host>.<uid>.<job id>.<local rank>).  Names with fewer
+ * fields are not per job (another job's could share the prefix). */
+static int dots (const char *s)
+{
+    int n = 0;
+
+    for (; *s; s++)
+        n += *s == '.';
+    return n;
+}
+
+static void shm_sample (struct pmixb *pb)
+{
+    elastic_agent_t *agent = pb->agent;
+
+    for (int i = 0; i < agent->nworkers; i++) {
+        char path[64], line[1024];
+        FILE *f;
+
+        if (agent->w[i].pid <= 0 || agent->w[i].exited)
+            continue;
+        snprintf (path, sizeof (path), "/proc/%d/maps", (int)agent->w[i].pid);
+        if (!(f = fopen (path, "re")))
+            continue;
+        while (fgets (line, sizeof (line), f)) {
+            char *p = strstr (line, " /dev/shm/"), *dot;
+            int known = 0;
+
+            if (!p)
+                continue;
+            p += strlen (" /dev/shm/");
+            p[strcspn (p, " \n")] = '\0';
+            if (!(dot = strrchr (p, '.')) || dot == p || strchr (p, '/'))
+                continue;
+            dot[1] = '\0';
+            if (dots (p) < 4)
+                continue;
+            for (int k = 0; k < pb->nshm_prefix && !known; k++)
+                known = !strcmp (pb->shm_prefix[k], p);
+            if (!known && pb->nshm_prefix < SHM_MAX_PREFIX && strlen (p) < 256)
+                strcpy (pb->shm_prefix[pb->nshm_prefix++], p);
+        }
+        fclose (f);
+    }
+}
+
+/* After the namespace is gone (PMIx ran Open MPI's cleanups): count the
+ * files left under the sampled prefixes, and remove them. */
+static int shm_sweep (struct pmixb *pb)
+{
+    DIR *d;
+    struct dirent *de;
+    int n = 0;
+
+    if (pb->nshm_prefix == 0 || !(d = opendir ("/dev/shm")))
+        return 0;
+    while ((de = readdir (d))) {
+        for (int k = 0; k < pb->nshm_prefix; k++) {
+            if (strncmp (de->d_name, pb->shm_prefix[k], strlen (pb->shm_prefix[k])))
+                continue;
+            log_warn ("/dev/shm/%s was left behind by the ranks: removing it",
+                      de->d_name);
+            unlinkat (dirfd (d), de->d_name, 0);
+            n++;
+            break;
+        }
+    }
+    closedir (d);
+    return n;
+}
+
+/* ---- events from the server ----------------------------------------------- */
+
+static void report_abort (struct pmixb *pb, int rank, int code, const char *message)
+{
+    if (pb->abort_reported)
+        return;
+    pb->abort_reported = 1;
+    elastic_agent_abort (pb->agent, rank, code, message);
+}
+
+static void on_initialized (struct pmixb *pb, const struct pmixhost_event *ev)
+{
+    int total = 0, without = pmixhost_nodelay_check (pb->h, &total);
+    double ms = (ev->time - pb->t_start) * 1e3;
+
+    pb->initialized = 1;
+    shm_sample (pb);
+    log_info ("%s: every rank passed MPI_Init (%.1f ms after the start)",
+              pmixhost_job_nspace (pb->job),
+              ms);
+    eventlog_emit (pb->agent->ev,
+                   "mpi_initialized",
+                   json_pack ("{s:i s:s s:i s:f s:i s:i}",
+                              "attempt",
+                              pb->agent->restart_count,
+                              "nspace",
+                              pmixhost_job_nspace (pb->job),
+                              "ranks",
+                              pb->nranks,
+                              "init_ms",
+                              ms,
+                              "clients",
+                              total,
+                              "clients_without_nodelay",
+                              without));
+}
+
+/* Act on what the server queued (its events die with their namespace). */
+static void drain_events (struct pmixb *pb)
+{
+    struct pmixhost_event ev;
+
+    if (!pb->h)
+        return;
+    while (pmixhost_next_event (pb->h, &ev)) {
+        if (!pb->job || ev.job != pb->job)
+            continue;
+        switch (ev.type) {
+            case PMIXHOST_EV_CONNECTED:
+                if (ev.rank >= 0 && ev.rank < pb->nranks && !pb->connected[ev.rank]) {
+                    pb->connected[ev.rank] = 1;
+                    pb->nconnected++;
+                }
+                log_debug ("rank %d connected (entered MPI_Init)", ev.rank);
+                break;
+            case PMIXHOST_EV_INITIALIZED:
+                on_initialized (pb, &ev);
+                break;
+            case PMIXHOST_EV_FINALIZED:
+                log_debug ("rank %d called MPI_Finalize", ev.rank);
+                break;
+            case PMIXHOST_EV_LOST:
+                log_debug ("PMIx lost rank %d's connection", ev.rank);
+                break;
+            case PMIXHOST_EV_ABORT:
+                report_abort (pb, ev.rank, ev.status, ev.message);
+                break;
+        }
+    }
+}
+
+static void on_server_fd (elastic_agent_t *agent, int fd, int revents, void *arg)
+{
+    drain_events (arg);
+}
+
+/* ---- the local backend's hooks -------------------------------------------- */
+
+static char *const *hook_env (void *arg, int i)
+{
+    struct pmixb *pb = arg;
+
+    return pb->job ? pmixhost_job_env (pb->job, i) : NULL;
+}
+
+/* An outer launcher's PMIx identity would make the rank talk to the wrong
+ * server; its MCA settings (PMIX_MCA_*) are kept. */
+static int hook_drop (void *arg, const char *entry)
+{
+    struct pmixb *pb = arg;
+
+    return !pb->disabled && strncmp (entry, "PMIX_", 5) == 0 &&
+           strncmp (entry, "PMIX_MCA_", 9) != 0;
+}
+
+static void hook_started (void *arg, int i, pid_t pid)
+{
+    struct pmixb *pb = arg;
+
+    if (pb->job)
+        pmixhost_job_started (pb->job, i, pid);
+}
+
+static void hook_reaped (void *arg, int i, int wstatus)
+{
+    struct pmixb *pb = arg;
+    elastic_agent_t *agent = pb->agent;
+    int sig = WIFSIGNALED (wstatus) ? WTERMSIG (wstatus) : 0;
+    int code = WIFEXITED (wstatus) ? WEXITSTATUS (wstatus) : 0;
+    struct pmixhost_job_info ji;
+    int verdict;
+
+    /* what happened before the exit comes first (MPI_Abort, connections) */
+    drain_events (pb);
+    if (!pb->job) {
+        elastic_agent_worker_exited (agent, i, code, sig);
+        return;
+    }
+    /* the group restarts anyway: no survivor is to start a recovery */
+    if (!pb->in_place && (sig || code != 0)) {
+        pmixhost_job_stop (pb->job);
+        pb->stuck |= pb->connected[i];
+    }
+    /* a watchdog killed it: the others probably wait for it */
+    if (agent->w[i].failed)
+        pb->stuck = 1;
+    verdict = pmixhost_job_exited (pb->job, i, wstatus);
+    log_debug ("rank %d: %s %d: %s",
+               i,
+               sig ? "signal" : "exit",
+               sig ? sig : code,
+               pmixhost_exit_name (verdict));
+    switch (verdict) {
+        case PMIXHOST_EXIT_ABORTED:
+            if (!pb->abort_reported && pmixhost_job_info (pb->job, &ji) == 0 &&
+                ji.aborted)
+                report_abort (pb, ji.abort_rank, ji.abort_status, ji.abort_message);
+            elastic_agent_worker_exited (agent, i, code, sig);
+            break;
+        case PMIXHOST_EXIT_RECOVERABLE:
+            if (!pb->in_place || (!sig && (code == ELASTIC_EXIT_SUSPENDED ||
+                                           code == ELASTIC_EXIT_RELAUNCH)))
+                /* the policy or the rank itself asks for the group's way */
+                elastic_agent_worker_exited (agent, i, code, sig);
+            else
+                elastic_agent_worker_lost (
+                    agent,
+                    i,
+                    code,
+                    sig,
+                    sig ? "recovered in place (died after MPI_Init)"
+                        : "recovered in place (exited without MPI_Finalize)");
+            break;
+        case PMIXHOST_EXIT_RESTART:
+            if (pb->nconnected > 0) {
+                pb->stuck = 1; /* the others wait in an MPI_Init fence */
+                eventlog_emit (agent->ev,
+                               "mpi_init_failed",
+                               json_pack ("{s:i s:i s:s s:b s:i s:f}",
+                                          "rank",
+                                          i,
+                                          "attempt",
+                                          agent->restart_count,
+                                          "nspace",
+                                          pmixhost_job_nspace (pb->job),
+                                          "in_mpi_init",
+                                          pb->connected[i],
+                                          "connected",
+                                          pb->nconnected,
+                                          "after_ms",
+                                          (mono_now () - pb->t_start) * 1e3));
+            }
+            if (pb->connected[i])
+                elastic_agent_worker_failed (
+                    agent,
+                    i,
+                    code,
+                    sig,
+                    "inside MPI_Init, before every rank had finished it: no in-place "
+                    "recovery is possible");
+            else if (pb->nconnected > 0)
+                elastic_agent_worker_failed (
+                    agent,
+                    i,
+                    code,
+                    sig,
+                    "before MPI_Init while the other ranks waited in it: no in-place "
+                    "recovery is possible");
+            else
+                /* nobody connected: maybe no MPI program at all */
+                elastic_agent_worker_exited (agent, i, code, sig);
+            break;
+        default:
+            elastic_agent_worker_exited (agent, i, code, sig);
+            break;
+    }
+}
+
+/* ---- namespaces -------------------------------------------------------------- */
+
+/* The run id in namespace characters, and this agent's pid: two agents
+ * with one run id on a node get different namespaces (Open MPI names its
+ * /dev/shm segments after them). */
+static void make_run_id (struct pmixb *pb)
+{
+    const char *id = pb->agent->run_id;
+    size_t n = 0;
+
+    for (; *id && n < 100; id++) {
+        char c = *id;
+        pb->run_id[n++] = ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                           (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-')
+                              ? c
+                              : '_';
+    }
+    snprintf (
+        pb->run_id + n, sizeof (pb->run_id) - n, "%s%d", n ? "." : "", (int)getpid ());
+}
+
+/* End the current namespace: every rank was reaped (or is past help). */
+static void end_job (struct pmixb *pb)
+{
+    struct pmixhost_job_info ji;
+    char nspace[256];
+    int info, leaked;
+
+    if (!pb->job)
+        return;
+    drain_events (pb);
+    info = pmixhost_job_info (pb->job, &ji);
+    snprintf (nspace, sizeof (nspace), "%s", pmixhost_job_nspace (pb->job));
+    pmixhost_job_destroy (pb->job);
+    pb->job = NULL;
+    leaked = shm_sweep (pb);
+    if (info == 0) {
+        json_t *shm = json_array ();
+        for (int k = 0; shm && k < pb->nshm_prefix; k++)
+            json_array_append_new (shm, json_string (pb->shm_prefix[k]));
+        eventlog_emit (pb->agent->ev,
+                       "pmix_job_end",
+                       json_pack ("{s:i s:s s:i s:i s:i s:i s:i s:i s:b s:i s:o s:i}",
+                                  "attempt",
+                                  pb->agent->restart_count,
+                                  "nspace",
+                                  nspace,
+                                  "connected",
+                                  ji.connected,
+                                  "finalized",
+                                  ji.finalized,
+                                  "failed",
+                                  ji.failed,
+                                  "lost",
+                                  ji.lost,
+                                  "deregistered",
+                                  ji.deregistered,
+                                  "fences",
+                                  ji.fences,
+                                  "initialized",
+                                  ji.initialized,
+                                  "shm_prefixes",
+                                  pb->nshm_prefix,
+                                  "shm",
+                                  shm ? shm : json_null (),
+                                  "shm_leaked",
+                                  leaked));
+    }
+    pb->nshm_prefix = 0;
+}
+
+static int start_server (struct pmixb *pb, elastic_error_t *err)
+{
+    struct pmixhost_opts o = {0};
+    char msg[512];
+
+    if (!(pb->h = pmixhost_create (&o, msg, sizeof (msg)))) {
+        if (err)
+            errfmt (err->text, sizeof (err->text), "hosted PMIx server: %s", msg);
+        return ELASTIC_ERR_IO;
+    }
+    if (elastic_agent_watch (pb->agent, pmixhost_fd (pb->h), on_server_fd, pb) !=
+        ELASTIC_OK) {
+        if (err)
+            errfmt (err->text, sizeof (err->text), "hosted PMIx server: cannot watch it");
+        pmixhost_destroy (pb->h);
+        pb->h = NULL;
+        return ELASTIC_ERR_IO;
+    }
+    pb->watching = 1;
+    make_run_id (pb);
+    log_info ("hosting the PMIx server of the ranks (%s)", pmixhost_dir (pb->h));
+    eventlog_emit (pb->agent->ev,
+                   "pmix_server",
+                   json_pack ("{s:s s:s}",
+                              "dir",
+                              pmixhost_dir (pb->h),
+                              "restart_policy",
+                              pb->in_place ? "in-place" : "group"));
+    return ELASTIC_OK;
+}
+
+static void stop_server (struct pmixb *pb)
+{
+    end_job (pb);
+    if (pb->watching) {
+        elastic_agent_unwatch (pb->agent, pmixhost_fd (pb->h));
+        pb->watching = 0;
+    }
+    pmixhost_destroy (pb->h);
+    pb->h = NULL;
+}
+
+/* ---- the backend ------------------------------------------------------------- */
+
+static int pmix_start (elastic_agent_t *agent, void *ctx, elastic_error_t *err)
+{
+    struct pmixb *pb = ctx;
+    const struct elastic_agent_spec *spec = agent->spec;
+    struct pmixhost_job_opts jo = {0};
+    struct pmixhost_job_info ji;
+    char msg[512];
+    int rc;
+
+    if (pb->disabled)
+        return local_backend.start_workers (agent, pb->local, err);
+    if (!pb->h && (rc = start_server (pb, err)) != ELASTIC_OK) {
+        if (spec->wireup == WIREUP_PMIX)
+            return rc; /* asked for: an error */
+        /* the default: programs that are not MPI need no server */
+        log_warn ("%s; the workers start without it (as with --wireup none)",
+                  err ? err->text : "hosted PMIx server: cannot start");
+        eventlog_emit (agent->ev,
+                       "pmix_server",
+                       json_pack ("{s:s}", "error", err ? err->text : "cannot start"));
+        pb->disabled = 1;
+        return local_backend.start_workers (agent, pb->local, err);
+    }
+    end_job (pb); /* a start without a stop before it */
+    jo.run_id = pb->run_id;
+    jo.attempt = pb->njobs;
+    jo.nranks = pb->nranks;
+    jo.btl = spec->mpi_btl ? spec->mpi_btl : "sm";
+    jo.oversubscribed = spec->binding.oversubscribe ? 1 : -1;
+    pb->t_start = mono_now ();
+    if (!(pb->job = pmixhost_job_create (pb->h, &jo, msg, sizeof (msg)))) {
+        if (err)
+            errfmt (err->text, sizeof (err->text), "hosted PMIx server: %s", msg);
+        return ELASTIC_ERR_IO;
+    }
+    pb->njobs++;
+    memset (pb->connected, 0, (size_t)pb->nranks * sizeof (*pb->connected));
+    pb->nconnected = 0;
+    pb->initialized = 0;
+    pb->abort_reported = 0;
+    pb->init_timeout_fired = 0;
+    pb->stuck = 0;
+    pb->nshm_prefix = 0;
+    pmixhost_job_info (pb->job, &ji);
+    eventlog_emit (agent->ev,
+                   "pmix_job",
+                   json_pack ("{s:i s:s s:i s:s s:b}",
+                              "attempt",
+                              agent->restart_count,
+                              "nspace",
+                              pmixhost_job_nspace (pb->job),
+                              "ranks",
+                              pb->nranks,
+                              "btl",
+                              jo.btl,
+                              "oversubscribed",
+                              ji.oversubscribed));
+    return local_backend.start_workers (agent, pb->local, err);
+}
+
+/* --init-timeout: kill a rank that keeps MPI_Init from finishing (one that
+ * never connected first), as a watchdog would; the group restarts. */
+static void check_init_timeout (struct pmixb *pb)
+{
+    elastic_agent_t *agent = pb->agent;
+    double timeout = agent->spec->init_timeout;
+    struct worker *victim = NULL;
+    char reason[256];
+
+    if (timeout <= 0 || !pb->job || pb->initialized || pb->init_timeout_fired ||
+        pb->abort_reported || agent->stopping || mono_now () - pb->t_start < timeout)
+        return;
+    for (int i = 0; i < agent->nworkers && !victim; i++)
+        if (agent->w[i].pid > 0 && !agent->w[i].exited && !pb->connected[i])
+            victim = &agent->w[i];
+    for (int i = 0; i < agent->nworkers && !victim; i++)
+        if (agent->w[i].pid > 0 && !agent->w[i].exited)
+            victim = &agent->w[i];
+    pb->init_timeout_fired = 1;
+    if (!victim)
+        return;
+    snprintf (reason,
+              sizeof (reason),
+              "MPI_Init did not finish within %.3g s (%d of %d ranks had entered it)",
+              timeout,
+              pb->nconnected,
+              pb->nranks);
+    agent_watchdog_fire (
+        agent,
+        victim,
+        victim->pid,
+        SIGKILL,
+        "mpi_init",
+        reason,
+        json_pack ("{s:f s:i}", "timeout_s", timeout, "connected", pb->nconnected));
+}
+
+static int pmix_monitor (elastic_agent_t *agent, void *ctx)
+{
+    struct pmixb *pb = ctx;
+    int rc;
+
+    drain_events (pb);
+    rc = local_backend.monitor_workers (agent, pb->local);
+    check_init_timeout (pb);
+    return rc;
+}
+
+static int pmix_stop (elastic_agent_t *agent, void *ctx, int signum, double timeout)
+{
+    struct pmixb *pb = ctx;
+    int rc;
+
+    /* MPI ranks left behind by a death nobody announced to them (group
+     * policy, inside MPI_Init, a watchdog's kill) wait in MPI calls that
+     * will never return, so a handled SIGTERM (libelastic's) would only
+     * cost --shutdown-timeout: they are killed, unless --stop-signal says
+     * otherwise.  Ranks that exit on their own (76) get the stop signal. */
+    if (agent->stop_after_failure && pb->stuck &&
+        !elastic_agent_spec_get (agent->spec, "stop-signal")) {
+        log_info ("killing the ranks left waiting for a dead rank");
+        signum = SIGKILL;
+    }
+    drain_events (pb);
+    if (pb->job) {
+        pmixhost_job_stop (pb->job);
+        shm_sample (pb);
+    }
+    rc = local_backend.stop_workers (agent, pb->local, signum, timeout);
+    end_job (pb);
+    return rc;
+}
+
+static void pmix_shutdown (elastic_agent_t *agent, void *ctx, int signum, double timeout)
+{
+    struct pmixb *pb = ctx;
+
+    if (pb->job) {
+        pmixhost_job_stop (pb->job);
+        shm_sample (pb);
+    }
+    local_backend.shutdown (agent, pb->local, signum, timeout);
+    stop_server (pb);
+}
+
+static void pmix_child_event (elastic_agent_t *agent, void *ctx)
+{
+    struct pmixb *pb = ctx;
+
+    local_backend.child_event (agent, pb->local);
+}
+
+static void pmix_destroy (void *ctx)
+{
+    struct pmixb *pb = ctx;
+
+    if (!pb)
+        return;
+    if (pb->h)
+        stop_server (pb);
+    if (pb->local)
+        local_backend.destroy (pb->local);
+    free (pb->connected);
+    free (pb);
+}
+
+void *pmix_backend_create (elastic_agent_t *agent, char *err, size_t errsz)
+{
+    struct pmixb *pb;
+    struct local_wireup wu = {
+        .env = hook_env,
+        .drop = hook_drop,
+        .started = hook_started,
+        .reaped = hook_reaped,
+        .close_fds = 1,
+    };
+
+    if (!(pb = calloc (1, sizeof (*pb))) ||
+        !(pb->connected = calloc ((size_t)agent->nworkers, sizeof (*pb->connected))) ||
+        !(pb->local = local_backend_create (agent))) {
+        snprintf (err, errsz, "out of memory");
+        pmix_destroy (pb);
+        return NULL;
+    }
+    pb->agent = agent;
+    pb->nranks = agent->nworkers;
+    pb->in_place = spec_restart_policy (agent->spec) == RESTART_IN_PLACE;
+    wu.arg = pb;
+    local_set_wireup (pb->local, &wu);
+    return pb;
+}
+
+const struct elastic_agent_backend pmix_backend = {
+    .name = "pmix",
+    .start_workers = pmix_start,
+    .monitor_workers = pmix_monitor,
+    .stop_workers = pmix_stop,
+    .shutdown = pmix_shutdown,
+    .child_event = pmix_child_event,
+    .destroy = pmix_destroy,
+};

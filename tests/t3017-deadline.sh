@@ -1,0 +1,36 @@
+#!/bin/bash
+# t3017-deadline.sh - suspend before the job's deadline: ELASTIC_DEADLINE,
+# or Slurm's SLURM_JOB_END_TIME, with ELASTIC_DEADLINE_MARGIN.  The job
+# writes its final L3 snapshot and exits 75 before the deadline, and the
+# resumed job reaches the failure-free checksum.
+. "${srcdir:-.}/lib/mpitest.sh"
+. "${srcdir:-.}/libelastic/elastic.sh"
+
+tmp=$(mktemp -d)
+trap 'mpi_kill_job; rm -rf "$tmp"' EXIT
+ARGS="--nx 96 --ny 80 --steps 4000"
+
+app_run "$tmp/ref" 4 $EXAMPLES/heat2d $ARGS
+ref=$(checksum_of "$tmp/ref")
+is "$MPI_RC" 0 "reference run (checksum $ref)"
+
+# deadline NAME VARIABLE: the job would need over 8 s; the deadline is 7 s
+# away with a 3 s margin
+deadline() {
+    local name=$1 var=$2 out=$tmp/$1 d=$tmp/$1.d when
+    when=$(($(date +%s) + 7))
+    mpi_start "$out" 4 -x "$var=$when" -x ELASTIC_DEADLINE_MARGIN=3 -x ELASTIC_SNAPSHOT_DIR="$d" \
+        -x ELASTIC_EVENT_LOG="$out.events" -- $EXAMPLES/heat2d $ARGS --sleep 2
+    mpi_wait 120
+    local end=$(date +%s)
+    is "$MPI_RC" 75 "$name: the job suspended (exit 75)" || show_failure "$out"
+    ok $((end > when)) "$name: ... before the deadline ($((when - end)) s left)"
+    events "$out.events" | tail -n 1 | grep -q "^suspend [0-9]* size=4 reason=deadline file=yes$"
+    ok $? "$name: the suspend event gives the deadline as the reason" || diag "$(events "$out.events")"
+    app_run "$out.res" 3 -x ELASTIC_RESUME=1 -x ELASTIC_SNAPSHOT_DIR="$d" -- $EXAMPLES/heat2d $ARGS
+    is "$(checksum_of "$out.res")" "$ref" "$name: the resumed job reaches the failure-free checksum" || show_failure "$out.res"
+}
+
+deadline env ELASTIC_DEADLINE
+deadline slurm SLURM_JOB_END_TIME
+done_testing
