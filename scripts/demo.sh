@@ -1,53 +1,161 @@
 #!/usr/bin/env bash
-# demo.sh - the README's demo command: a real MPI job that loses a rank and
-# keeps going.
+# demo.sh - the README's demo command: heat2d on 8 ranks under elastic-mpirun
+# survives real failures and a preemption, and ends with the checksum of a
+# failure-free run.
 #
-# Installs what is missing (scripts/bootstrap.sh), builds, then runs the ULFM
-# smoke demo: 4 ranks under Open MPI 5's `mpirun --with-ft ulfm`, one rank
-# SIGKILLed from outside while the others wait in MPI_Barrier; the survivors
-# get MPIX_ERR_PROC_FAILED, shrink the communicator and finish.
+#   1. a failure-free reference run (8 ranks) gives the expected checksum;
+#   2. the elastic run starts (8 ranks, L1/L2 every 5 steps, L3 every 20);
+#   3. one rank is SIGKILLed from outside: in-place recovery, 8 -> 7;
+#   4. a rank and its L2 buddy are SIGKILLed together: in place is impossible,
+#      the job exits 76 and elastic-mpirun relaunches it from the HDF5 snapshot;
+#   5. a preemption signal (SIGTERM to elastic-mpirun): the ranks write a
+#      snapshot and exit 75 (suspended);
+#   6. the same command is rerun with 6 ranks: it resumes from the snapshot at
+#      the new world size and finishes; the checksums are compared.
+#
+# Installs what is missing (scripts/bootstrap.sh) and builds first.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 T0=$(date +%s%3N)
-say() { printf '[demo %6.2fs] %s\n' "$(echo "($(date +%s%3N) - $T0) / 1000" | bc -l)" "$*"; }
+now() { echo "scale=2; ($(date +%s%3N) - $T0) / 1000" | bc -l; }
+say() { printf '[demo %7.2fs] %s\n' "$(now)" "$*"; }
+timeline=()
+mark() { timeline+=("$(printf '%7.2fs  %s' "$(now)" "$*")"); say "$*"; }
 
 bash scripts/bootstrap.sh | sed 's/^/  /'
-say "building (scripts/test.sh builds the same tree)"
+say "building"
 if [ ! -x configure ] || [ configure.ac -nt configure ]; then autoreconf -fi > /dev/null; fi
 build=$top/build
 [ -f config.status ] && build=$top
 mkdir -p "$build"
-(cd "$build" && { [ -f config.status ] || "$top/configure" > configure.out 2>&1; } && make -j"$(nproc)" > make.out 2>&1 &&
-    make -C tests mpi/ulfm_smoke > /dev/null 2>&1) || {
+(cd "$build" && { [ -f config.status ] || "$top/configure" > configure.out 2>&1; } &&
+    make -j"$(nproc)" > make.out 2>&1) || {
     echo "build failed; see $build/configure.out and $build/make.out"
     exit 1
 }
+heat2d=$build/examples/heat2d
+empirun=$build/src/mpirun/elastic-mpirun
 mpirun=$(sed -n "s/^MPIRUN = //p" "$build/tests/Makefile")
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-out=$(mktemp)
-trap 'rm -f "$out"' EXIT
-say "starting 4 ranks: $mpirun --with-ft ulfm -n 4 tests/mpi/ulfm_smoke 2"
-"$mpirun" --with-ft ulfm -n 4 --oversubscribe --mca pml ob1 --mca btl self,sm,tcp --mca coll ^han \
-    --mca async_mpi_finalize 1 "$build/tests/mpi/ulfm_smoke" 2 > "$out" 2>&1 &
-job=$!
-for _ in $(seq 1 1200); do
-    grep -q '^ready 2 ' "$out" && break
-    sleep 0.05
-done
-victim=$(awk '/^ready 2 /{print $3}' "$out")
-[ -n "$victim" ] || {
-    cat "$out"
-    echo "rank 2 never became ready"
+
+work=$(mktemp -d /tmp/elastic-demo.XXXXXX)
+job_pid=
+cleanup() {
+    [ -n "$job_pid" ] && kill -KILL "$job_pid" 2> /dev/null
+    pkill -KILL -f "$heat2d" 2> /dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+app=("$heat2d" --nx 256 --ny 256 --steps 400 --sleep 15 --progress 10)
+export ELASTIC_SNAPSHOT_PERIOD=5 ELASTIC_PERSIST_PERIOD=20 ELASTIC_SNAPSHOT_DIR=$work/snapshots
+export ELASTIC_RUN_ID=demo ELASTIC_EVENT_LOG=$work/events.jsonl
+
+# rank_pid R: the PID of the heat2d process of original rank R of our job
+rank_pid() {
+    local f p
+    for f in /proc/[0-9]*/environ; do
+        p=${f#/proc/}
+        p=${p%/environ}
+        { tr '\0' '\n' < "$f"; } 2> /dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1" || continue
+        { tr '\0' '\n' < "$f"; } 2> /dev/null | grep -qx "ELASTIC_SNAPSHOT_DIR=$ELASTIC_SNAPSHOT_DIR" || continue
+        grep -q heat2d "/proc/$p/cmdline" 2> /dev/null && echo "$p" && return 0
+    done
+    return 1
+}
+# wait_line PATTERN FILE [TIMEOUT]: wait for a line in FILE
+wait_line() {
+    local deadline=$(($(date +%s) + ${3:-180}))
+    until grep -a -q -e "$1" "$2" 2> /dev/null; do
+        [ "$(date +%s)" -lt "$deadline" ] || {
+            echo "timed out waiting for '$1' in $2"
+            tail -n 20 "$2"
+            exit 1
+        }
+        sleep 0.05
+    done
+}
+checksum_of() { grep -a -o 'checksum [0-9a-f]*' "$1" | tail -n 1 | cut -d' ' -f2; }
+
+say "1/6 failure-free reference run: ${app[*]##*/} on 8 ranks (no library events)"
+ELASTIC_EVENT_LOG=$work/ref.jsonl ELASTIC_SNAPSHOT_DIR=$work/ref "$empirun" -q --no-wrap \
+    --run-dir "$work/ref-run" -n 8 "${app[@]}" --sleep 0 > "$work/ref.out" 2>&1
+ref=$(checksum_of "$work/ref.out")
+mark "reference checksum $ref"
+
+say "2/6 the elastic run: elastic-mpirun -n 8 heat2d (L1/L2 every 5 steps, HDF5 every 20)"
+"$empirun" --no-wrap --run-dir "$work/run" -n 8 "${app[@]}" > "$work/run.out" 2>&1 &
+job_pid=$!
+wait_line '^step 60$' "$work/run.out"
+
+victim=$(rank_pid 2)
+mark "3/6 kill -9 rank 2 (pid $victim)"
+kill -KILL "$victim"
+wait_line 'resharded at step' "$work/run.out"
+mark "    in place: $(grep -a -m1 'resharded at step' "$work/run.out")"
+wait_line '^step 150$' "$work/run.out"
+
+# After the first recovery the working ranks are the original 0,1,3,4,...,7
+# renumbered 0..6; L2 buddies are the next working rank, so original ranks 4
+# and 5 hold each other's only copy.
+a=$(rank_pid 4)
+b=$(rank_pid 5)
+mark "4/6 kill -9 ranks 4 and 5 together (pids $a $b): a rank and its L2 buddy"
+kill -KILL "$a" "$b"
+wait_line 'attempt 2' "$work/run.out" 240
+mark "    in place impossible (exit 76): elastic-mpirun relaunched from the HDF5 snapshot"
+wait_line 'resumed from step' "$work/run.out" 240
+mark "    $(grep -a 'resumed from step' "$work/run.out" | tail -n 1)"
+wait_line '^step 260$' "$work/run.out" 240
+
+mark "5/6 preemption: SIGTERM to elastic-mpirun"
+kill -TERM "$job_pid"
+rc=0
+wait "$job_pid" || rc=$?
+job_pid=
+grep -a -q 'suspended at step' "$work/run.out" && mark "    $(grep -a 'suspended at step' "$work/run.out" | tail -n 1), elastic-mpirun exit $rc"
+[ "$rc" -eq 75 ] || {
+    echo "expected the suspend exit code 75, got $rc"
+    tail -n 30 "$work/run.out"
     exit 1
 }
-say "all ranks ready; kill -9 rank 2 (pid $victim)"
-kill -9 "$victim"
-wait "$job" || true
-sed -n 's/^/  /p' "$out" | grep -v '^  ready'
-if grep -q 'ulfm-smoke: ok' "$out"; then
-    say "RESULT: the 3 survivors detected the failure, shrank 4 -> 3 ranks and completed an allreduce"
+
+say "6/6 rerun the same command with 6 ranks: it resumes at the new world size"
+rc=0
+"$empirun" --no-wrap --run-dir "$work/run" -n 6 "${app[@]}" --sleep 0 > "$work/resume.out" 2>&1 || rc=$?
+mark "    $(grep -a 'resumed from step' "$work/resume.out" | tail -n 1)"
+got=$(checksum_of "$work/resume.out")
+mark "    finished (exit $rc), checksum $got"
+
+echo
+echo "Timeline (seconds since the demo started):"
+printf '  %s\n' "${timeline[@]}"
+echo
+echo "elastic-mpirun's summaries:"
+sed -n '/summary:/,/run directory/p' "$work/run.out" "$work/resume.out" | sed 's/^/  /'
+echo
+echo "Library events (JSON lines in ELASTIC_EVENT_LOG):"
+/usr/bin/python3 - "$work/events.jsonl" << 'EOF'
+import json, sys
+print("  %-13s %6s %11s %10s %10s" % ("event", "step", "world", "failed", "total ms"))
+persisted = []
+for line in open(sys.argv[1]):
+    try:
+        e = json.loads(line)
+    except ValueError:
+        continue
+    if e.get("event") == "persist":
+        persisted.append(str(e.get("step")))
+        continue
+    print("  %-13s %6s %4s -> %-3s %10s %10s" % (e.get("event"), e.get("step"), e.get("old_size"),
+          e.get("new_size"), ",".join(map(str, e.get("failed", []))) or "-",
+          "%.1f" % e["t_total_ms"] if "t_total_ms" in e else "-"))
+print("  HDF5 snapshots written at steps: " + " ".join(persisted))
+EOF
+echo
+if [ -n "$got" ] && [ "$got" = "$ref" ] && [ "$rc" -eq 0 ]; then
+    say "RESULT: checksums match ($got): nothing was lost to 3 killed ranks, a relaunch and a preemption"
 else
-    say "RESULT: recovery FAILED"
+    say "RESULT: MISMATCH: reference $ref, elastic run $got (exit $rc)"
     exit 1
 fi
