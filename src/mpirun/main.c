@@ -513,6 +513,8 @@ static void build_command (struct job *j, int np, const char *hostfile, struct a
     av_add (a, "ELASTIC_RUN_DIR");
     av_add (a, "-x");
     av_add (a, "ELASTIC_ATTEMPT");
+    av_add (a, "-x");
+    av_add (a, "ELASTIC_RUN_ID");
     if (getenv ("ELASTIC_RESUME")) {
         av_add (a, "-x");
         av_add (a, "ELASTIC_RESUME");
@@ -924,6 +926,14 @@ int main (int argc, char **argv)
             snprintf (evlog, sizeof (evlog), "%s/events.jsonl", dir);
         setenv ("ELASTIC_EVENT_LOG", evlog, 1);
         setenv ("ELASTIC_RUN_DIR", j->run_dir, 1);
+        /* One run id for every attempt, so that a relaunch finds the
+         * snapshots of the earlier attempts (elastic-exec would otherwise
+         * derive one from each mpirun's namespace).  The library's own
+         * default is the same: SLURM_JOB_ID, else "default". */
+        if (!getenv ("ELASTIC_RUN_ID"))
+            setenv ("ELASTIC_RUN_ID",
+                    getenv ("SLURM_JOB_ID") ? getenv ("SLURM_JOB_ID") : "default",
+                    1);
         snprintf (num, sizeof (num), "%d", at->number);
         setenv ("ELASTIC_ATTEMPT", num, 1);
         if (resume)
