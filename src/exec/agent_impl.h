@@ -153,6 +153,10 @@ struct local_wireup {
 /* Use w (copied; NULL: none) in the local backend whose context is ctx. */
 void local_set_wireup (void *ctx, const struct local_wireup *w);
 
+/* The local backend's guardian (guardian.h), NULL before the first start
+ * or if it could not be started. */
+struct guardian *local_guardian (void *ctx);
+
 /* The PMIx-hosting backend (pmix_backend.c, with PMIx): the local backend
  * plus the hosted PMIx server.  Returns NULL with err set. */
 #if HAVE_PMIX

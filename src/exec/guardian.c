@@ -1,9 +1,13 @@
-/* guardian.c - kill the workers' process groups if the agent dies */
+/* guardian.c - kill the workers' process groups if the agent dies, and
+ * remove what the agent would have removed (its temporary directories,
+ * the ranks' /dev/shm segments) */
 #if HAVE_CONFIG_H
 #include "config.h"
 #endif
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,19 +20,90 @@
 #include "guardian.h"
 #include "util.h"
 
-#define GUARDIAN_MAX 65536
+#define GUARDIAN_MAX   65536
+#define GUARDIAN_NPATH 16
+#define GUARDIAN_DEPTH 12
 
 struct guardian {
     pid_t pid;
     int wfd;
 };
 
+/* The guardian's paths: 'D' a directory tree, 'S' a /dev/shm prefix. */
+struct gpath {
+    char kind;
+    char path[PATH_MAX];
+};
+
+/* The entries of directory fd, by getdents64 (async-signal-safe, unlike
+ * readdir). */
+struct gdirent {
+    unsigned long long ino;
+    long long off;
+    unsigned short reclen;
+    unsigned char type;
+    char name[];
+};
+
+/* rm -rf of what directory fd holds (fd is closed; async-signal-safe). */
+static void remove_contents (int fd, int depth)
+{
+    char buf[4096];
+    long n;
+
+    while ((n = syscall (SYS_getdents64, fd, buf, sizeof (buf))) > 0) {
+        for (long off = 0; off < n;) {
+            struct gdirent *d = (struct gdirent *)(buf + off);
+            off += d->reclen;
+            if (!strcmp (d->name, ".") || !strcmp (d->name, ".."))
+                continue;
+            if (unlinkat (fd, d->name, 0) == 0 || errno != EISDIR)
+                continue;
+            if (depth < GUARDIAN_DEPTH) {
+                int sub = openat (fd, d->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+                if (sub >= 0)
+                    remove_contents (sub, depth + 1);
+            }
+            unlinkat (fd, d->name, AT_REMOVEDIR);
+        }
+    }
+    close (fd);
+}
+
+static void remove_path (const struct gpath *p)
+{
+    size_t len = strlen (p->path);
+    char buf[4096];
+    long n;
+    int fd;
+
+    if (p->kind == 'D') {
+        if ((fd = open (p->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW)) >= 0)
+            remove_contents (fd, 0);
+        rmdir (p->path);
+        return;
+    }
+    if ((fd = open ("/dev/shm", O_RDONLY | O_DIRECTORY)) < 0)
+        return;
+    while ((n = syscall (SYS_getdents64, fd, buf, sizeof (buf))) > 0) {
+        for (long off = 0; off < n;) {
+            struct gdirent *d = (struct gdirent *)(buf + off);
+            off += d->reclen;
+            if (!strncmp (d->name, p->path, len))
+                unlinkat (fd, d->name, 0);
+        }
+    }
+    close (fd);
+}
+
 /* The guardian's whole life; async-signal-safe calls only (the agent may
  * have threads when it forks). */
 static void __attribute__ ((noreturn)) guardian_main (int rfd)
 {
     static pid_t groups[GUARDIAN_MAX];
-    static char buf[4096];
+    static struct gpath paths[GUARDIAN_NPATH];
+    static char buf[PATH_MAX + 64];
+    int npaths = 0;
     struct sigaction ign = {.sa_handler = SIG_IGN};
     sigset_t none;
     int n = 0;
@@ -67,6 +142,30 @@ static void __attribute__ ((noreturn)) guardian_main (int rfd)
                 continue;
             char op = buf[start];
             long v = 0;
+            if (op == 'D' || op == 'S' || op == 'd' || op == 's') {
+                /* a path (or prefix) to remove when the agent dies: D/S
+                 * add it, d/s forget it */
+                size_t plen = i - start - 1;
+                int add = op == 'D' || op == 'S';
+                buf[i] = '\0';
+                if (plen == 0 || plen >= PATH_MAX)
+                    add = -1; /* not a path: ignored */
+                if (add == 1 && npaths < GUARDIAN_NPATH) {
+                    paths[npaths].kind = op;
+                    memcpy (paths[npaths].path, buf + start + 1, plen + 1);
+                    npaths++;
+                } else if (add == 0) {
+                    for (int k = 0; k < npaths; k++) {
+                        if (paths[k].kind == op - 'a' + 'A' &&
+                            !strcmp (paths[k].path, buf + start + 1)) {
+                            paths[k] = paths[--npaths];
+                            break;
+                        }
+                    }
+                }
+                start = i + 1;
+                continue;
+            }
             for (size_t j = start + 1; j < i && buf[j] >= '0' && buf[j] <= '9'; j++)
                 v = v * 10 + (buf[j] - '0');
             if (v > 1 && op == '+' && n < GUARDIAN_MAX)
@@ -88,6 +187,9 @@ static void __attribute__ ((noreturn)) guardian_main (int rfd)
     }
     for (int k = 0; k < n; k++)
         kill (-groups[k], SIGKILL);
+    /* the agent died without cleaning up (it forgets what it removes) */
+    for (int k = 0; k < npaths; k++)
+        remove_path (&paths[k]);
     _exit (0);
 }
 
@@ -132,6 +234,53 @@ static int send_op (struct guardian *g, char op, pid_t pgid)
         return -1;
     }
     return write_all (g->wfd, line, (size_t)n);
+}
+
+static int send_path (struct guardian *g, char op, const char *path)
+{
+    char line[PATH_MAX + 8];
+    int n;
+
+    if (!g || g->wfd < 0 || !path || !*path || strchr (path, '\n') ||
+        strlen (path) >= PATH_MAX) {
+        errno = EINVAL;
+        return -1;
+    }
+    n = snprintf (line, sizeof (line), "%c%s\n", op, path);
+    return write_all (g->wfd, line, (size_t)n);
+}
+
+/* The guardian runs in "/": it needs absolute paths. */
+static int send_dir (struct guardian *g, char op, const char *path)
+{
+    char abs[PATH_MAX];
+
+    if (path && path[0] && path[0] != '/') {
+        if (!realpath (path, abs))
+            return -1;
+        path = abs;
+    }
+    return send_path (g, op, path);
+}
+
+int guardian_add_dir (struct guardian *g, const char *path)
+{
+    return send_dir (g, 'D', path);
+}
+
+int guardian_remove_dir (struct guardian *g, const char *path)
+{
+    return send_dir (g, 'd', path);
+}
+
+int guardian_add_shm (struct guardian *g, const char *prefix)
+{
+    return send_path (g, 'S', prefix);
+}
+
+int guardian_remove_shm (struct guardian *g, const char *prefix)
+{
+    return send_path (g, 's', prefix);
 }
 
 int guardian_add (struct guardian *g, pid_t pgid)

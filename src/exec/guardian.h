@@ -5,7 +5,10 @@
  * session, that holds the read end of a pipe: the agent writes "+PGID" when
  * a worker starts and "-PGID" when its group is gone.  When the pipe
  * reaches end of file - the agent exited, however it died, even SIGKILL -
- * the guardian sends SIGKILL to every group still listed and exits.
+ * the guardian sends SIGKILL to every group still listed, removes the
+ * directory trees and /dev/shm files it was given ("D<path>", "S<prefix>";
+ * "d"/"s" forget them) and exits.  Only async-signal-safe calls run in it
+ * (the agent has threads when it forks).
  */
 #ifndef ELASTIC_EXEC_GUARDIAN_H
 #define ELASTIC_EXEC_GUARDIAN_H
@@ -22,8 +25,17 @@ struct guardian *guardian_start (char *err, size_t errsz);
 int guardian_add (struct guardian *g, pid_t pgid);
 int guardian_remove (struct guardian *g, pid_t pgid);
 
-/* Close the pipe (the guardian kills what is still listed) and reap it
- * (NULL-safe). */
+/* Remove the directory tree path, or the files of /dev/shm whose names
+ * start with prefix, if the agent dies (at most 16 entries); _remove_
+ * forgets one, before the agent removes it itself.  Return 0, or -1 with
+ * errno (EINVAL: empty, too long, or with a newline). */
+int guardian_add_dir (struct guardian *g, const char *path);
+int guardian_remove_dir (struct guardian *g, const char *path);
+int guardian_add_shm (struct guardian *g, const char *prefix);
+int guardian_remove_shm (struct guardian *g, const char *prefix);
+
+/* Close the pipe (the guardian kills what is still listed and removes the
+ * paths left) and reap it (NULL-safe). */
 void guardian_stop (struct guardian *g);
 
 /* The guardian's pid (for tests and logs). */

@@ -90,6 +90,11 @@ void local_set_wireup (void *ctx, const struct local_wireup *w)
         memset (&l->wu, 0, sizeof (l->wu));
 }
 
+struct guardian *local_guardian (void *ctx)
+{
+    return ((struct local *)ctx)->guard;
+}
+
 static void local_destroy (void *ctx)
 {
     struct local *l = ctx;
@@ -704,10 +709,14 @@ static int local_start (elastic_agent_t *agent, void *ctx, elastic_error_t *err)
     int rc;
 
     l->agent_pid = getpid ();
-    if (!l->guard && !(l->guard = guardian_start (msg, sizeof (msg))))
-        log_warn (
-            "%s: worker process groups will not be cleaned up if the agent is killed",
-            msg);
+    if (!l->guard) {
+        if (!(l->guard = guardian_start (msg, sizeof (msg))))
+            log_warn ("%s: worker process groups will not be cleaned up if the agent is "
+                      "killed",
+                      msg);
+        else if (agent->base_is_tmp && agent->base_dir[0])
+            guardian_add_dir (l->guard, agent->base_dir); /* if the agent is killed */
+    }
     if (spec->ndup_out > 0 &&
         open_dup_file (l, "filtered_stdout.log", &l->dup_out_fd, err) < 0)
         return ELASTIC_ERR_IO;
@@ -834,6 +843,8 @@ static void local_shutdown (elastic_agent_t *agent, void *ctx, int signum, doubl
 
     /* stops what still runs; sweeps the groups of what exited */
     local_stop (agent, ctx, signum, timeout);
+    if (l->guard && agent->base_is_tmp && agent->base_dir[0])
+        guardian_remove_dir (l->guard, agent->base_dir); /* the agent removes it */
     guardian_stop (l->guard);
     l->guard = NULL;
     if (l->dup_out_fd >= 0)

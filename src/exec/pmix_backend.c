@@ -50,6 +50,7 @@
 
 #include "agent_impl.h"
 #include "common/log.h"
+#include "guardian.h"
 #include "pmix_host.h"
 #include "util.h"
 
@@ -66,6 +67,7 @@ struct pmixb {
     int in_place;             /* --restart-policy in-place */
     int disabled;             /* the server could not start and nobody asked
                                  for it: the local backend alone */
+    int guarded;              /* the guardian knows the server's directory */
     /* the current attempt */
     int nranks;
     int *connected;
@@ -123,8 +125,11 @@ static void shm_sample (struct pmixb *pb)
                 continue;
             for (int k = 0; k < pb->nshm_prefix && !known; k++)
                 known = !strcmp (pb->shm_prefix[k], p);
-            if (!known && pb->nshm_prefix < SHM_MAX_PREFIX && strlen (p) < 256)
+            if (!known && pb->nshm_prefix < SHM_MAX_PREFIX && strlen (p) < 256) {
                 strcpy (pb->shm_prefix[pb->nshm_prefix++], p);
+                /* removed by the guardian if the agent is killed */
+                guardian_add_shm (local_guardian (pb->local), p);
+            }
         }
         fclose (f);
     }
@@ -389,6 +394,8 @@ static void end_job (struct pmixb *pb)
     pmixhost_job_destroy (pb->job);
     pb->job = NULL;
     leaked = shm_sweep (pb);
+    for (int k = 0; k < pb->nshm_prefix; k++)
+        guardian_remove_shm (local_guardian (pb->local), pb->shm_prefix[k]);
     if (info == 0) {
         json_t *shm = json_array ();
         for (int k = 0; shm && k < pb->nshm_prefix; k++)
@@ -525,7 +532,14 @@ static int pmix_start (elastic_agent_t *agent, void *ctx, elastic_error_t *err)
                               jo.btl,
                               "oversubscribed",
                               ji.oversubscribed));
-    return local_backend.start_workers (agent, pb->local, err);
+    rc = local_backend.start_workers (agent, pb->local, err);
+    /* the server's directory goes with a killed agent (the guardian starts
+     * with the first workers) */
+    if (!pb->guarded && local_guardian (pb->local)) {
+        guardian_add_dir (local_guardian (pb->local), pmixhost_dir (pb->h));
+        pb->guarded = 1;
+    }
+    return rc;
 }
 
 /* --init-timeout: kill a rank that keeps MPI_Init from finishing (one that
@@ -608,6 +622,14 @@ static void pmix_shutdown (elastic_agent_t *agent, void *ctx, int signum, double
     if (pb->job) {
         pmixhost_job_stop (pb->job);
         shm_sample (pb);
+    }
+    /* the workers go, then the guardian: end the namespace in between so
+     * that its segments are removed here and forgotten there */
+    local_backend.stop_workers (agent, pb->local, signum, timeout);
+    end_job (pb);
+    if (pb->guarded) {
+        guardian_remove_dir (local_guardian (pb->local), pmixhost_dir (pb->h));
+        pb->guarded = 0;
     }
     local_backend.shutdown (agent, pb->local, signum, timeout);
     stop_server (pb);
