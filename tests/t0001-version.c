@@ -29,8 +29,8 @@ int main (void)
             elastic_strerror (c));
     is_str (elastic_strerror (-1), "unknown error code", "strerror(-1) is unknown");
     is_str (elastic_strerror (9999), "unknown error code", "strerror(9999) is unknown");
-    ok (ELASTIC_EXIT_SUSPENDED != ELASTIC_EXIT_RELAUNCH && ELASTIC_EXIT_SUSPENDED > 1
-            && ELASTIC_EXIT_RELAUNCH > 1,
+    ok (ELASTIC_EXIT_SUSPENDED != ELASTIC_EXIT_RELAUNCH && ELASTIC_EXIT_SUSPENDED > 1 &&
+            ELASTIC_EXIT_RELAUNCH > 1,
         "suspend and relaunch exit codes are distinct and not 0/1");
     return done_testing ();
 }

@@ -134,7 +134,7 @@ static void peer_failure (int rank, int rc)
 
     MPI_Error_string (rc, msg, &len);
     printf (
-        "rank %d: MPI error (%s): in-place recovery is not implemented here, exit 76\n",
+        "rank %d: MPI error (%s): this test app does no in-place recovery, exit 76\n",
         rank,
         msg);
     fflush (stdout);
