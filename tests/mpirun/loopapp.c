@@ -133,10 +133,9 @@ static void peer_failure (int rank, int rc)
     int len = 0;
 
     MPI_Error_string (rc, msg, &len);
-    printf (
-        "rank %d: MPI error (%s): this test app does no in-place recovery, exit 76\n",
-        rank,
-        msg);
+    printf ("rank %d: MPI error (%s): this test app does no in-place recovery, exit 76\n",
+            rank,
+            msg);
     fflush (stdout);
 #ifdef MPIX_ERR_PROC_FAILED
     {
