@@ -230,6 +230,9 @@ write_conf() {
         echo "JobCompType=jobcomp/none"
         echo "MpiDefault=none"
         echo "SchedulerType=sched/backfill"
+        # backfill every second (default 30 s): a requeued job released
+        # with a start time a few seconds ahead starts soon after it
+        echo "SchedulerParameters=bf_interval=1"
         echo "SelectType=select/cons_tres"
         echo "SelectTypeParameters=CR_Core"
         echo "SlurmdParameters=config_overrides"

@@ -4,10 +4,10 @@
  *
  *   - the job's environment gets the library settings given in OPTIONS
  *     (ELASTIC_SNAPSHOT_PERIOD, ELASTIC_PERSIST_PERIOD, ELASTIC_SPARE_RANKS,
- *     ELASTIC_MIN_WORLD_SIZE), ELASTIC_SNAPSHOT_DIR for this job id, and
- *     ELASTIC_RESTART_COUNT from Slurm's restart count, with ELASTIC_RESUME=1
- *     once the job was requeued, so that the library resumes from its
- *     snapshot;
+ *     ELASTIC_MIN_WORLD_SIZE), ELASTIC_SNAPSHOT_DIR and ELASTIC_RUN_ID for
+ *     this job id, and ELASTIC_RESTART_COUNT from Slurm's restart count,
+ *     with ELASTIC_RESUME=1 once the job was requeued, so that the library
+ *     resumes from its snapshot;
  *   - each task of a job step runs under `elastic-exec` in wrapper mode with
  *     the elastic-exec options given in OPTIONS (see options.h).  The batch
  *     script itself, the extern and interactive steps, MPI launch daemons
@@ -229,6 +229,23 @@ static void set_snapshot_dir (spank_t sp)
     job_setenv (sp, "ELASTIC_SNAPSHOT_DIR", path, 1);
 }
 
+/* ELASTIC_RUN_ID: the job id, unless the user exported one.  It names the
+ * run whose snapshots a resumed run reads, and elastic-exec takes it as its
+ * --run-id: without it each job step would be a run of its own
+ * ("slurm-<job>.<step>"), so a requeued job whose steps are numbered
+ * differently, or a later step of the same job, would not find the
+ * snapshots. */
+static void set_run_id (spank_t sp)
+{
+    uint32_t jobid = 0;
+    char id[32];
+
+    if (spank_get_item (sp, S_JOB_ID, &jobid) != ESPANK_SUCCESS)
+        return; /* set_snapshot_dir reported it */
+    snprintf (id, sizeof (id), "%" PRIu32, jobid);
+    job_setenv (sp, "ELASTIC_RUN_ID", id, 0);
+}
+
 /* Once per job step on each node (and for the batch script): the job's
  * ELASTIC_* settings. */
 int slurm_spank_user_init (spank_t sp, int ac, char **av)
@@ -242,6 +259,7 @@ int slurm_spank_user_init (spank_t sp, int ac, char **av)
     for (int i = 0; spank_opts_env (state.opts, i, &name, &value) == 0; i++)
         job_setenv (sp, name, value, 1);
     set_snapshot_dir (sp);
+    set_run_id (sp);
     return 0;
 }
 

@@ -89,7 +89,7 @@ for r in 0 1 2 3 4 5; do
     }
     [ "$(sed -n 's/^args //p' "$t")" = "a1 a 2" ] || bad=1
     for kv in ELASTIC_SNAPSHOT_PERIOD=5 ELASTIC_PERSIST_PERIOD=20 ELASTIC_SPARE_RANKS=1 \
-        ELASTIC_SNAPSHOT_DIR=$tmp/snap/$jobid ELASTIC_RESTART_COUNT=0; do
+        ELASTIC_SNAPSHOT_DIR=$tmp/snap/$jobid ELASTIC_RUN_ID=$jobid ELASTIC_RESTART_COUNT=0; do
         [ "$(value "$t" "${kv%%=*}")" = "${kv#*=}" ] || {
             bad=1
             diag "task $r: ${kv%%=*}='$(value "$t" "${kv%%=*}")', expected '${kv#*=}'"
@@ -98,7 +98,7 @@ for r in 0 1 2 3 4 5; do
     grep -q '^env ELASTIC_RESUME=' "$t" && bad=1
     grep -q '^env ELASTIC_SPANK_' "$t" && bad=1 && diag "task $r: ELASTIC_SPANK_* leaked to the task"
 done
-ok $bad "each task: exec= got the elastic-exec flags, '--' and the task's argv; the task got ELASTIC_* (snapshot dir per job id), no ELASTIC_RESUME, no ELASTIC_SPANK_*"
+ok $bad "each task: exec= got the elastic-exec flags, '--' and the task's argv; the task got ELASTIC_* (snapshot dir and run id per job id), no ELASTIC_RESUME, no ELASTIC_SPANK_*"
 
 # without --elastic nothing happens; wrap=no sets the environment only
 rm -f "$REC"/*

@@ -103,9 +103,10 @@ for r in 0 1 2 3; do
     t=$REC/task.$jobid.run1.$r
     [ "$(value "$e" ELASTIC_RESTART_COUNT)/$(value "$e" ELASTIC_RESUME)" = 1/1 ] || bad=1
     [ "$(value "$e" ELASTIC_SNAPSHOT_DIR)" = "$snapdir" ] || bad=1
+    [ "$(value "$e" ELASTIC_RUN_ID)" = "$jobid" ] || bad=1
     [ "$(value "$e" ELASTIC_SNAPSHOT_PERIOD)" = 4 ] || bad=1
     grep -q '^resumed' "$t" 2> /dev/null || bad=1
 done
-ok $bad "second run, each wrapped task: ELASTIC_RESTART_COUNT=1, ELASTIC_RESUME=1, the same snapshot dir, and it resumed" \
+ok $bad "second run, each wrapped task: ELASTIC_RESTART_COUNT=1, ELASTIC_RESUME=1, the same snapshot dir and run id, and it resumed" \
     || diag "$(grep -h 'ELASTIC_' "$REC"/exec.$jobid.run1.* 2>&1 | sort | uniq -c)"
 done_testing

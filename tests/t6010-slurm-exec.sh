@@ -28,10 +28,12 @@ tmp=$(mktemp -d /tmp/t6010.XXXXXX)
 # heat2d's failure-free result, by a singleton run: the field, and so the
 # checksum, is the same for any number of ranks
 HEAT_ARGS="--nx 64 --ny 48"
-ref=$("$HEAT" $HEAT_ARGS --steps 400 2>&1 | sed -n 's/^checksum //p')
+STEPS=150
+ref=$("$HEAT" $HEAT_ARGS --steps $STEPS 2>&1 | sed -n 's/^checksum //p')
+ref1=$("$HEAT" $HEAT_ARGS --steps 50 2>&1 | sed -n 's/^checksum //p')
 [ -n "$ref" ] || {
     echo "not ok 1 - heat2d runs as a singleton"
-    "$HEAT" $HEAT_ARGS --steps 400 2>&1 | sed 's/^/# /'
+    "$HEAT" $HEAT_ARGS --steps $STEPS 2>&1 | sed 's/^/# /'
     exit 1
 }
 
@@ -56,11 +58,11 @@ prefix='--log-line-prefix-template=[${hostname}:${rank}] '
 
 # 1. eight MPI ranks under elastic-exec, wired up by Slurm's PMIx
 srun_step -N2 --ntasks-per-node=4 --mpi=pmix "$EXEC" "$prefix" --bind core --oversubscribe \
-    "$HEAT" $HEAT_ARGS --steps 400
+    "$HEAT" $HEAT_ARGS --steps 50
 is "$SRUN_RC" 0 "srun -N2 --ntasks-per-node=4 --mpi=pmix elastic-exec heat2d: exit 0" || diag "$(tail -n 20 "$tmp/out")"
-grep -q '^\[n1:0\] heat2d: 64x48 grid, 400 steps, 8 ranks' "$tmp/out"
+grep -q '^\[n1:0\] heat2d: 64x48 grid, 50 steps, 8 ranks' "$tmp/out"
 ok $? "8 ranks in one MPI job across n1, n2 (rank 0's line prefixed [n1:0])"
-is "$(sed -n 's/^\[n1:0\] checksum //p' "$tmp/out")" "$ref" "the failure-free checksum ($ref)"
+is "$(sed -n 's/^\[n1:0\] checksum //p' "$tmp/out")" "$ref1" "the failure-free checksum ($ref1)"
 
 # 2. binding from SLURM_LOCALID: what each worker really got is the plan
 cat > "$tmp/where" << 'EOF'
@@ -130,6 +132,11 @@ ok $((!$?)) "elastic-exec's --max-restarts 1 could not start rank 3 again"
 
 # 5. preemption relay and requeue: a batch job that requeues itself when
 # its step suspends (doc/slurm.md's template), and resumes
+grep -q '^#define HAVE_HDF5 1' "$build/config.h" 2> /dev/null || {
+    skip "libelastic has no HDF5 here: no snapshots to suspend to"
+    done_testing
+    exit 0
+}
 snap=$tmp/snap
 cat > "$tmp/job.sh" << EOF
 #!/bin/bash
@@ -137,7 +144,7 @@ cat > "$tmp/job.sh" << EOF
 [ "\${SLURM_RESTART_COUNT:-0}" -gt 0 ] && export ELASTIC_RESUME=1
 echo "run \$((\${SLURM_RESTART_COUNT:-0} + 1))"
 srun --mpi=pmix "$EXEC" '--log-line-prefix-template=[\${hostname}:\${rank}] ' \\
-    "$HEAT" $HEAT_ARGS --steps 400 --persist-period 20 --snapshot-dir "$snap" --sleep 20 --progress 20
+    "$HEAT" $HEAT_ARGS --steps $STEPS --persist-period 50 --snapshot-dir "$snap" --sleep 10 --progress 10
 rc=\$?
 echo "srun exit \$rc"
 [ \$rc -eq 75 ] && scontrol requeue \$SLURM_JOB_ID
@@ -145,15 +152,16 @@ exit \$rc
 EOF
 chmod +x "$tmp/job.sh"
 jobid=$(run_in_ctl sbatch --parsable "$tmp/job.sh" 2>&1)
-# run N is preempted after its first persisted step: run 1 by SIGUSR1,
-# run 2 by SIGTERM; run 3 completes
-n_h5() { find "$snap" -name '*.h5' 2> /dev/null | wc -l; }
+# run N is preempted once it computes (the suspension writes a snapshot of
+# its own): run 1 by SIGUSR1, run 2 by
+# SIGTERM; run 3 completes
+steps_seen() { grep -c '^\[n1:0\] step ' "$tmp/job.out" 2> /dev/null; }
 preempt() {
     local run=$1 sig=$2 before
-    before=$(n_h5)
-    wait_for_grep "^run $run\$" "$tmp/job.out" 120 \
-        && wait_until 120 sh -c "[ \$(find '$snap' -name '*.h5' 2> /dev/null | wc -l) -gt $before ]"
-    ok $? "run $run of job $jobid persisted a snapshot" || diag "$(tail -n 20 "$tmp/job.out" 2>&1)"
+    wait_for_grep "^run $run\$" "$tmp/job.out" 120
+    before=$(steps_seen)
+    wait_until 120 sh -c "[ \$(grep -c '^\[n1:0\] step ' '$tmp/job.out') -ge $((before + 2)) ]"
+    ok $? "run $run of job $jobid computes" || diag "$(tail -n 20 "$tmp/job.out" 2>&1)"
     run_in_ctl scancel -s "$sig" "$jobid"
     wait_until 120 sh -c "[ \$(grep -c '^srun exit' '$tmp/job.out') -ge $run ]"
     [ "$(grep -c '^srun exit 75$' "$tmp/job.out")" -eq "$run" ]

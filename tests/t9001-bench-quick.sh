@@ -54,6 +54,7 @@ check B5 l3 elastic write_s
 check B5 l3 elastic read_s
 check B5 l3 baseline write_s
 check B6 steady none run_s
+check B6 steady signals run_s
 check B6 steady p10 run_s
 check B6 steady p100 run_s
 check B6 steady p10+l3 run_s

@@ -296,6 +296,15 @@ error:
 static void signals_restore (elastic_agent_t *agent)
 {
     if (agent->sigfd >= 0) {
+        struct signalfd_siginfo si;
+        /* Signals that arrived while the agent ran are the agent's: a
+         * preemption notice sent twice (Slurm signals every process of a
+         * step, and the agent relays it too) must not kill the caller when
+         * its mask is restored below. */
+        while (read (agent->sigfd, &si, sizeof (si)) == sizeof (si))
+            if ((int)si.ssi_signo != SIGCHLD)
+                log_debug ("%s arrived after the workers stopped: consumed",
+                           signal_name ((int)si.ssi_signo));
         loop_remove (agent->loop, agent->sigfd);
         close (agent->sigfd);
         agent->sigfd = -1;

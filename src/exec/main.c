@@ -629,6 +629,35 @@ static void die_by_signal (int sig)
     raise (sig);
 }
 
+static void late_signal (int sig)
+{
+    (void)sig;
+}
+
+/* The agent blocks the signals it handles while it runs and restores the
+ * mask when it returns.  A preemption notice can arrive twice (Slurm
+ * signals every process of the step, the agent relays it as well): one
+ * that lands after the run must not kill this process before it reports
+ * the status the run decided.  A handler that does nothing is reset to
+ * the default by exec, so the workers are not affected; signals ignored
+ * on entry stay ignored. */
+static void catch_late_signals (const elastic_agent_spec_t *spec)
+{
+    struct sigaction sa, old;
+
+    memset (&sa, 0, sizeof (sa));
+    sa.sa_handler = late_signal;
+    sigemptyset (&sa.sa_mask);
+    for (int sig = 1; sig < NSIG; sig++) {
+        if (sigismember (&spec->handled, sig) != 1 &&
+            sigismember (&spec->preempt, sig) != 1)
+            continue;
+        if (sigaction (sig, NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+            continue;
+        sigaction (sig, &sa, NULL);
+    }
+}
+
 int main (int argc, char **argv)
 {
     elastic_agent_spec_t *spec;
@@ -734,6 +763,7 @@ int main (int argc, char **argv)
                   li.local_size);
     }
 
+    catch_late_signals (spec);
     rc = elastic_agent_run (agent, &result, &err);
     if (rc != ELASTIC_OK) {
         fprintf (stderr, "%s: %s\n", prog, err.text);

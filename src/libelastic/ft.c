@@ -13,12 +13,58 @@
 
 #include "ft.h"
 
+/* ULFM compiled in is not ULFM switched on: Open MPI 5 runs its fault
+ * tolerance only when the job was started with it (`mpirun --with-ft ulfm`,
+ * mpi_ft_enable=1); otherwise MPIX_Comm_agree and friends are not fault
+ * tolerant, and an agreement in a job whose peers already left hangs.  The
+ * MPIX_FT attribute of MPI_COMM_WORLD says which (queried once, after
+ * MPI_Init; -1 until then). */
+#if HAVE_ULFM
+static int ft_runtime = -1;
+
+static int ft_runtime_enabled (void)
+{
+    int initialized = 0, finalized = 0, flag = 0;
+    int *val = NULL;
+
+    if (ft_runtime >= 0)
+        return ft_runtime;
+    if (MPI_Initialized (&initialized) != MPI_SUCCESS || !initialized ||
+        MPI_Finalized (&finalized) != MPI_SUCCESS || finalized)
+        return 1; /* cannot ask yet: what the build has */
+#ifdef MPIX_FT
+    if (MPI_Comm_get_attr (MPI_COMM_WORLD, MPIX_FT, &val, &flag) == MPI_SUCCESS && flag &&
+        val)
+        ft_runtime = *val != 0;
+    else
+        ft_runtime = 1;
+#else
+    (void)val;
+    (void)flag;
+    ft_runtime = 1;
+#endif
+    return ft_runtime;
+}
+#endif
+
 int ft_available (void)
 {
 #if HAVE_ULFM
-    return 1;
+    return ft_runtime_enabled ();
 #else
     return 0;
+#endif
+}
+
+const char *ft_why_unavailable (void)
+{
+#if HAVE_ULFM
+    if (!ft_available ())
+        return "this job runs without ULFM fault tolerance (start it with `mpirun "
+               "--with-ft ulfm` or elastic-mpirun)";
+    return "ULFM is on";
+#else
+    return "this MPI has no ULFM";
 #endif
 }
 
@@ -27,7 +73,7 @@ int ft_is_failure (int mpi_err)
 #if HAVE_ULFM
     int eclass;
 
-    if (mpi_err == MPI_SUCCESS)
+    if (mpi_err == MPI_SUCCESS || !ft_available ())
         return 0;
     if (MPI_Error_class (mpi_err, &eclass) != MPI_SUCCESS)
         return 0;
@@ -72,7 +118,7 @@ int ft_is_proc_failed (int mpi_err)
 void ft_revoke (MPI_Comm comm)
 {
 #if HAVE_ULFM
-    if (comm != MPI_COMM_NULL)
+    if (comm != MPI_COMM_NULL && ft_available ())
         MPIX_Comm_revoke (comm);
 #else
     (void)comm;
@@ -84,7 +130,7 @@ void ft_ack (MPI_Comm comm)
 #if HAVE_ULFM
     int size, n;
 
-    if (comm == MPI_COMM_NULL)
+    if (comm == MPI_COMM_NULL || !ft_available ())
         return;
     MPI_Comm_size (comm, &size);
     MPIX_Comm_ack_failed (comm, size, &n);
@@ -95,12 +141,13 @@ void ft_ack (MPI_Comm comm)
 
 int ft_agree (MPI_Comm comm, int *flag)
 {
-#if HAVE_ULFM
-    return MPIX_Comm_agree (comm, flag);
-#else
     int in = *flag;
-    return MPI_Allreduce (&in, flag, 1, MPI_INT, MPI_BAND, comm);
+
+#if HAVE_ULFM
+    if (ft_available ())
+        return MPIX_Comm_agree (comm, flag);
 #endif
+    return MPI_Allreduce (&in, flag, 1, MPI_INT, MPI_BAND, comm);
 }
 
 int ft_agree_robust (MPI_Comm comm, int *flag)
@@ -108,6 +155,8 @@ int ft_agree_robust (MPI_Comm comm, int *flag)
 #if HAVE_ULFM
     int rc, eclass, f;
 
+    if (!ft_available ())
+        return ft_agree (comm, flag);
     for (int tries = 0; tries < 1000; tries++) {
         ft_ack (comm);
         f = *flag;
@@ -131,6 +180,8 @@ int ft_shrink (MPI_Comm comm, MPI_Comm *out)
 #if HAVE_ULFM
     int rc = MPI_ERR_OTHER;
 
+    if (!ft_available ())
+        return rc;
     for (int tries = 0; tries < 100; tries++) {
         if ((rc = MPIX_Comm_shrink (comm, out)) == MPI_SUCCESS) {
             MPI_Comm_set_errhandler (*out, MPI_ERRORS_RETURN);
@@ -182,7 +233,10 @@ void ft_skip_finalize_fence (void)
 {
 #if HAVE_ULFM && defined(OPEN_MPI) && OPEN_MPI
     /* the variable behind the MCA parameter async_mpi_finalize */
-    bool *skip = dlsym (RTLD_DEFAULT, "ompi_async_mpi_finalize");
+    bool *skip;
+    if (!ft_available ())
+        return;
+    skip = dlsym (RTLD_DEFAULT, "ompi_async_mpi_finalize");
     if (skip)
         *skip = true;
 #endif

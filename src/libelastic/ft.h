@@ -1,6 +1,7 @@
 /* ft.h - the ULFM operations libelastic uses, or stand-ins without ULFM (internal)
  *
- * Without ULFM (HAVE_ULFM unset) revoke does nothing, agree is an
+ * Without ULFM (HAVE_ULFM unset, or a ULFM build whose job was started
+ * without fault tolerance) revoke does nothing, agree is an
  * MPI_Allreduce(MPI_BAND), shrink fails, and no error is a failure: the
  * library then runs in relaunch-only mode.
  */
@@ -9,8 +10,12 @@
 
 #include <mpi.h>
 
-/* 1 if this build has ULFM. */
+/* 1 if this build has ULFM and the job runs with it switched on (Open MPI:
+ * started with --with-ft ulfm / mpi_ft_enable=1); 0 otherwise. */
 int ft_available (void);
+
+/* Why ft_available() is 0, as the start of a log line. */
+const char *ft_why_unavailable (void);
 
 /* 1 if mpi_err's class is MPIX_ERR_PROC_FAILED, _PROC_FAILED_PENDING or _REVOKED. */
 int ft_is_failure (int mpi_err);

@@ -225,12 +225,11 @@ int elastic_manager_create (MPI_Comm comm,
     if (m->work != MPI_COMM_NULL)
         MPI_Comm_set_errhandler (m->work, MPI_ERRORS_RETURN);
     if (!ft_available () && rank == 0)
-        el_log (
-            EL_WARN,
-            "this MPI has no ULFM: relaunch-only mode (a failure ends the job with exit "
-            "code %d)%s",
-            ELASTIC_EXIT_RELAUNCH,
-            m->nspare > 0 ? "; spare ranks stay idle" : "");
+        el_log (EL_WARN,
+                "%s: relaunch-only mode (a failure ends the job with exit code %d)%s",
+                ft_why_unavailable (),
+                ELASTIC_EXIT_RELAUNCH,
+                m->nspare > 0 ? "; spare ranks stay idle" : "");
     el_log (EL_DEBUG,
             "manager: %d ranks, %d working, %d spares, snapshot every %d steps",
             n,

@@ -215,8 +215,15 @@ int launch_run (char *const argv[],
             char buf[8192];
             ssize_t n = read (errp[0], buf, sizeof (buf));
             if (n > 0) {
-                write_all (STDERR_FILENO, buf, (size_t)n);
-                feed (res, line, &llen, buf, (size_t)n);
+                /* PRRTE 3.0 writes the terminating NUL of each help message:
+                 * drop NULs, which would put binary bytes in the job's log
+                 * and hide the dashed line that opens the next message */
+                size_t k = 0;
+                for (ssize_t i = 0; i < n; i++)
+                    if (buf[i] != '\0')
+                        buf[k++] = buf[i];
+                write_all (STDERR_FILENO, buf, k);
+                feed (res, line, &llen, buf, k);
             } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
                 out_open = 0;
             }

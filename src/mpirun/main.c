@@ -566,12 +566,26 @@ static int plan (struct job *j, int *np, char *err, size_t errsz)
 static void exclude_hosts (struct job *j, struct attempt *at, const struct report *rep)
 {
     size_t used = strlen (at->excluded);
+    int node_lost = 0;
 
+    for (int i = 0; i < rep->n; i++)
+        if (rep->f[i].kind == FAIL_NODE_LOST)
+            node_lost = 1;
     for (int i = 0; i < rep->n; i++) {
         const struct failure *f = &rep->f[i];
         char why[160], d[256];
         if (!failure_host_is_bad (f->kind) || !f->host[0])
             continue;
+        /* A lost node ends the whole job: what else failed is its
+         * consequence (ranks whose peers vanished, the ranks libelastic
+         * gave up on, the teardown), not a fault of those hosts.  A rank
+         * killed by SIGPIPE wrote to a dead peer's connection. */
+        if ((node_lost && f->kind != FAIL_NODE_LOST) || f->signal == SIGPIPE) {
+            failure_describe (f, d, sizeof (d));
+            log_info (
+                "not excluding host %s: %s follows from another failure", f->host, d);
+            continue;
+        }
         failure_describe (f, d, sizeof (d));
         snprintf (why, sizeof (why), "attempt %d: %s", at->number, d);
         if (j->local) {
@@ -630,6 +644,15 @@ describe_failures (const struct report *rep, int exit_code, char *buf, size_t si
             buf, size, "the ranks exited %d (in-place recovery impossible)", exit_code);
     else if (used == 0)
         snprintf (buf, size, "mpirun exited with %d", exit_code);
+}
+
+/* Whether mpirun's report says a host was lost or could not be launched on. */
+static int lost_host (const struct report *rep)
+{
+    for (int i = 0; i < rep->n; i++)
+        if (rep->f[i].kind == FAIL_NODE_LOST || rep->f[i].kind == FAIL_LAUNCH_HOST)
+            return 1;
+    return 0;
 }
 
 static int not_relaunchable (const struct report *rep)
@@ -1048,8 +1071,10 @@ int main (int argc, char **argv)
         }
         events_clear (&ev);
 
-        /* decide */
-        if (res.exit_code == 0) {
+        /* decide: PRRTE 3.0 under --with-ft ulfm exits 0 after it lost a
+         * daemon and terminated the job, so a lost host is a failure
+         * whatever mpirun's exit code */
+        if (res.exit_code == 0 && !lost_host (&res.rep)) {
             at->outcome = OUT_COMPLETED;
             final = "completed";
             status = 0;

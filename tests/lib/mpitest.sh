@@ -6,6 +6,7 @@
 # exported to its ranks, so a rank's PID is found from /proc without help
 # from the program.
 #
+#   (MPI_NO_FT=1: start without --with-ft ulfm, for the ULFM-off tests)
 #   mpi_start OUT N [mpirun args --] PROG ARGS...   start a job in the background
 #   mpi_wait TIMEOUT                               wait for it; sets MPI_RC
 #   mpi_run OUT N [mpirun args --] PROG ARGS...    start and wait (300 s)
@@ -47,7 +48,8 @@ mpi_start() {
     fi
     mpi_job_id="elastic-test-$$-$RANDOM"
     local ft=()
-    mpi_have_ulfm && ft=(--with-ft ulfm)
+    # MPI_NO_FT=1: start the job without fault tolerance even with ULFM
+    mpi_have_ulfm && [ -z "${MPI_NO_FT:-}" ] && ft=(--with-ft ulfm)
     # shellcheck disable=SC2086
     ELASTIC_TEST_JOB=$mpi_job_id "$MPIRUN" "${ft[@]}" -n "$n" $MPI_DEFAULT_ARGS \
         -x ELASTIC_TEST_JOB --output tag "${extra[@]}" "$@" > "$mpi_out" 2>&1 &
