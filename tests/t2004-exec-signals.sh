@@ -61,16 +61,32 @@ is "$(ev_count "$d/ev" worker_exit signal=SIGHUP state=STOPPED)" 2 "the workers 
 wait_no_marked 20
 ok $? "no process left after SIGHUP"
 
-# 5. a second signal while waiting: kill at once
+# 5. a second signal while waiting: kill at once (a repeat within a second
+#    is the same notice, see 5b: the sleep makes this one a second signal)
 d=$tmp/twice
 start_ready 2 "$d" --nproc-per-node 2 --shutdown-timeout 120 "$WORKER" ignore:TERM "ready:$d" hang
 t0=$(now_ms)
 kill -TERM "$exec_pid"
 wait_for_grep '"event":"preempt"' "$d/ev" 30
+sleep 1.5
 kill -TERM "$exec_pid"
 exec_wait 60
 t1=$(now_ms)
 ok $([ $((t1 - t0)) -lt 30000 ]; echo $?) "a second SIGTERM does not wait 120 s ($((t1 - t0)) ms)"
+wait_no_marked 20
+ok $? "no process left"
+
+# 5b. the same notice twice at once (Slurm signals a step's processes by
+#     process group and by process tree): not a reason to kill the workers
+#     before --shutdown-timeout
+d=$tmp/dup
+start_ready 2 "$d" --nproc-per-node 2 --shutdown-timeout 5 "$WORKER" ignore:TERM "ready:$d" hang
+t0=$(now_ms)
+kill -TERM "$exec_pid"; kill -TERM "$exec_pid"
+exec_wait 60
+t1=$(now_ms)
+ok $([ $((t1 - t0)) -ge 4500 ]; echo $?) "SIGTERM twice at once: the workers got the full 5 s ($((t1 - t0)) ms)"
+is "$(ev_count "$d/ev" preempt signal=SIGTERM)" 1 "SIGTERM twice at once: one preemption"
 wait_no_marked 20
 ok $? "no process left"
 

@@ -129,6 +129,11 @@ ok $? "Slurm's PMIx plugin cancelled the step; no rank went on (no in-place reco
     || diag "$(tail -n 20 "$tmp/out")"
 grep -q '\[n2:3\] .*restart' "$tmp/out" && grep -q "^\[n2:3\] heat2d" "$tmp/out"
 ok $((!$?)) "elastic-exec's --max-restarts 1 could not start rank 3 again"
+grep -q "elastic-exec: rank 3 failed under srun --mpi=pmix: Slurm's PMIx plugin ends the whole job step when one of its processes is lost, so the ranks can neither be restarted nor recover in place; for that, run elastic-mpirun inside the allocation" "$tmp/out"
+ok $? "elastic-exec says why rank 3 cannot be restarted or recovered in place, and what to use" ||
+    diag "$(tail -n 20 "$tmp/out")"
+grep -q 'warn: --max-restarts 1 has no effect under srun --mpi=pmix' "$tmp/out"
+ok $? "elastic-exec warned at start that --max-restarts has no effect under srun --mpi=pmix"
 
 # 5. preemption relay and requeue: a batch job that requeues itself when
 # its step suspends (doc/slurm.md's template), and resumes

@@ -332,14 +332,25 @@ void elastic_agent_child_reset (elastic_agent_t *agent)
 static void signal_received (elastic_agent_t *agent, int sig)
 {
     if (agent->stopping && agent->pending_signal) {
+        /* The same signal again within a second is the same notice: Slurm
+         * signals a step's processes both by process group and by process
+         * tree, a scheduler may repeat a preemption notice.  Killing the
+         * workers then would cost them the snapshot they are writing. */
+        if (sig == agent->pending_signal && mono_now () - agent->pending_since < 1.0) {
+            log_debug ("%s received again within a second: the same notice",
+                       signal_name (sig));
+            return;
+        }
         /* a second signal while stopping: do not wait any longer */
         if (!agent->escalate)
             log_warn ("%s received again: killing the workers now", signal_name (sig));
         agent->escalate = 1;
         return;
     }
-    if (!agent->pending_signal)
+    if (!agent->pending_signal) {
         agent->pending_signal = sig;
+        agent->pending_since = mono_now ();
+    }
 }
 
 static void on_signal (struct loop *loop, int fd, int revents, void *arg)

@@ -98,6 +98,7 @@ struct elastic_agent {
     int stopping;           /* 1 while the agent stops workers on purpose */
     int stop_after_failure; /* ... because the group failed (not a signal) */
     int escalate;           /* a second signal: kill now */
+    double pending_since;   /* mono_now () when pending_signal arrived */
     int pending_signal;
     uint64_t fail_seq;
 

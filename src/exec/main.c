@@ -629,6 +629,12 @@ static void die_by_signal (int sig)
     raise (sig);
 }
 
+/* What a rank's failure means when Slurm's PMIx plugin wired the job up. */
+#define SLURM_PMIX_NOTE                                                                  \
+    "Slurm's PMIx plugin ends the whole job step when one of its processes is "          \
+    "lost, so the ranks can neither be restarted nor recover in place; for that, "       \
+    "run elastic-mpirun inside the allocation (see doc/slurm.md)"
+
 static void late_signal (int sig)
 {
     (void)sig;
@@ -668,7 +674,7 @@ int main (int argc, char **argv)
     elastic_error_t err = {{0}};
     char msg[256], own_error_file[PATH_MAX] = "";
     const char *v;
-    int wrapper = 0, rc, status = EXIT_USAGE, reraise = 0;
+    int wrapper = 0, rc, status = EXIT_USAGE, reraise = 0, slurm_pmix = 0;
 
     if (!(spec = elastic_agent_spec_create ())) {
         fprintf (stderr, "%s: out of memory\n", prog);
@@ -737,6 +743,14 @@ int main (int argc, char **argv)
         id[n] = '\0';
         elastic_agent_spec_set (spec, "run-id", id, NULL);
     }
+    slurm_pmix = wrapper && strcmp (li.name, "Slurm") == 0 && getenv ("PMIX_RANK");
+    if (slurm_pmix && spec->max_restarts > 0) {
+        if (li.rank == 0)
+            log_warn ("--max-restarts %d has no effect under srun --mpi=pmix: %s",
+                      spec->max_restarts,
+                      SLURM_PMIX_NOTE);
+        spec->max_restarts = 0;
+    }
     if (!(agent = elastic_agent_create (spec, &err))) {
         fprintf (stderr, "%s: %s\n", prog, err.text);
         goto out;
@@ -782,6 +796,12 @@ int main (int argc, char **argv)
                 if (errorfile_write (own_error_file, text, f.timestamp) < 0)
                     log_warn ("cannot write %s: %s", own_error_file, strerror (errno));
             }
+            if (slurm_pmix)
+                fprintf (stderr,
+                         "%s: rank %d failed under srun --mpi=pmix: %s\n",
+                         prog,
+                         li.rank,
+                         SLURM_PMIX_NOTE);
             if (wrapper &&
                 elastic_agent_result_failure (result, root_rank, &f) == ELASTIC_OK &&
                 f.signal > 0 && status == 128 + f.signal && signal_is_fatal (f.signal))

@@ -308,7 +308,9 @@ void pmixhost_destroy (struct pmixhost *h)
         pmixhost_job_destroy (h->jobs);
     if (h->lost_registered)
         PMIx_Deregister_event_handler (h->lost_ref, NULL, NULL);
-    if (h->pmix_up)
+    /* finalizing walks every namespace, a torn one too (job_may_be_torn):
+     * the process is about to exit, and our directory goes below */
+    if (h->pmix_up && !h->tainted)
         PMIx_server_finalize ();
     if (pmixhost_self == h)
         pmixhost_self = NULL;
@@ -617,6 +619,26 @@ error:
     return NULL;
 }
 
+/* Whether a rank of job may have died in the middle of its connection
+ * handshake: started, never reported connected, and not a clean exit 0.
+ * PMIx (4.2.2 and 5.0) then takes an error path that releases the rank's
+ * record twice while it stays on the namespace's list ("PMIX ERROR:
+ * UNREACHABLE in ptl_base_connection_hdlr.c"); deregistering that
+ * namespace, or finalizing the server, walks the list and can deadlock the
+ * server's progress thread (seen here: about 1 run in 15 of a rank killed
+ * before MPI_Init).  Such a namespace is left registered: its records
+ * stay in this process until it exits. */
+static int job_may_be_torn (struct pmixhost_job *job)
+{
+    for (int r = 0; r < job->nranks; r++) {
+        const struct rank_state *rs = &job->r[r];
+        if (rs->pid > 0 && !rs->connected && rs->exited &&
+            !(WIFEXITED (rs->wstatus) && WEXITSTATUS (rs->wstatus) == 0))
+            return 1;
+    }
+    return 0;
+}
+
 void pmixhost_job_destroy (struct pmixhost_job *job)
 {
     struct pmixhost *h;
@@ -636,7 +658,9 @@ void pmixhost_job_destroy (struct pmixhost_job *job)
     drop_events (h, job);
     pthread_mutex_unlock (&h->lock);
     /* deregisters every client left and runs the cleanups they registered */
-    if (job->registered)
+    if (job->registered && job_may_be_torn (job))
+        h->tainted = 1;
+    else if (job->registered)
         PMIx_server_deregister_nspace (job->nspace, NULL, NULL);
     remove_tree (job->dir);
     for (int r = 0; r < job->nranks; r++)

@@ -66,6 +66,7 @@ struct pmixhost {
     const struct pmixhost_transport *tp;
     void *tp_ctx;
     int pmix_up;
+    int tainted; /* a namespace was left registered (see job_may_be_torn) */
     size_t lost_ref;
     int lost_registered;
     struct nodelay_set listeners;

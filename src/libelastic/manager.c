@@ -635,8 +635,9 @@ int elastic_maybe_reshard_down (elastic_manager_t *m,
         return mgr_err (
             err,
             ELASTIC_ERR_NO_ULFM,
-            "%s cannot be recovered in place: this MPI has no ULFM; relaunch needed",
-            ft_strerror (mpi_err, ebuf, sizeof (ebuf)));
+            "%s cannot be recovered in place: %s; relaunch needed",
+            ft_strerror (mpi_err, ebuf, sizeof (ebuf)),
+            ft_why_unavailable ());
     }
     if (!ft_is_failure (mpi_err))
         return mgr_err (err,

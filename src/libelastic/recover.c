@@ -439,7 +439,8 @@ int event_run (struct elastic_manager *m,
         return mgr_err (
             err,
             ELASTIC_ERR_NO_ULFM,
-            "in-place recovery impossible: this MPI has no ULFM; relaunch needed");
+            "in-place recovery impossible: %s; relaunch needed",
+            ft_why_unavailable ());
     if (!(p = plan_create (m->norig, m->reg->na)) ||
         !(alive = calloc (m->norig, sizeof (int))) ||
         !(orig = calloc (m->norig, sizeof (int))) ||
