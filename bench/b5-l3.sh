@@ -5,8 +5,10 @@
 #   bench/b5-l3.sh [--quick|--full] [--build DIR] [--out DIR] [--trials N]
 #
 # L3 is libelastic's own writer and reader (tests/l3/l3_bench: l3_write of
-# one block-distributed array, then l3_open_latest, which verifies every
-# block's crc32, and l3_read_array), under mpirun --with-ft ulfm.  Times
+# one block-distributed array, then l3_restore_latest as a resume reads:
+# the open checks the file's structure, each rank reads its share with
+# l3_read_array, every block's crc32 verified as it arrives, and what was
+# not read is verified after), under mpirun --with-ft ulfm.  Times
 # are the slowest rank's, from a barrier to the end of the call; a write
 # includes the fsync and the atomic rename.  The baseline is one dd of the
 # same bytes: `dd bs=4M conv=fdatasync` to write, `dd bs=4M` to read.
@@ -17,7 +19,8 @@
 # Quick: 2 ranks x 1 and 4 MiB, 1 trial.  Full: 8 ranks x 1/4/16/64 MiB,
 # 2 and 16 ranks x 64 MiB, 5 trials.
 # Rows: l3,RANKS,MIB_PER_RANK,elastic|baseline,TRIAL,write_s|read_s|
-#       open_verify_s,SECONDS,s
+#       open_verify_s,SECONDS,s (open_verify_s: the open's share of read_s;
+#       with the one-pass restore it checks the structure only)
 . "$(dirname "$0")/lib.sh"
 bench_parse_args "$@"
 bench_csv l3

@@ -119,6 +119,43 @@ int l3_open_latest (MPI_Comm comm,
  * damaged; ELASTIC_ERR_IO: cannot be read. */
 int l3_open (MPI_Comm comm, const char *path, struct l3_file **out, elastic_error_t *err);
 
+/* Called by l3_restore and l3_restore_latest on every rank with the open
+ * file: read what the caller needs (l3_read_array, l3_read_value) and
+ * return ELASTIC_OK, or an error with text in err; ELASTIC_ERR_CORRUPT (a
+ * checksum found bad while reading) rejects the file. */
+typedef int (*l3_read_f) (struct l3_file *f, void *arg, elastic_error_t *err);
+
+/* Collective: l3_open_latest in one pass over the data.  Open the newest
+ * committed snapshot checking its structure only, call read (NULL: none),
+ * whose reads verify every block they cover, then verify every block,
+ * value and blob not verified yet (l3_verify_rest).  A file found damaged
+ * at any stage is skipped as by l3_open_latest and read is called again
+ * for the older file: on ELASTIC_OK what the last call of read obtained
+ * is the returned file's, every checksum of which has been verified.  An
+ * error of read other than ELASTIC_ERR_CORRUPT is returned as it is (the
+ * file closed). */
+int l3_restore_latest (MPI_Comm comm,
+                       const char *dir,
+                       const char *run_id,
+                       l3_read_f read,
+                       void *arg,
+                       struct l3_file **out,
+                       elastic_error_t *err);
+
+/* Collective: l3_open of one file in one pass (as l3_restore_latest, with
+ * no older file to fall back to). */
+int l3_restore (MPI_Comm comm,
+                const char *path,
+                l3_read_f read,
+                void *arg,
+                struct l3_file **out,
+                elastic_error_t *err);
+
+/* Collective: verify every block, value and blob of f that no rank has
+ * verified yet (by the open, a read, or an earlier call).
+ * ELASTIC_ERR_CORRUPT: one is damaged (err names it). */
+int l3_verify_rest (struct l3_file *f, elastic_error_t *err);
+
 /* Attributes of an open snapshot (never fail; strings are borrowed). */
 int64_t l3_step (const struct l3_file *f);
 int l3_world_size (const struct l3_file *f);
@@ -132,9 +169,10 @@ int l3_array_info (const struct l3_file *f,
                    uint64_t *global_count);
 
 /* Collective: each rank reads elements [offset, offset+count) into buf
- * (count * elem_size bytes), rechecking the checksum of every written block
- * that lies wholly inside its range (the open verified all of them).
- * ELASTIC_ERR_NOT_FOUND, ELASTIC_ERR_INVAL (range), ELASTIC_ERR_CORRUPT. */
+ * (count * elem_size bytes) and every written block that the ranks' ranges
+ * cover is verified as it arrives (a block split between ranks by
+ * combining the crc32s of its pieces).  ELASTIC_ERR_NOT_FOUND,
+ * ELASTIC_ERR_INVAL (range), ELASTIC_ERR_CORRUPT (a block's checksum). */
 int l3_read_array (struct l3_file *f,
                    const char *name,
                    uint64_t offset,

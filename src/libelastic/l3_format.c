@@ -9,6 +9,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <zlib.h>
+#if HAVE_LIBDEFLATE
+#include <libdeflate.h>
+#endif
 
 #include "l3.h"
 #include "l3_format.h"
@@ -81,6 +84,9 @@ void l3_h5_errrestore (hid_t stack)
 
 uint32_t l3_crc32 (uint32_t crc, const void *buf, size_t len)
 {
+#if HAVE_LIBDEFLATE
+    return libdeflate_crc32 (crc, buf, len);
+#else
     const unsigned char *p = buf;
     uLong c = crc;
 
@@ -91,6 +97,12 @@ uint32_t l3_crc32 (uint32_t crc, const void *buf, size_t len)
         len -= n;
     }
     return (uint32_t)c;
+#endif
+}
+
+uint32_t l3_crc32_combine (uint32_t crc_a, uint32_t crc_b, uint64_t len_b)
+{
+    return (uint32_t)crc32_combine (crc_a, crc_b, (z_off_t)len_b);
 }
 
 size_t l3_type_size (int type)
@@ -1002,12 +1014,33 @@ static void verify_value (struct verifier *v, const struct l3_cat_value *val)
         free (buf);
 }
 
-int l3_catalog_verify (const struct l3_catalog *c,
-                       hid_t dxpl,
-                       int part,
-                       int nparts,
-                       l3_fault_f fault,
-                       void *arg)
+long l3_catalog_nitems (const struct l3_catalog *c)
+{
+    return (long)(c->narrays + c->nblobs) * c->hdr.world_size + c->nvalues;
+}
+
+long l3_item_block (const struct l3_catalog *c, int array, int rank)
+{
+    return (long)array * c->hdr.world_size + rank;
+}
+
+long l3_item_blob (const struct l3_catalog *c, int blob, int rank)
+{
+    return (long)(c->narrays + blob) * c->hdr.world_size + rank;
+}
+
+long l3_item_value (const struct l3_catalog *c, int value)
+{
+    return (long)(c->narrays + c->nblobs) * c->hdr.world_size + value;
+}
+
+int l3_catalog_verify_rest (const struct l3_catalog *c,
+                            hid_t dxpl,
+                            int part,
+                            int nparts,
+                            unsigned char *done,
+                            l3_fault_f fault,
+                            void *arg)
 {
     struct verifier v = {.c = c, .dxpl = dxpl, .fault = fault, .arg = arg};
     int world = c->hdr.world_size;
@@ -1021,17 +1054,40 @@ int l3_catalog_verify (const struct l3_catalog *c,
         report (&v, "out of memory (%zu bytes) for verification", v.bufsz);
         return v.faults;
     }
+    /* k runs through the items in l3_item_* order */
     for (int i = 0; i < c->narrays; i++)
-        for (int r = 0; r < world; r++)
-            if (k++ % nparts == part)
+        for (int r = 0; r < world; r++, k++)
+            if (k % nparts == part && !(done && done[k])) {
+                int before = v.faults;
                 verify_block (&v, &c->arrays[i], r);
+                if (done && v.faults == before)
+                    done[k] = 1;
+            }
     for (int i = 0; i < c->nblobs; i++)
-        for (int r = 0; r < world; r++)
-            if (k++ % nparts == part)
+        for (int r = 0; r < world; r++, k++)
+            if (k % nparts == part && !(done && done[k])) {
+                int before = v.faults;
                 verify_blob (&v, &c->blobs[i], r);
-    for (int i = 0; i < c->nvalues; i++)
-        if (k++ % nparts == part)
+                if (done && v.faults == before)
+                    done[k] = 1;
+            }
+    for (int i = 0; i < c->nvalues; i++, k++)
+        if (k % nparts == part && !(done && done[k])) {
+            int before = v.faults;
             verify_value (&v, &c->values[i]);
+            if (done && v.faults == before)
+                done[k] = 1;
+        }
     free (v.buf);
     return v.faults;
+}
+
+int l3_catalog_verify (const struct l3_catalog *c,
+                       hid_t dxpl,
+                       int part,
+                       int nparts,
+                       l3_fault_f fault,
+                       void *arg)
+{
+    return l3_catalog_verify_rest (c, dxpl, part, nparts, NULL, fault, arg);
 }

@@ -2,18 +2,26 @@
  *
  * Rank 0 lists the directory and checks each candidate serially (never
  * trusting a foreign or damaged file to a collective open); then all ranks
- * open it with the mpio driver, load the catalog with collective metadata
- * reads, and verify the checksums of all blocks, each rank a share.  A rank
- * then reads any range of any array by hyperslab, collectively.
+ * open it with the mpio driver and load the catalog with collective
+ * metadata reads.  A rank then reads any range of any array by hyperslab
+ * (the call is collective, the transfers independent: straight into the
+ * caller's buffer), and every block the ranks' ranges cover is verified as
+ * it arrives: a rank checks the blocks wholly inside its range, and the
+ * crc32s of the pieces of a block split between ranks are gathered and
+ * combined.  l3_open verifies every item up front (each rank a share);
+ * l3_restore verifies in one pass instead: the structure at the open, the
+ * blocks while they are read, and whatever was not read afterwards.
  */
 #if HAVE_CONFIG_H
 #include "config.h"
 #endif
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <hdf5.h>
 
@@ -28,6 +36,8 @@ struct l3_file {
     MPI_Comm comm;
     struct l3_catalog *cat;
     char *path;
+    unsigned char *done; /* per item (l3_item_*): verified good */
+    long ndone;
 };
 
 static void file_free (struct l3_file *f)
@@ -35,6 +45,7 @@ static void file_free (struct l3_file *f)
     if (!f)
         return;
     l3_catalog_destroy (f->cat);
+    free (f->done);
     if (f->fid >= 0)
         H5Fclose (f->fid);
     if (f->comm != MPI_COMM_NULL)
@@ -46,12 +57,14 @@ static void file_free (struct l3_file *f)
 /* Result of a candidate that belongs to another run (not an error). */
 #define OTHER_RUN (-1)
 
-/* Collective: open and fully verify path.  want_step >= 0: the step the
- * file name says.  run_id NULL: any run. */
+/* Collective: open path and verify its structure, and unless defer, every
+ * item's checksum.  want_step >= 0: the step the file name says.  run_id
+ * NULL: any run. */
 static int open_one (MPI_Comm comm,
                      const char *path,
                      const char *run_id,
                      int64_t want_step,
+                     int defer,
                      struct l3_file **out,
                      elastic_error_t *err)
 {
@@ -125,16 +138,25 @@ static int open_one (MPI_Comm comm,
     if (l3_catalog_load (f->fid, &f->cat, why, sizeof (why)) != L3_GOOD) {
         l3_errset (err, "%s", why);
         rc = ELASTIC_ERR_CORRUPT;
+    } else {
+        f->ndone = l3_catalog_nitems (f->cat);
+        if (!(f->done = calloc (f->ndone > 0 ? f->ndone : 1, 1))) {
+            l3_errset (err, "out of memory");
+            rc = ELASTIC_ERR_NOMEM;
+        }
     }
     if ((rc = l3_agree (comm, rc, err)) != ELASTIC_OK)
         goto error;
-    struct l3_first_fault ff = {.buf = why, .len = sizeof (why)};
-    if (l3_catalog_verify (f->cat, H5P_DEFAULT, rank, size, l3_first_fault_cb, &ff) > 0) {
-        l3_errset (err, "%s", why);
-        rc = ELASTIC_ERR_CORRUPT;
+    if (!defer) {
+        struct l3_first_fault ff = {.buf = why, .len = sizeof (why)};
+        if (l3_catalog_verify_rest (
+                f->cat, H5P_DEFAULT, rank, size, f->done, l3_first_fault_cb, &ff) > 0) {
+            l3_errset (err, "%s", why);
+            rc = ELASTIC_ERR_CORRUPT;
+        }
+        if ((rc = l3_agree (comm, rc, err)) != ELASTIC_OK)
+            goto error;
     }
-    if ((rc = l3_agree (comm, rc, err)) != ELASTIC_OK)
-        goto error;
     *out = f;
     return ELASTIC_OK;
 error:
@@ -143,10 +165,41 @@ error:
     return rc;
 }
 
-int l3_open (MPI_Comm comm, const char *path, struct l3_file **out, elastic_error_t *err)
+/* Collective: the rest of a one-pass restore of the open file f: call read
+ * (if any), then verify what it did not read.  On an error other than a
+ * process failure f is closed; *out is f on success. */
+static int read_rest (struct l3_file *f,
+                      l3_read_f read,
+                      void *arg,
+                      struct l3_file **out,
+                      elastic_error_t *err)
+{
+    int rc = read ? read (f, arg, err) : ELASTIC_OK;
+
+    /* the same outcome everywhere, whatever read returned on each rank */
+    if ((rc = l3_agree (f->comm, rc, err)) == ELASTIC_OK)
+        rc = l3_verify_rest (f, err);
+    if (rc == ELASTIC_OK) {
+        *out = f;
+        return rc;
+    }
+    if (rc != ELASTIC_ERR_PROC_FAILED)
+        l3_close (f); /* a failed process could not take part: leave it */
+    return rc;
+}
+
+/* Collective: open path (defer: verify in one pass, calling read). */
+static int open_path (MPI_Comm comm,
+                      const char *path,
+                      int defer,
+                      l3_read_f read,
+                      void *arg,
+                      struct l3_file **out,
+                      elastic_error_t *err)
 {
     elastic_error_t tmp_err;
     struct l3_h5quiet q;
+    struct l3_file *f = NULL;
     int rc;
 
     if (!err)
@@ -157,7 +210,13 @@ int l3_open (MPI_Comm comm, const char *path, struct l3_file **out, elastic_erro
         return ELASTIC_ERR_INVAL;
     }
     l3_h5quiet_begin (&q);
-    rc = open_one (comm, path, NULL, -1, out, err);
+    rc = open_one (comm, path, NULL, -1, defer, &f, err);
+    if (rc == ELASTIC_OK && defer) {
+        l3_h5quiet_end (&q);
+        return read_rest (f, read, arg, out, err);
+    }
+    if (rc == ELASTIC_OK)
+        *out = f;
     if (rc != ELASTIC_OK) {
         char msg[sizeof (err->text)];
         snprintf (msg, sizeof (msg), "%s", err->text);
@@ -168,6 +227,21 @@ int l3_open (MPI_Comm comm, const char *path, struct l3_file **out, elastic_erro
     }
     l3_h5quiet_end (&q);
     return rc;
+}
+
+int l3_open (MPI_Comm comm, const char *path, struct l3_file **out, elastic_error_t *err)
+{
+    return open_path (comm, path, 0, NULL, NULL, out, err);
+}
+
+int l3_restore (MPI_Comm comm,
+                const char *path,
+                l3_read_f read,
+                void *arg,
+                struct l3_file **out,
+                elastic_error_t *err)
+{
+    return open_path (comm, path, 1, read, arg, out, err);
 }
 
 /* Rank 0 lists the committed snapshots of dir (newest first) and sends the
@@ -234,11 +308,16 @@ error:
     return rc;
 }
 
-int l3_open_latest (MPI_Comm comm,
-                    const char *dir,
-                    const char *run_id,
-                    struct l3_file **out,
-                    elastic_error_t *err)
+/* Collective: open the newest valid snapshot (defer: verify in one pass,
+ * calling read, and fall back past a file found damaged on the way). */
+static int open_latest (MPI_Comm comm,
+                        const char *dir,
+                        const char *run_id,
+                        int defer,
+                        l3_read_f read,
+                        void *arg,
+                        struct l3_file **out,
+                        elastic_error_t *err)
 {
     elastic_error_t tmp_err, e1;
     struct l3_h5quiet q;
@@ -263,7 +342,28 @@ int l3_open_latest (MPI_Comm comm,
         int64_t step = strtoll (p + 5, NULL, 10); /* "snap-" */
 
         snprintf (path, sizeof (path), "%s/%s", dir, p);
-        rc = open_one (comm, path, run_id, step, out, &e1);
+        e1.text[0] = '\0';
+        if (!defer)
+            rc = open_one (comm, path, run_id, step, 0, out, &e1);
+        else {
+            struct l3_file *f = NULL;
+            rc = open_one (comm, path, run_id, step, 1, &f, &e1);
+            if (rc == ELASTIC_OK) {
+                l3_h5quiet_end (&q);
+                rc = read_rest (f, read, arg, out, &e1);
+                l3_h5quiet_begin (&q);
+                /* a fault found while reading names the file: drop that */
+                size_t pl = strlen (path);
+                if (rc == ELASTIC_ERR_CORRUPT && strncmp (e1.text, path, pl) == 0 &&
+                    e1.text[pl] == ':' && e1.text[pl + 1] == ' ')
+                    memmove (e1.text, e1.text + pl + 2, strlen (e1.text + pl + 2) + 1);
+                else if (rc != ELASTIC_OK && rc != ELASTIC_ERR_CORRUPT) {
+                    /* the caller's own error (not the file's): stop here */
+                    *err = e1;
+                    goto out;
+                }
+            }
+        }
         if (rc == ELASTIC_OK) {
             if (rejected > 0 && rank == 0)
                 el_log (EL_INFO, "restoring from L3 snapshot %s", path);
@@ -304,6 +404,58 @@ int l3_open_latest (MPI_Comm comm,
                    first_bad);
 out:
     free (names);
+    l3_h5quiet_end (&q);
+    return rc;
+}
+
+int l3_open_latest (MPI_Comm comm,
+                    const char *dir,
+                    const char *run_id,
+                    struct l3_file **out,
+                    elastic_error_t *err)
+{
+    return open_latest (comm, dir, run_id, 0, NULL, NULL, out, err);
+}
+
+int l3_restore_latest (MPI_Comm comm,
+                       const char *dir,
+                       const char *run_id,
+                       l3_read_f read,
+                       void *arg,
+                       struct l3_file **out,
+                       elastic_error_t *err)
+{
+    return open_latest (comm, dir, run_id, 1, read, arg, out, err);
+}
+
+int l3_verify_rest (struct l3_file *f, elastic_error_t *err)
+{
+    elastic_error_t tmp_err;
+    struct l3_h5quiet q;
+    char why[sizeof (err->text)];
+    struct l3_first_fault ff = {.buf = why, .len = sizeof (why)};
+    int rank, size, rc = ELASTIC_OK, e;
+
+    if (!err)
+        err = &tmp_err;
+    err->text[0] = '\0';
+    MPI_Comm_rank (f->comm, &rank);
+    MPI_Comm_size (f->comm, &size);
+    /* what any rank verified (blocks wholly inside its range) is done */
+    if (f->ndone > 0 && (e = MPI_Allreduce (MPI_IN_PLACE,
+                                            f->done,
+                                            (int)f->ndone,
+                                            MPI_UNSIGNED_CHAR,
+                                            MPI_MAX,
+                                            f->comm)) != MPI_SUCCESS)
+        return l3_mpi_error (e, "MPI_Allreduce", err);
+    l3_h5quiet_begin (&q);
+    if (l3_catalog_verify_rest (
+            f->cat, H5P_DEFAULT, rank, size, f->done, l3_first_fault_cb, &ff) > 0) {
+        l3_errset (err, "%s: %s", f->path, why);
+        rc = ELASTIC_ERR_CORRUPT;
+    }
+    rc = l3_agree (f->comm, rc, err);
     l3_h5quiet_end (&q);
     return rc;
 }
@@ -355,6 +507,147 @@ int l3_value_info (const struct l3_file *f, const char *name, size_t *size)
     return ELASTIC_OK;
 }
 
+/* Ask the kernel to read rows [offset, offset+count) ahead, all at once
+ * (a deep queue of requests instead of one stream's readahead window): a
+ * contiguous dataset only, at most L3_PIECE_BYTES, and only a hint (errors
+ * are ignored). */
+static void prefetch (const struct l3_file *f,
+                      const struct l3_cat_array *a,
+                      uint64_t offset,
+                      uint64_t count)
+{
+#ifdef POSIX_FADV_WILLNEED
+    haddr_t addr = H5Dget_offset (a->dset);
+    int fd;
+
+    if (addr == HADDR_UNDEF || (fd = open (f->path, O_RDONLY | O_CLOEXEC)) < 0)
+        return;
+    (void)posix_fadvise (fd,
+                         (off_t)(addr + offset * a->elem_size),
+                         (off_t)(count * a->elem_size),
+                         POSIX_FADV_WILLNEED);
+    close (fd);
+#else
+    (void)f;
+    (void)a;
+    (void)offset;
+    (void)count;
+#endif
+}
+
+static void mismatch (elastic_error_t *err,
+                      const struct l3_file *f,
+                      const struct l3_cat_array *a,
+                      int r,
+                      uint32_t crc)
+{
+    l3_errset (err,
+               "%s: array '%s', block of old rank %d (offset %llu, count %llu): "
+               "checksum mismatch on read (stored %08x, computed %08x)",
+               f->path,
+               a->name,
+               r,
+               (unsigned long long)a->blocks[3 * r],
+               (unsigned long long)a->blocks[3 * r + 1],
+               (uint32_t)a->blocks[3 * r + 2],
+               crc);
+}
+
+/* One rank's piece of a block that its range covers only in part. */
+enum { P_BLOCK, P_START, P_LEN, P_CRC, P_N };
+#define NO_BLOCK UINT64_MAX
+
+/* Collective: verify every block of a that the ranges read (buf holds
+ * elements [offset, offset+count)) cover: each rank the blocks wholly
+ * inside its range; a block split between ranks by combining the crc32s
+ * of its pieces, gathered from every rank (at most two per rank: the
+ * blocks at the two ends of its range).  Marks them done; a block that no
+ * chain of pieces covers stays for l3_verify_rest. */
+static int verify_read (struct l3_file *f,
+                        const struct l3_cat_array *a,
+                        uint64_t offset,
+                        uint64_t count,
+                        const void *buf,
+                        elastic_error_t *err)
+{
+    int world = f->cat->hdr.world_size, ai = (int)(a - f->cat->arrays);
+    int rc = ELASTIC_OK, size, e, np = 0;
+    uint64_t mine[2 * P_N], *all = NULL, end = offset + count;
+    size_t es = a->elem_size;
+
+    MPI_Comm_size (f->comm, &size);
+    for (int i = 0; i < 2; i++)
+        mine[i * P_N + P_BLOCK] = NO_BLOCK;
+    for (int r = 0; r < world && count > 0 && rc == ELASTIC_OK; r++) {
+        uint64_t bo = a->blocks[3 * r], bc = a->blocks[3 * r + 1];
+        uint64_t s = bo > offset ? bo : offset, e2 = bo + bc < end ? bo + bc : end;
+        if (bc == 0 || s >= e2)
+            continue;
+        uint32_t crc = l3_crc32 (0, (const char *)buf + (s - offset) * es, (e2 - s) * es);
+        if (s == bo && e2 == bo + bc) {
+            if (crc != (uint32_t)a->blocks[3 * r + 2]) {
+                mismatch (err, f, a, r, crc);
+                rc = ELASTIC_ERR_CORRUPT;
+            } else
+                f->done[l3_item_block (f->cat, ai, r)] = 1;
+        } else if (np < 2) { /* the blocks tile: only the two ends are split */
+            uint64_t *p = mine + P_N * np++;
+            p[P_BLOCK] = (uint64_t)r;
+            p[P_START] = s - bo;
+            p[P_LEN] = e2 - s;
+            p[P_CRC] = crc;
+        }
+    }
+    if (rc == ELASTIC_OK && !(all = malloc (sizeof (mine) * (size_t)size))) {
+        l3_errset (err, "out of memory");
+        rc = ELASTIC_ERR_NOMEM;
+    }
+    if ((rc = l3_agree (f->comm, rc, err)) != ELASTIC_OK)
+        goto out;
+    if ((e = MPI_Allgather (
+             mine, 2 * P_N, MPI_UINT64_T, all, 2 * P_N, MPI_UINT64_T, f->comm)) !=
+        MPI_SUCCESS) {
+        rc = l3_mpi_error (e, "MPI_Allgather", err);
+        goto out;
+    }
+    /* every rank sees the same pieces and reaches the same verdict */
+    long npieces = 2L * size;
+    for (long i = 0; i < npieces && rc == ELASTIC_OK; i++) {
+        uint64_t b = all[i * P_N + P_BLOCK];
+        int seen = 0;
+        if (b == NO_BLOCK)
+            continue;
+        for (long j = 0; j < i && !seen; j++)
+            seen = all[j * P_N + P_BLOCK] == b;
+        if (seen)
+            continue; /* this block's chain was followed already */
+        uint64_t bc = a->blocks[3 * b + 1], at = 0;
+        uint32_t crc = 0;
+        for (int more = 1; more && at < bc;) {
+            more = 0;
+            for (long j = i; j < npieces; j++) {
+                const uint64_t *p = all + j * P_N;
+                if (p[P_BLOCK] == b && p[P_START] == at) {
+                    crc = l3_crc32_combine (crc, (uint32_t)p[P_CRC], p[P_LEN] * es);
+                    at += p[P_LEN];
+                    more = 1;
+                    break;
+                }
+            }
+        }
+        if (at != bc)
+            continue; /* not covered by a chain: left to l3_verify_rest */
+        if (crc != (uint32_t)a->blocks[3 * b + 2]) {
+            mismatch (err, f, a, (int)b, crc);
+            rc = ELASTIC_ERR_CORRUPT;
+        } else
+            f->done[l3_item_block (f->cat, ai, (int)b)] = 1;
+    }
+out:
+    free (all);
+    return rc;
+}
+
 int l3_read_array (struct l3_file *f,
                    const char *name,
                    uint64_t offset,
@@ -366,8 +659,8 @@ int l3_read_array (struct l3_file *f,
     struct l3_h5quiet q;
     const struct l3_cat_array *a = NULL;
     hid_t dxpl = -1;
-    uint64_t bytes = 0, maxbytes = 0, rows_per;
-    int rc = ELASTIC_OK, e;
+    uint64_t rows_per;
+    int rc = ELASTIC_OK;
 
     if (!err)
         err = &tmp_err;
@@ -392,51 +685,27 @@ int l3_read_array (struct l3_file *f,
     } else if (count > 0 && !buf) {
         l3_errset (err, "l3_read_array: buf is NULL");
         rc = ELASTIC_ERR_INVAL;
-    } else
-        bytes = count * a->elem_size;
+    }
     if ((rc = l3_agree (f->comm, rc, err)) != ELASTIC_OK)
         goto out;
-    if ((e = MPI_Allreduce (&bytes, &maxbytes, 1, MPI_UINT64_T, MPI_MAX, f->comm)) !=
-        MPI_SUCCESS) {
-        rc = l3_mpi_error (e, "MPI_Allreduce", err);
-        goto out;
-    }
+    /* independent transfers: each rank reads its contiguous rows straight
+     * into buf (ompio's collective two-phase read would route every byte
+     * through an aggregator rank, a second copy across processes) */
     rows_per = L3_PIECE_BYTES / a->elem_size ? L3_PIECE_BYTES / a->elem_size : 1;
     if ((dxpl = H5Pcreate (H5P_DATASET_XFER)) < 0 ||
-        H5Pset_dxpl_mpio (dxpl, H5FD_MPIO_COLLECTIVE) < 0)
-        rc = l3_h5fail (err, "cannot set up a collective read of", name);
+        H5Pset_dxpl_mpio (dxpl, H5FD_MPIO_INDEPENDENT) < 0)
+        rc = l3_h5fail (err, "cannot set up a read of", name);
     if ((rc = l3_agree (f->comm, rc, err)) != ELASTIC_OK)
         goto out;
-    for (uint64_t p = 0; a->global_count > 0 && p < l3_pieces_for (maxbytes); p++) {
-        uint64_t first = p * rows_per;
-        uint64_t k =
-            first < count ? (count - first < rows_per ? count - first : rows_per) : 0;
-        static char dummy;
-        void *dst = k ? (char *)buf + first * a->elem_size : &dummy;
-        if (l3_array_read_rows (a, dxpl, offset + first, k, dst) < 0 && rc == ELASTIC_OK)
+    for (uint64_t first = 0; first < count && rc == ELASTIC_OK; first += rows_per) {
+        uint64_t k = count - first < rows_per ? count - first : rows_per;
+        prefetch (f, a, offset + first, k);
+        if (l3_array_read_rows (
+                a, dxpl, offset + first, k, (char *)buf + first * a->elem_size) < 0)
             rc = l3_h5fail (err, "cannot read array", name);
     }
-    /* recheck the blocks wholly inside the range: their bytes are in buf */
-    for (int r = 0; r < f->cat->hdr.world_size && rc == ELASTIC_OK; r++) {
-        uint64_t bo = a->blocks[3 * r], bc = a->blocks[3 * r + 1];
-        if (bc == 0 || bo < offset || bo + bc > offset + count)
-            continue;
-        uint32_t crc =
-            l3_crc32 (0, (char *)buf + (bo - offset) * a->elem_size, bc * a->elem_size);
-        if (crc != (uint32_t)a->blocks[3 * r + 2]) {
-            l3_errset (err,
-                       "%s: array '%s', block of old rank %d (offset %llu, count %llu): "
-                       "checksum "
-                       "mismatch on read",
-                       f->path,
-                       name,
-                       r,
-                       (unsigned long long)bo,
-                       (unsigned long long)bc);
-            rc = ELASTIC_ERR_CORRUPT;
-        }
-    }
-    rc = l3_agree (f->comm, rc, err);
+    if ((rc = l3_agree (f->comm, rc, err)) == ELASTIC_OK)
+        rc = verify_read (f, a, offset, count, buf, err);
 out:
     if (dxpl >= 0)
         H5Pclose (dxpl);
@@ -467,15 +736,18 @@ int l3_read_value (
                    size);
         return ELASTIC_ERR_INVAL;
     }
-    if (size == 0)
+    if (size == 0) {
+        f->done[l3_item_value (f->cat, (int)(v - f->cat->values))] = 1;
         return ELASTIC_OK;
+    }
     l3_h5quiet_begin (&q);
     if (H5Dread (v->dset, v->memtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0)
         rc = l3_h5fail (err, "cannot read value", name);
     else if (l3_crc32 (0, buf, size) != v->crc) {
         l3_errset (err, "%s: value '%s': checksum mismatch", f->path, name);
         rc = ELASTIC_ERR_CORRUPT;
-    }
+    } else
+        f->done[l3_item_value (f->cat, (int)(v - f->cat->values))] = 1;
     l3_h5quiet_end (&q);
     return rc;
 }
@@ -550,6 +822,7 @@ int l3_read_blob (struct l3_file *f,
         free (data);
         return rc;
     }
+    f->done[l3_item_blob (f->cat, (int)(b - f->cat->blobs), old_rank)] = 1;
     *buf = data;
     *size = (size_t)n;
     return ELASTIC_OK;

@@ -2,10 +2,12 @@
  *
  * The decision is made at create from the launch (ELASTIC_RESUME,
  * SLURM_RESTART_COUNT) and the configuration.  At start the working ranks
- * open the newest valid snapshot of the run (l3_open_latest verifies every
- * checksum and falls back past damaged files), check that it fits what the
- * application registered, read each rank's block of every array in the new
- * layout (collective hyperslab reads), restore the values, and call the
+ * open the newest snapshot of the run, check that it fits what the
+ * application registered, and read each rank's block of every array in
+ * the new layout (hyperslab reads) and the values, in one pass over the
+ * file: l3_restore_latest verifies every checksum as the data arrives and
+ * the rest after, and falls back past a damaged file (reading the older
+ * one afresh).  Then the values are restored, and the resume calls the
  * handler as after a re-shard; blobs are read from the file by old rank
  * (elastic_blob_fetch).  An L1/L2 snapshot of the restored state then
  * protects it against in-place failures.  The spares learn the outcome.
@@ -111,14 +113,27 @@ static int agree_rc (struct elastic_manager *m, int rc, int *mpirc)
     return *mpirc == MPI_SUCCESS ? all : ELASTIC_ERR_PROC_FAILED;
 }
 
-/* Collective over work: open the snapshot to resume from. */
-static int open_source (struct elastic_manager *m, struct l3_file **f, elastic_error_t *e)
+struct resume_read {
+    struct elastic_manager *m;
+    char *values; /* the values read from the file (read_state) */
+    int failed;   /* read_source failed for a reason not the file's */
+};
+
+static int read_source (struct l3_file *f, void *arg, elastic_error_t *err);
+
+/* Collective over work: open the snapshot to resume from and read it
+ * (read_source), verified in the same pass. */
+static int open_source (struct elastic_manager *m,
+                        struct resume_read *rr,
+                        struct l3_file **f,
+                        elastic_error_t *e)
 {
     const char *from = m->resume_from;
     int is_dir = 0;
 
     if (!from)
-        return l3_open_latest (m->work, m->snapshot_dir, m->run_id, f, e);
+        return l3_restore_latest (
+            m->work, m->snapshot_dir, m->run_id, read_source, rr, f, e);
     if (m->myslot == 0) {
         struct stat sb;
         is_dir = stat (from, &sb) == 0 && S_ISDIR (sb.st_mode);
@@ -128,8 +143,8 @@ static int open_source (struct elastic_manager *m, struct l3_file **f, elastic_e
         return ELASTIC_ERR_PROC_FAILED;
     }
     /* an explicit directory: the newest valid snapshot of any run */
-    return is_dir ? l3_open_latest (m->work, from, NULL, f, e)
-                  : l3_open (m->work, from, f, e);
+    return is_dir ? l3_restore_latest (m->work, from, NULL, read_source, rr, f, e)
+                  : l3_restore (m->work, from, read_source, rr, f, e);
 }
 
 /* The snapshot fits the registration: every array (same element size, the
@@ -188,8 +203,12 @@ static int check_fit (struct elastic_manager *m, struct l3_file *f, elastic_erro
     return ELASTIC_OK;
 }
 
-/* Collective over work: the new layout, each rank's blocks, the values. */
-static int read_state (struct elastic_manager *m, struct l3_file *f, elastic_error_t *err)
+/* Collective over work: the new layout, each rank's blocks, the values
+ * (into *vout, malloc'ed: registered values' bytes in order). */
+static int read_state (struct elastic_manager *m,
+                       struct l3_file *f,
+                       char **vout,
+                       elastic_error_t *err)
 {
     struct registry *reg = m->reg;
     int na = reg->na, rc = ELASTIC_OK, mpirc;
@@ -221,7 +240,8 @@ static int read_state (struct elastic_manager *m, struct l3_file *f, elastic_err
             off += m->layout[(size_t)j * na + a];
         rc = l3_read_array (f, reg->a[a].name, off, reg->a[a].rcount, reg->a[a].rbuf, &e);
         if (rc != ELASTIC_OK)
-            mgr_err (err, rc, "resume: %s", e.text);
+            mgr_err (
+                err, rc, "%s%s", rc == ELASTIC_ERR_CORRUPT ? "" : "resume: ", e.text);
     }
     if (rc != ELASTIC_OK)
         goto out;
@@ -231,19 +251,37 @@ static int read_state (struct elastic_manager *m, struct l3_file *f, elastic_err
         p += reg->v[i].size;
     }
     if (rc != ELASTIC_OK)
-        mgr_err (err, rc, "resume: %s", e.text);
+        mgr_err (err, rc, "%s%s", rc == ELASTIC_ERR_CORRUPT ? "" : "resume: ", e.text);
     if ((rc = agree_rc (m, rc, &mpirc)) != ELASTIC_OK) {
         if (!err || !err->text[0] || mpirc != MPI_SUCCESS)
             mgr_err (err, rc, "resume: reading the values failed on another rank");
         goto out;
     }
-    p = values;
-    for (int i = 0; i < reg->nv; i++) {
-        memcpy (reg->v[i].data, p, reg->v[i].size);
-        p += reg->v[i].size;
-    }
+    /* the values go into the application's variables once the whole file
+     * is verified (restore) */
+    free (*vout);
+    *vout = values;
+    values = NULL;
 out:
     free (values);
+    return rc;
+}
+
+/* l3_read_f of the resume: the file fits the registration, and each
+ * rank's blocks and the values are read (and verified on the way).  A
+ * misfit is the run's error, not the file's: ELASTIC_ERR_INVAL stops the
+ * resume instead of falling back to an older file. */
+static int read_source (struct l3_file *f, void *arg, elastic_error_t *err)
+{
+    struct resume_read *rr = arg;
+    struct elastic_manager *m = rr->m;
+    int rc = check_fit (m, f, err);
+
+    if (rc == ELASTIC_OK)
+        rc = read_state (m, f, &rr->values, err);
+    if (rc != ELASTIC_OK)
+        registry_clear_restore (m->reg);
+    rr->failed = rc != ELASTIC_OK && rc != ELASTIC_ERR_CORRUPT;
     return rc;
 }
 
@@ -294,12 +332,15 @@ run_handler (struct elastic_manager *m, struct l3_file *f, elastic_error_t *err)
 static int restore (struct elastic_manager *m, elastic_error_t *err)
 {
     struct l3_file *f = NULL;
+    struct resume_read rr = {.m = m};
     elastic_error_t e = {""};
     double t0 = mgr_now ();
     int64_t step;
     int rc, old_size;
 
-    rc = open_source (m, &f, &e);
+    rc = open_source (m, &rr, &f, &e);
+    if (rc != ELASTIC_OK)
+        free (rr.values);
     if (rc == ELASTIC_ERR_NO_SNAPSHOT && m->cfg.resume_fresh_ok) {
         if (m->myslot == 0)
             el_log (EL_WARN,
@@ -308,6 +349,8 @@ static int restore (struct elastic_manager *m, elastic_error_t *err)
                     e.text);
         return ELASTIC_OK;
     }
+    if (rc != ELASTIC_OK && rr.failed) /* its text says "resume" */
+        return mgr_err (err, rc, "%s", e.text);
     if (rc != ELASTIC_OK)
         return mgr_err (err,
                         rc,
@@ -319,9 +362,13 @@ static int restore (struct elastic_manager *m, elastic_error_t *err)
                             : "");
     step = l3_step (f);
     old_size = l3_world_size (f);
-    if ((rc = check_fit (m, f, err)) != ELASTIC_OK ||
-        (rc = read_state (m, f, err)) != ELASTIC_OK)
-        goto out;
+    /* the file is verified: its blocks are in the restore buffers */
+    char *p = rr.values;
+    for (int i = 0; i < m->reg->nv; i++) {
+        memcpy (m->reg->v[i].data, p, m->reg->v[i].size);
+        p += m->reg->v[i].size;
+    }
+    free (rr.values);
     m->step = step;
     if ((rc = run_handler (m, f, err)) != ELASTIC_OK)
         goto out;

@@ -1,6 +1,8 @@
 /* l3_poke.c - damage L3 snapshot files for tests (serial HDF5, no MPI)
  *
  *   l3_poke flip FILE ARRAY ELEMENT   invert the first byte of an element
+ *                                     (ARRAY: a name under /arrays, or a
+ *                                     dataset's path such as /blobs/rng)
  *   l3_poke unlink FILE OBJECT        delete a link (an incomplete file)
  *   l3_poke foreign FILE              write an HDF5 file that is no snapshot
  *
@@ -24,7 +26,7 @@ static int flip (const char *path, const char *array, unsigned long long elem)
     unsigned char b;
     off_t at;
 
-    snprintf (name, sizeof (name), "/arrays/%s", array);
+    snprintf (name, sizeof (name), "%s%s", array[0] == '/' ? "" : "/arrays/", array);
     if ((f = H5Fopen (path, H5F_ACC_RDONLY, H5P_DEFAULT)) < 0 ||
         (d = H5Dopen2 (f, name, H5P_DEFAULT)) < 0)
         return 1;
