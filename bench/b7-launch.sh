@@ -16,6 +16,9 @@
 #                   (D removed before each run by hyperfine's --prepare)
 # hyperfine runs each command --runs times after a warm-up; the three
 # alternate in rounds (TRIALS rounds) so a change in machine load hits all.
+# elastic-mpirun keeps what it learned of mpirun (`mpirun --version`,
+# ompi_info) in ~/.cache/elastic: the warm-up (or the first run in quick
+# mode) fills it, as any earlier use of elastic-mpirun does.
 # Rows: launch,8,,mpirun|elastic-exec|elastic-mpirun,RUN,wall_s,SECONDS,s
 . "$(dirname "$0")/lib.sh"
 bench_parse_args "$@"

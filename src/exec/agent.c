@@ -324,6 +324,18 @@ static void signals_restore (elastic_agent_t *agent)
 void elastic_agent_child_reset (elastic_agent_t *agent)
 {
     if (agent && agent->signals_set) {
+        struct sigaction dfl, cur;
+        /* A handler the caller installed for a handled signal (elastic-exec
+         * catches late ones) would swallow a stop signal that arrives
+         * between the unblocking below and exec, which resets caught
+         * signals only then: reset them first. */
+        memset (&dfl, 0, sizeof (dfl));
+        dfl.sa_handler = SIG_DFL;
+        for (int sig = 1; sig < NSIG; sig++)
+            if (sigismember (&agent->blocked, sig) == 1 && sig != SIGCHLD &&
+                sigaction (sig, NULL, &cur) == 0 && cur.sa_handler != SIG_IGN &&
+                cur.sa_handler != SIG_DFL)
+                sigaction (sig, &dfl, NULL);
         sigaction (SIGPIPE, &agent->old_sigpipe, NULL);
         sigprocmask (SIG_SETMASK, &agent->oldmask, NULL);
     }
@@ -587,7 +599,25 @@ static void make_run_id (char *buf, size_t size)
               r[7]);
 }
 
-/* Decide the base directory once the first rendezvous told us our group. */
+/* Where a temporary run directory that holds only small files goes. */
+#define SMALL_RUN_DIR "/dev/shm"
+
+/* 1 if a run directory would hold only the workers' heartbeats (mapped
+ * shared memory anyway) and error files: no output logs, no filtered
+ * copies, no function results.  On a disk file system its directories
+ * cost a journal update and, with online discard, a synchronous discard
+ * each; on tmpfs they cost neither. */
+static int run_dir_is_small (const struct elastic_agent_spec *spec)
+{
+    return !spec->redirects.is_map && spec->redirects.value == 0 && !spec->tee.is_map &&
+           spec->tee.value == 0 && spec->ndup_out == 0 && spec->ndup_err == 0 &&
+           !spec->fn;
+}
+
+/* Decide the base directory once the first rendezvous told us our group:
+ * --log-dir, else a temporary directory in TMPDIR when it is set, else in
+ * /dev/shm when it holds only small files (run_dir_is_small), else in
+ * /tmp. */
 static int setup_base_dir (elastic_agent_t *agent, char *err, size_t errsz)
 {
     const struct elastic_agent_spec *spec = agent->spec;
@@ -626,6 +656,18 @@ static int setup_base_dir (elastic_agent_t *agent, char *err, size_t errsz)
         return 0;
     }
     const char *tmp = getenv ("TMPDIR");
+    if ((!tmp || *tmp == '\0') && run_dir_is_small (spec)) {
+        /* heartbeats and error files only: shared memory, no disk */
+        snprintf (agent->base_dir,
+                  sizeof (agent->base_dir),
+                  "%s/elastic-%.64s-XXXXXX",
+                  SMALL_RUN_DIR,
+                  agent->run_id);
+        if (mkdtemp (agent->base_dir)) {
+            agent->base_is_tmp = 1;
+            return 0;
+        }
+    }
     if (!tmp || *tmp == '\0' || strlen (tmp) > 512)
         tmp = "/tmp";
     snprintf (agent->base_dir,
@@ -682,6 +724,7 @@ static int initialize_workers (elastic_agent_t *agent, elastic_error_t *err)
     if (info.master_port < 0) {
         agent->master_port = -1;
         agent->master_addr[0] = '\0';
+        agent->port_fresh = 1;
     } else {
         const char *addr = info.master_addr[0] ? info.master_addr
                            : spec->master_addr ? spec->master_addr
@@ -689,6 +732,7 @@ static int initialize_workers (elastic_agent_t *agent, elastic_error_t *err)
                                                : "127.0.0.1";
         int port = info.master_port > 0 ? info.master_port : spec->master_port;
         snprintf (agent->master_addr, sizeof (agent->master_addr), "%s", addr);
+        agent->port_fresh = port == 0;
         if (port == 0) {
             if ((port = probe_port (0)) < 0) {
                 errset (
@@ -767,7 +811,7 @@ static void stop_workers (elastic_agent_t *agent, int signum, double timeout)
         log_warn ("stopping the workers: the backend reported an error");
     eventlog_emit (agent->ev,
                    "workers_stopped",
-                   json_pack ("{s:i s:s s:i s:f}",
+                   json_pack ("{s:i s:s s:i s:f s:i}",
                               "attempt",
                               agent->restart_count,
                               "signal",
@@ -775,7 +819,9 @@ static void stop_workers (elastic_agent_t *agent, int signum, double timeout)
                               "alive_before",
                               alive,
                               "duration_ms",
-                              (mono_now () - t0) * 1e3));
+                              (mono_now () - t0) * 1e3,
+                              "in_background",
+                              agent->stop_detached));
     if (agent->ft)
         filetimer_clear (agent->ft);
 }
@@ -844,7 +890,7 @@ static int restart_workers (elastic_agent_t *agent, elastic_error_t *err)
     const struct elastic_agent_spec *spec = agent->spec;
     struct worker *root = root_cause (agent);
     double detected = first_failure_mono (agent), t_stop, t_start;
-    int rc;
+    int rc, detached;
 
     log_warn ("worker group failed (rank %d: %s); restarting (%d of %d)",
               root ? root->rank : -1,
@@ -862,9 +908,17 @@ static int restart_workers (elastic_agent_t *agent, elastic_error_t *err)
                               root ? root->rank : -1,
                               "failures",
                               failures_json (agent)));
+    /* the next attempt need not wait for the old workers' exits when it
+     * cannot collide with them: its own process groups and directories
+     * always, its own MASTER_PORT when the port is picked per attempt
+     * (the backend decides the rest: see local.c) */
     agent->stop_after_failure = 1;
+    agent->stop_detach = agent->port_fresh;
     stop_workers (agent, spec->stop_signal, spec->shutdown_timeout);
+    agent->stop_detach = 0;
     agent->stop_after_failure = 0;
+    detached = agent->stop_detached;
+    agent->stop_detached = 0;
     group_set_state (agent, ELASTIC_AGENT_STOPPED);
     t_stop = mono_now ();
     if (agent->pending_signal) {
@@ -881,7 +935,7 @@ static int restart_workers (elastic_agent_t *agent, elastic_error_t *err)
     t_start = mono_now ();
     eventlog_emit (agent->ev,
                    "restarted",
-                   json_pack ("{s:i s:b s:f s:f}",
+                   json_pack ("{s:i s:b s:f s:f s:i}",
                               "attempt",
                               agent->restart_count,
                               "ok",
@@ -889,7 +943,9 @@ static int restart_workers (elastic_agent_t *agent, elastic_error_t *err)
                               "stop_ms",
                               (t_stop - detected) * 1e3,
                               "failure_to_start_ms",
-                              (t_start - detected) * 1e3));
+                              (t_start - detected) * 1e3,
+                              "stopping_in_background",
+                              detached));
     return rc;
 }
 

@@ -98,6 +98,12 @@ struct elastic_agent {
     int stopping;           /* 1 while the agent stops workers on purpose */
     int stop_after_failure; /* ... because the group failed (not a signal) */
     int escalate;           /* a second signal: kill now */
+    int stop_detach;        /* this stop may leave dying workers to the
+                               backend, to reap in the background (a restart
+                               whose next attempt cannot collide with them) */
+    int stop_detached;      /* how many the backend left so (its report) */
+    int port_fresh;         /* this attempt's MASTER_PORT was picked for it
+                               (or there is none) */
     double pending_since;   /* mono_now () when pending_signal arrived */
     int pending_signal;
     uint64_t fail_seq;
@@ -149,10 +155,21 @@ struct local_wireup {
     void (*reaped) (void *arg, int i, int wstatus);
     /* mark descriptors >= 3 close-on-exec in each child before exec */
     int close_fds;
+    /* worker i of the attempt stopped in the background was reaped (the
+     * core has moved on: report nothing to it) */
+    void (*drained) (void *arg, int i, int wstatus);
 };
 
 /* Use w (copied; NULL: none) in the local backend whose context is ctx. */
 void local_set_wireup (void *ctx, const struct local_wireup *w);
+
+/* Let a stop for a restart leave dying workers to be reaped in the
+ * background (allowed, the default) or not (the wire-up shares state with
+ * the workers that must end first). */
+void local_allow_detach (void *ctx, int allowed);
+
+/* 1 while workers stopped in the background are not all reaped. */
+int local_draining (void *ctx);
 
 /* The local backend's guardian (guardian.h), NULL before the first start
  * or if it could not be started. */

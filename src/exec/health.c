@@ -1,8 +1,14 @@
-/* health.c - the agent's HTTP health and metrics server */
+/* health.c - the agent's HTTP health and metrics server
+ *
+ * libmicrohttpd is loaded (dlopen) by the first health_start, not linked:
+ * it brings GnuTLS and about ten more libraries whose loading and
+ * constructors cost every elastic-exec ~2 ms of CPU at start, and most
+ * runs (every per-rank wrapper under mpirun or srun) serve no HTTP. */
 #if HAVE_CONFIG_H
 #include "config.h"
 #endif
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -23,6 +29,62 @@ typedef int mhd_result;
 typedef enum MHD_Result mhd_result;
 #endif
 
+/* The sonames tried, the installed library's first. */
+static const char *const mhd_sonames[] = {"libmicrohttpd.so.12", "libmicrohttpd.so"};
+
+/* The functions used, resolved once (loading never unloads). */
+static struct {
+    __typeof__ (MHD_start_daemon) *start_daemon;
+    __typeof__ (MHD_stop_daemon) *stop_daemon;
+    __typeof__ (MHD_create_response_from_buffer) *create_response_from_buffer;
+    __typeof__ (MHD_add_response_header) *add_response_header;
+    __typeof__ (MHD_queue_response) *queue_response;
+    __typeof__ (MHD_destroy_response) *destroy_response;
+} mhd;
+
+/* Load libmicrohttpd.  Returns 0, or -1 with one line in err. */
+static int mhd_load (char *err, size_t errsz)
+{
+    static void *lib;
+    char why[256] = "";
+
+    if (lib)
+        return 0;
+    for (size_t i = 0; !lib && i < sizeof (mhd_sonames) / sizeof (mhd_sonames[0]); i++) {
+        if (!(lib = dlopen (mhd_sonames[i], RTLD_NOW | RTLD_LOCAL)) && !why[0]) {
+            const char *e = dlerror ();
+            snprintf (why, sizeof (why), "%s", e ? e : "not found");
+        }
+    }
+    if (!lib) {
+        snprintf (err,
+                  errsz,
+                  "health-port: the HTTP server needs libmicrohttpd, which cannot be "
+                  "loaded (%s)",
+                  why);
+        return -1;
+    }
+#define MHD_SYM(field, name)                                                             \
+    if (!(*(void **)&mhd.field = dlsym (lib, name)))                                     \
+        goto missing;
+    MHD_SYM (start_daemon, "MHD_start_daemon");
+    MHD_SYM (stop_daemon, "MHD_stop_daemon");
+    MHD_SYM (create_response_from_buffer, "MHD_create_response_from_buffer");
+    MHD_SYM (add_response_header, "MHD_add_response_header");
+    MHD_SYM (queue_response, "MHD_queue_response");
+    MHD_SYM (destroy_response, "MHD_destroy_response");
+#undef MHD_SYM
+    return 0;
+missing:
+    snprintf (err,
+              errsz,
+              "health-port: the loaded libmicrohttpd lacks a function: %s",
+              dlerror ());
+    dlclose (lib);
+    lib = NULL;
+    return -1;
+}
+
 struct health {
     elastic_agent_t *agent;
     struct MHD_Daemon *daemon;
@@ -36,13 +98,13 @@ reply (struct MHD_Connection *c, unsigned int status, const char *type, char *bo
     struct MHD_Response *r;
     mhd_result rc;
 
-    r = MHD_create_response_from_buffer (strlen (body), body, MHD_RESPMEM_MUST_COPY);
+    r = mhd.create_response_from_buffer (strlen (body), body, MHD_RESPMEM_MUST_COPY);
     if (!r)
         return MHD_NO;
-    MHD_add_response_header (r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-    MHD_add_response_header (r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-    rc = MHD_queue_response (c, status, r);
-    MHD_destroy_response (r);
+    mhd.add_response_header (r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    mhd.add_response_header (r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    rc = mhd.queue_response (c, status, r);
+    mhd.destroy_response (r);
     return rc;
 }
 
@@ -153,6 +215,8 @@ health_start (elastic_agent_t *agent, const char *addr, int port, char *err, siz
 {
     struct health *h;
 
+    if (mhd_load (err, errsz) < 0)
+        return NULL;
     if (!(h = calloc (1, sizeof (*h)))) {
         snprintf (err, errsz, "health server: out of memory");
         return NULL;
@@ -162,7 +226,7 @@ health_start (elastic_agent_t *agent, const char *addr, int port, char *err, siz
         free (h);
         return NULL;
     }
-    h->daemon = MHD_start_daemon (MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL,
+    h->daemon = mhd.start_daemon (MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL,
                                   0,
                                   NULL,
                                   NULL,
@@ -200,7 +264,7 @@ int health_port (struct health *h)
 void health_stop (struct health *h)
 {
     if (h) {
-        MHD_stop_daemon (h->daemon); /* closes the listening socket */
+        mhd.stop_daemon (h->daemon); /* closes the listening socket */
         free (h);
     }
 }

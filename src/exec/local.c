@@ -8,6 +8,26 @@
  * Stopping sends the signal to whole process groups, waits up to the
  * timeout, then SIGKILLs the groups.
  *
+ * Stopping for a restart (agent->stop_detach) need not wait: when the
+ * stop signal is sure to end every survivor without running its code (its
+ * default action, neither caught, ignored nor blocked, as in a Python
+ * worker that installs no handler; or SIGKILL), the survivors are moved to
+ * a drain list and the next attempt starts at once, while the kernel tears
+ * the old processes down.  torchelastic signals, waits up to its timeout
+ * and SIGKILLs; here the same signals and the same --shutdown-timeout
+ * apply, only the wait moved to the background: a drained worker that is
+ * still alive at its deadline gets SIGKILL, each drained group is swept
+ * and stays with the guardian until it is empty, and the agent's shutdown
+ * waits for the drain list.  The dying processes are reniced to 19, so
+ * that their teardown does not take the CPUs from the next attempt's
+ * start.  The attempts cannot collide: each has its own process groups,
+ * directories (attempt_N) and MASTER_PORT (agent.c detaches only when the
+ * port is picked per attempt), and a backend that shares state with its
+ * workers (a hosted PMIx namespace with connected ranks) turns detaching
+ * off (local_allow_detach).  A worker that handles the signal (libelastic
+ * writes a snapshot on SIGTERM) is waited for as before, so a new attempt
+ * never reads state an old one is still writing.
+ *
  * Binding (with hwloc, when asked: see spec_binding_wanted): every start
  * computes a fresh plan for the node's local ranks (this agent's workers,
  * or the launcher's local size in wrapper mode), logs it, binds each child
@@ -17,6 +37,7 @@
 #if HAVE_CONFIG_H
 #include "config.h"
 #endif
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -25,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -49,10 +71,31 @@ struct lworker {
     struct ostream *err;
 };
 
+/* A worker of an earlier attempt, signalled and not yet gone. */
+struct ldrain {
+    struct ldrain *next;
+    struct local *l;
+    pid_t pid; /* and its process group */
+    int index; /* its worker index in its attempt */
+    int pidfd;
+    int reaped;
+    int killed; /* SIGKILL sent at the deadline */
+    int rank;
+    int local_rank;
+    int attempt;
+    double t_signal; /* CLOCK_MONOTONIC */
+    double deadline; /* SIGKILL then */
+    double t_reaped;
+    struct ostream *out;
+    struct ostream *err;
+};
+
 struct local {
     elastic_agent_t *agent;
     struct lworker *lw;
     int n;
+    struct ldrain *drains; /* stopped workers not yet reaped and swept */
+    int no_detach;         /* the wire-up asked to wait for stopped workers */
     struct guardian *guard;
     int dup_out_fd; /* filtered_stdout.log of this attempt */
     int dup_err_fd;
@@ -61,6 +104,8 @@ struct local {
     char note[1024];           /* the binding note logged last */
     struct local_wireup wu;    /* what a wire-up adds (all NULL: nothing) */
 };
+
+static void drain_free (struct local *l, struct ldrain *d);
 
 void *local_backend_create (elastic_agent_t *agent)
 {
@@ -103,6 +148,13 @@ static void local_destroy (void *ctx)
 #if HAVE_HWLOC
         binding_plan_destroy (l->plan);
 #endif
+        while (l->drains) {
+            struct ldrain *d = l->drains;
+            l->drains = d->next;
+            if (!d->reaped)
+                kill (-d->pid, SIGKILL);
+            drain_free (l, d);
+        }
         guardian_stop (l->guard);
         if (l->dup_out_fd >= 0)
             close (l->dup_out_fd);
@@ -289,6 +341,9 @@ static void worker_reaped (struct local *l, int i, int status)
         elastic_agent_worker_exited (l->agent, i, WEXITSTATUS (status), 0);
 }
 
+static void drains_reap (struct local *l);
+static int drain_reaped_pid (struct local *l, pid_t pid, int status);
+
 static int index_of (struct local *l, pid_t pid)
 {
     for (int i = 0; i < l->n; i++)
@@ -316,12 +371,15 @@ static void reap (struct local *l)
             worker_reaped (l, i, 1 << 8);
         }
     }
+    drains_reap (l);
     if (!l->agent->spec->subreaper)
         return;
     while ((pid = waitpid (-1, &status, WNOHANG)) > 0) {
         int i = index_of (l, pid);
         if (i >= 0)
             worker_reaped (l, i, status);
+        else if (drain_reaped_pid (l, pid, status))
+            ;
         else if (pid == guardian_pid (l->guard))
             log_err ("the guardian process %d exited unexpectedly", (int)pid);
         else
@@ -333,6 +391,330 @@ static void on_pidfd (elastic_agent_t *agent, int fd, int revents, void *arg)
 {
     struct local *l = arg;
     reap (l);
+}
+
+/* ---- workers stopped in the background (see the top of the file) ---------- */
+
+static void close_stream (struct local *l, struct ostream **sp)
+{
+    if (*sp) {
+        elastic_agent_unwatch (l->agent, ostream_fd (*sp));
+        ostream_destroy (*sp);
+        *sp = NULL;
+    }
+}
+
+/* 1 if the process's status shows sig blocked, ignored or caught (or it
+ * cannot be read while the process exists). */
+static int handles_signal (pid_t pid, int sig)
+{
+    static const char *const fields[] = {"SigBlk:", "SigIgn:", "SigCgt:"};
+    char path[64], line[256];
+    int seen = 0, handles = 0;
+    FILE *f;
+
+    snprintf (path, sizeof (path), "/proc/%d/status", (int)pid);
+    if (!(f = fopen (path, "re")))
+        return errno != ENOENT;
+    while (!handles && fgets (line, sizeof (line), f)) {
+        for (size_t k = 0; k < sizeof (fields) / sizeof (fields[0]); k++) {
+            size_t len = strlen (fields[k]);
+            if (strncmp (line, fields[k], len) == 0) {
+                unsigned long long mask = strtoull (line + len, NULL, 16);
+                seen++;
+                if (sig <= 64 && (mask >> (sig - 1)) & 1)
+                    handles = 1;
+            }
+        }
+    }
+    fclose (f);
+    return handles || seen < 3;
+}
+
+/* The process group of /proc/<name>, or -1. */
+static pid_t proc_pgrp (const char *name)
+{
+    char path[300], buf[512], *p;
+    ssize_t n;
+    int fd;
+    long pgrp;
+
+    snprintf (path, sizeof (path), "/proc/%s/stat", name);
+    if ((fd = open (path, O_RDONLY | O_CLOEXEC)) < 0)
+        return -1;
+    n = read (fd, buf, sizeof (buf) - 1);
+    close (fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    /* pid (comm) state ppid pgrp ...: comm may hold anything but ')' ends it */
+    if (!(p = strrchr (buf, ')')) || sscanf (p + 1, " %*c %*d %ld", &pgrp) != 1)
+        return -1;
+    return (pid_t)pgrp;
+}
+
+/* 1 if signum ends every process in the live workers' groups by its
+ * default action: none of them blocks, ignores or catches it. */
+static int stops_promptly (struct local *l, int signum)
+{
+    struct dirent *de;
+    DIR *d;
+    int ok = 1;
+
+    if (signum == SIGKILL)
+        return 1;
+    if (!signal_default_terminates (signum) || !(d = opendir ("/proc")))
+        return 0;
+    while (ok && (de = readdir (d))) {
+        pid_t pgrp;
+        if (de->d_name[0] < '0' || de->d_name[0] > '9' ||
+            (pgrp = proc_pgrp (de->d_name)) <= 0)
+            continue;
+        for (int i = 0; i < l->n; i++) {
+            struct lworker *lw = &l->lw[i];
+            if (lw->pid > 0 && !lw->reaped && pgrp == lw->pid &&
+                handles_signal ((pid_t)atoi (de->d_name), signum)) {
+                log_debug ("pid %s (group %d) handles %s: waiting for it to stop",
+                           de->d_name,
+                           (int)lw->pid,
+                           signal_name (signum));
+                ok = 0;
+                break;
+            }
+        }
+    }
+    closedir (d);
+    return ok;
+}
+
+/* Move every live worker (already signalled) to the drain list, but for
+ * those the core counts as failed (a watchdog killed them): their exit is
+ * part of the failure's report.  Returns how many were moved. */
+static int detach_live (struct local *l, double timeout)
+{
+    elastic_agent_t *agent = l->agent;
+    double now = mono_now ();
+    int moved = 0;
+
+    for (int i = 0; i < l->n; i++) {
+        struct lworker *lw = &l->lw[i];
+        struct ldrain *d;
+        if (lw->pid <= 0 || lw->reaped || agent->w[i].failed ||
+            !(d = calloc (1, sizeof (*d))))
+            continue;
+        d->l = l;
+        d->pid = lw->pid;
+        d->index = i;
+        d->pidfd = lw->pidfd; /* stays watched: on_pidfd reaps drains too */
+        d->rank = agent->w[i].rank;
+        d->local_rank = agent->w[i].local_rank;
+        d->attempt = agent->restart_count;
+        d->t_signal = now;
+        d->deadline = now + timeout;
+        if (lw->out) {
+            elastic_agent_unwatch (agent, ostream_fd (lw->out));
+            d->out = lw->out;
+            elastic_agent_watch (agent, ostream_fd (d->out), on_output, &d->out);
+        }
+        if (lw->err) {
+            elastic_agent_unwatch (agent, ostream_fd (lw->err));
+            d->err = lw->err;
+            elastic_agent_watch (agent, ostream_fd (d->err), on_output, &d->err);
+        }
+        lw->out = lw->err = NULL;
+        lw->pidfd = -1;
+        lw->pid = 0; /* the drain owns it now, guardian entry included */
+        d->next = l->drains;
+        l->drains = d;
+        moved++;
+    }
+    return moved;
+}
+
+/* A drained worker was reaped: report it, sweep its group. */
+static void drain_done (struct local *l, struct ldrain *d, int status)
+{
+    int sig = WIFSIGNALED (status) ? WTERMSIG (status) : 0;
+    int code = WIFEXITED (status) ? WEXITSTATUS (status) : -sig;
+
+    d->reaped = 1;
+    d->t_reaped = mono_now ();
+    if (d->pidfd >= 0) {
+        elastic_agent_unwatch (l->agent, d->pidfd);
+        close (d->pidfd);
+        d->pidfd = -1;
+    }
+    /* what it wrote before it died */
+    if (d->out)
+        on_output (l->agent, ostream_fd (d->out), 0, &d->out);
+    if (d->err)
+        on_output (l->agent, ostream_fd (d->err), 0, &d->err);
+    close_stream (l, &d->out);
+    close_stream (l, &d->err);
+    kill (-d->pid, SIGKILL); /* whatever else is left in its group */
+    if (l->wu.drained)
+        l->wu.drained (l->wu.arg, d->index, status);
+    eventlog_emit (l->agent->ev,
+                   "worker_exit",
+                   json_pack ("{s:i s:i s:i s:i s:i s:s? s:s s:b s:b s:f}",
+                              "rank",
+                              d->rank,
+                              "local_rank",
+                              d->local_rank,
+                              "pid",
+                              (int)d->pid,
+                              "attempt",
+                              d->attempt,
+                              "exitcode",
+                              code,
+                              "signal",
+                              sig ? signal_name (sig) : NULL,
+                              "state",
+                              "STOPPED",
+                              "background",
+                              1,
+                              "killed",
+                              d->killed,
+                              "stop_ms",
+                              (d->t_reaped - d->t_signal) * 1e3));
+    log_debug ("rank %d of attempt %d (pid %d) stopped in %.1f ms",
+               d->rank,
+               d->attempt,
+               (int)d->pid,
+               (d->t_reaped - d->t_signal) * 1e3);
+}
+
+static int drain_reaped_pid (struct local *l, pid_t pid, int status)
+{
+    for (struct ldrain *d = l->drains; d; d = d->next) {
+        if (d->pid == pid && !d->reaped) {
+            drain_done (l, d, status);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void drains_reap (struct local *l)
+{
+    int status;
+
+    for (struct ldrain *d = l->drains; d; d = d->next) {
+        pid_t pid;
+        if (d->reaped)
+            continue;
+        pid = waitpid (d->pid, &status, WNOHANG);
+        if (pid == d->pid)
+            drain_done (l, d, status);
+        else if (pid < 0 && errno == ECHILD)
+            drain_done (l, d, 1 << 8);
+    }
+}
+
+static void drain_free (struct local *l, struct ldrain *d)
+{
+    if (d->pidfd >= 0) {
+        elastic_agent_unwatch (l->agent, d->pidfd);
+        close (d->pidfd);
+    }
+    close_stream (l, &d->out);
+    close_stream (l, &d->err);
+    if (l->guard)
+        guardian_remove (l->guard, d->pid);
+    free (d);
+}
+
+/* SIGKILL drained workers past their deadline; forget those whose group is
+ * empty (or that were swept 2 s ago: its orphans are ours to reap). */
+static void drains_check (struct local *l)
+{
+    struct ldrain **dp = &l->drains;
+    double now = mono_now ();
+
+    while (*dp) {
+        struct ldrain *d = *dp;
+        if (!d->reaped && !d->killed && now >= d->deadline) {
+            log_warn ("rank %d of attempt %d (pid %d) still running %.1f s after "
+                      "the stop signal: sending SIGKILL",
+                      d->rank,
+                      d->attempt,
+                      (int)d->pid,
+                      now - d->t_signal);
+            eventlog_emit (l->agent->ev,
+                           "kill",
+                           json_pack ("{s:i s:f s:i}",
+                                      "workers",
+                                      1,
+                                      "after_s",
+                                      now - d->t_signal,
+                                      "attempt",
+                                      d->attempt));
+            if (kill (-d->pid, SIGKILL) < 0 && errno == ESRCH)
+                kill (d->pid, SIGKILL);
+            d->killed = 1;
+        }
+        if (d->reaped &&
+            ((kill (-d->pid, 0) < 0 && errno == ESRCH) || now - d->t_reaped > 2.0)) {
+            *dp = d->next;
+            drain_free (l, d);
+            continue;
+        }
+        dp = &d->next;
+    }
+}
+
+static int drains_done (elastic_agent_t *agent, void *arg)
+{
+    struct local *l = arg;
+
+    reap (l);
+    drains_check (l);
+    return l->drains == NULL;
+}
+
+/* Wait for the drain list: each drained worker until its deadline, then
+ * SIGKILL (at once when the agent was told to hurry). */
+static void drains_finish (struct local *l)
+{
+    double wait = 0, now = mono_now ();
+
+    if (!l->drains)
+        return;
+    for (struct ldrain *d = l->drains; d; d = d->next)
+        if (!d->reaped && d->deadline - now > wait)
+            wait = d->deadline - now;
+    if (elastic_agent_wait (l->agent, wait + 10.0, drains_done, l) == ELASTIC_OK)
+        return;
+    for (struct ldrain *d = l->drains; d; d = d->next) {
+        if (!d->reaped) {
+            kill (-d->pid, SIGKILL);
+            d->killed = 1;
+            d->deadline = mono_now ();
+        }
+    }
+    now = mono_now ();
+    while (!drains_done (l->agent, l) && mono_now () < now + 10.0)
+        usleep (1000);
+    if (l->drains)
+        log_err ("workers of an earlier attempt did not die within 10 s of SIGKILL");
+    while (l->drains) {
+        struct ldrain *d = l->drains;
+        l->drains = d->next;
+        drain_free (l, d);
+    }
+}
+
+void local_allow_detach (void *ctx, int allowed)
+{
+    ((struct local *)ctx)->no_detach = !allowed;
+}
+
+int local_draining (void *ctx)
+{
+    for (struct ldrain *d = ((struct local *)ctx)->drains; d; d = d->next)
+        if (!d->reaped)
+            return 1;
+    return 0;
 }
 
 /* ---- start ------------------------------------------------------------------ */
@@ -602,6 +984,14 @@ child (struct local *l, int i, char **env, int out_fd, int err_fd, pid_t parent)
         if (l->lw[k].pidfd >= 0)
             close (l->lw[k].pidfd);
     }
+    for (struct ldrain *d = l->drains; d; d = d->next) {
+        if (d->out)
+            close (ostream_fd (d->out));
+        if (d->err)
+            close (ostream_fd (d->err));
+        if (d->pidfd >= 0)
+            close (d->pidfd);
+    }
     environ = env;
     void *ret = NULL;
     size_t retlen = 0;
@@ -741,6 +1131,7 @@ static int local_start (elastic_agent_t *agent, void *ctx, elastic_error_t *err)
 static int local_monitor (elastic_agent_t *agent, void *ctx)
 {
     reap (ctx);
+    drains_check (ctx);
     return ELASTIC_OK;
 }
 
@@ -754,6 +1145,7 @@ static int all_reaped (elastic_agent_t *agent, void *arg)
     struct local *l = arg;
 
     reap (l);
+    drains_check (l); /* their deadlines run during any wait */
     for (int i = 0; i < l->n; i++)
         if (l->lw[i].pid > 0 && !l->lw[i].reaped)
             return 0;
@@ -795,11 +1187,28 @@ static void sweep_groups (struct local *l)
 static int local_stop (elastic_agent_t *agent, void *ctx, int signum, double timeout)
 {
     struct local *l = ctx;
-    int rc = ELASTIC_OK;
+    int rc = ELASTIC_OK, detach;
 
+    agent->stop_detached = 0;
     if (!all_reaped (agent, l)) {
+        /* decided before the signal: who handles it is visible only then */
+        detach = agent->stop_detach && !l->no_detach && signum > 0 &&
+                 stops_promptly (l, signum);
+        /* their teardown (unmapping what may be gigabytes) needs no hurry:
+         * the next attempt's processes get the CPUs first */
+        for (int i = 0; detach && i < l->n; i++)
+            if (l->lw[i].pid > 0 && !l->lw[i].reaped)
+                setpriority (PRIO_PGRP, (id_t)l->lw[i].pid, 19);
         if (signum > 0)
             signal_groups (l, signum, 1);
+        if (detach) {
+            agent->stop_detached = detach_live (l, timeout);
+            log_debug ("%d stopped worker%s left to exit in the background",
+                       agent->stop_detached,
+                       agent->stop_detached == 1 ? "" : "s");
+        }
+        /* what was not detached (a failed worker, whose exit the core
+         * still reports) is waited for */
         if (signum != SIGKILL &&
             elastic_agent_wait (agent, timeout, all_reaped, l) != ELASTIC_OK) {
             int left = 0;
@@ -843,6 +1252,7 @@ static void local_shutdown (elastic_agent_t *agent, void *ctx, int signum, doubl
 
     /* stops what still runs; sweeps the groups of what exited */
     local_stop (agent, ctx, signum, timeout);
+    drains_finish (l);
     if (l->guard && agent->base_is_tmp && agent->base_dir[0])
         guardian_remove_dir (l->guard, agent->base_dir); /* the agent removes it */
     guardian_stop (l->guard);

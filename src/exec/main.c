@@ -590,23 +590,6 @@ static int binding_preflight (const struct elastic_agent_spec *spec,
 #endif
 }
 
-/* 1 if a signal's default action ends the process. */
-static int signal_is_fatal (int sig)
-{
-    switch (sig) {
-        case SIGCHLD:
-        case SIGCONT:
-        case SIGSTOP:
-        case SIGTSTP:
-        case SIGTTIN:
-        case SIGTTOU:
-        case SIGURG:
-        case SIGWINCH:
-            return 0;
-    }
-    return sig > 0 && sig < NSIG;
-}
-
 /* Wrapper mode: die by the signal that killed the worker, so that the
  * launcher (PRRTE) sees a death by signal and tells the other ranks (an
  * exit 128+N is a normal termination to it, and ULFM survivors wait
@@ -804,7 +787,8 @@ int main (int argc, char **argv)
                          SLURM_PMIX_NOTE);
             if (wrapper &&
                 elastic_agent_result_failure (result, root_rank, &f) == ELASTIC_OK &&
-                f.signal > 0 && status == 128 + f.signal && signal_is_fatal (f.signal))
+                f.signal > 0 && status == 128 + f.signal &&
+                signal_default_terminates (f.signal))
                 reraise = f.signal;
         }
     }

@@ -61,13 +61,18 @@ struct pmixb {
     void *local; /* the local backend's context */
     struct pmixhost *h;
     int watching;
-    struct pmixhost_job *job; /* the current attempt's namespace */
-    int njobs;                /* namespaces made so far */
-    char run_id[160];         /* for namespace names */
-    int in_place;             /* --restart-policy in-place */
-    int disabled;             /* the server could not start and nobody asked
-                                 for it: the local backend alone */
-    int guarded;              /* the guardian knows the server's directory */
+    struct pmixhost_job *job;     /* the current attempt's namespace */
+    struct pmixhost_job *retired; /* the last one, when its ranks never connected
+                                     and are dying in the background: destroyed
+                                     once they are all reaped (their exits
+                                     recorded: see pmixhost_job_destroy) */
+    int retired_attempt;
+    int njobs;        /* namespaces made so far */
+    char run_id[160]; /* for namespace names */
+    int in_place;     /* --restart-policy in-place */
+    int disabled;     /* the server could not start and nobody asked
+                         for it: the local backend alone */
+    int guarded;      /* the guardian knows the server's directory */
     /* the current attempt */
     int nranks;
     int *connected;
@@ -263,6 +268,16 @@ static void hook_started (void *arg, int i, pid_t pid)
         pmixhost_job_started (pb->job, i, pid);
 }
 
+/* A rank of the retired namespace, stopped in the background, was reaped:
+ * its exit decides how the namespace can be destroyed. */
+static void hook_drained (void *arg, int i, int wstatus)
+{
+    struct pmixb *pb = arg;
+
+    if (pb->retired && i >= 0 && i < pb->nranks)
+        pmixhost_job_exited (pb->retired, i, wstatus);
+}
+
 static void hook_reaped (void *arg, int i, int wstatus)
 {
     struct pmixb *pb = arg;
@@ -431,6 +446,51 @@ static void end_job (struct pmixb *pb)
     pb->nshm_prefix = 0;
 }
 
+/* Destroy the retired namespace once its ranks are all reaped (or now,
+ * with force: the agent is going); they never connected, so nothing of
+ * theirs is left to clean up. */
+static void end_retired (struct pmixb *pb, int force)
+{
+    struct pmixhost_job_info ji;
+    char nspace[256];
+    int info;
+
+    if (!pb->retired || (!force && local_draining (pb->local)))
+        return;
+    info = pmixhost_job_info (pb->retired, &ji);
+    snprintf (nspace, sizeof (nspace), "%s", pmixhost_job_nspace (pb->retired));
+    pmixhost_job_destroy (pb->retired);
+    pb->retired = NULL;
+    if (info == 0)
+        eventlog_emit (pb->agent->ev,
+                       "pmix_job_end",
+                       json_pack ("{s:i s:s s:i s:i s:i s:i s:i s:i s:b s:i s:i s:b}",
+                                  "attempt",
+                                  pb->retired_attempt,
+                                  "nspace",
+                                  nspace,
+                                  "connected",
+                                  ji.connected,
+                                  "finalized",
+                                  ji.finalized,
+                                  "failed",
+                                  ji.failed,
+                                  "lost",
+                                  ji.lost,
+                                  "deregistered",
+                                  ji.deregistered,
+                                  "fences",
+                                  ji.fences,
+                                  "initialized",
+                                  ji.initialized,
+                                  "shm_prefixes",
+                                  0,
+                                  "shm_leaked",
+                                  0,
+                                  "after_next_start",
+                                  1));
+}
+
 static int start_server (struct pmixb *pb, elastic_error_t *err)
 {
     struct pmixhost_opts o = {0};
@@ -464,6 +524,7 @@ static int start_server (struct pmixb *pb, elastic_error_t *err)
 
 static void stop_server (struct pmixb *pb)
 {
+    end_retired (pb, 1);
     end_job (pb);
     if (pb->watching) {
         elastic_agent_unwatch (pb->agent, pmixhost_fd (pb->h));
@@ -533,6 +594,7 @@ static int pmix_start (elastic_agent_t *agent, void *ctx, elastic_error_t *err)
                               "oversubscribed",
                               ji.oversubscribed));
     rc = local_backend.start_workers (agent, pb->local, err);
+    end_retired (pb, 0);
     /* the server's directory goes with a killed agent (the guardian starts
      * with the first workers) */
     if (!pb->guarded && local_guardian (pb->local)) {
@@ -587,6 +649,7 @@ static int pmix_monitor (elastic_agent_t *agent, void *ctx)
     drain_events (pb);
     rc = local_backend.monitor_workers (agent, pb->local);
     check_init_timeout (pb);
+    end_retired (pb, 0);
     return rc;
 }
 
@@ -608,10 +671,29 @@ static int pmix_stop (elastic_agent_t *agent, void *ctx, int signum, double time
     drain_events (pb);
     if (pb->job) {
         pmixhost_job_stop (pb->job);
-        shm_sample (pb);
+        /* only ranks that connected can have made MPI's segments (reading
+         * the maps of a process with thousands of mappings, as a PyTorch
+         * worker, costs milliseconds each) */
+        if (pb->nconnected > 0)
+            shm_sample (pb);
     }
+    /* ranks that connected share the namespace (and its /dev/shm) with
+     * the server until they are gone: wait for them; programs that never
+     * connected (not MPI) may die in the background */
+    end_retired (pb, 0);
+    local_allow_detach (pb->local, pb->nconnected == 0 && !pb->retired);
     rc = local_backend.stop_workers (agent, pb->local, signum, timeout);
-    end_job (pb);
+    local_allow_detach (pb->local, 1);
+    if (agent->stop_detached > 0 && pb->job) {
+        /* a restart that does not wait: neither does the namespace, which
+         * goes once its ranks are reaped (pmix_monitor) */
+        drain_events (pb);
+        pb->retired = pb->job;
+        pb->retired_attempt = agent->restart_count;
+        pb->job = NULL;
+        pb->nshm_prefix = 0;
+    } else
+        end_job (pb);
     return rc;
 }
 
@@ -621,7 +703,8 @@ static void pmix_shutdown (elastic_agent_t *agent, void *ctx, int signum, double
 
     if (pb->job) {
         pmixhost_job_stop (pb->job);
-        shm_sample (pb);
+        if (pb->nconnected > 0)
+            shm_sample (pb);
     }
     /* the workers go, then the guardian: end the namespace in between so
      * that its segments are removed here and forgotten there */
@@ -665,6 +748,7 @@ void *pmix_backend_create (elastic_agent_t *agent, char *err, size_t errsz)
         .started = hook_started,
         .reaped = hook_reaped,
         .close_fds = 1,
+        .drained = hook_drained,
     };
 
     if (!(pb = calloc (1, sizeof (*pb))) ||

@@ -208,8 +208,11 @@ pmixhost_create (const struct pmixhost_opts *opts, char *err, size_t errsz)
         errno = EBUSY;
         return NULL;
     }
+    /* sockets and small files: in memory unless TMPDIR says otherwise (on
+     * a disk file system with online discard, removing each directory of
+     * a job costs a synchronous discard, in the restart path) */
     if (!tmp || !tmp[0])
-        tmp = "/tmp";
+        tmp = access ("/dev/shm", W_OK | X_OK) == 0 ? "/dev/shm" : "/tmp";
     if (!(h = calloc (1, sizeof (*h)))) {
         errset (err, errsz, "out of memory");
         return NULL;

@@ -80,8 +80,8 @@ struct pmixhost_transport;
 
 struct pmixhost_opts {
     /* Parent of the server's private directory (PMIx's rendezvous and
-     * session directories); NULL: $TMPDIR, else /tmp.  The directory is
-     * removed by pmixhost_destroy. */
+     * session directories); NULL: $TMPDIR, else /dev/shm (else /tmp).  The
+     * directory is removed by pmixhost_destroy. */
     const char *tmpdir;
     /* How fences, direct modex requests and failure notices reach other
      * nodes; NULL: this node only (pmixhost_transport_local). */

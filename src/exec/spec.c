@@ -922,11 +922,35 @@ int spec_rank_on_console (const struct elastic_agent_spec *s, int local_rank)
     return 0;
 }
 
+#if HAVE_HWLOC
+/* 1 if hwloc could find an NVIDIA GPU to choose: a topology file (it may
+ * describe another machine's GPUs) or a /dev/nvidiaN device. */
+static int gpu_possible (void)
+{
+    const char *xml = getenv ("HWLOC_XMLFILE");
+    struct dirent *de;
+    DIR *d;
+    int found = 0;
+
+    if (xml && *xml)
+        return 1;
+    if (!(d = opendir ("/dev")))
+        return 1;
+    while (!found && (de = readdir (d)))
+        found = strncmp (de->d_name, "nvidia", 6) == 0 &&
+                isdigit ((unsigned char)de->d_name[6]);
+    closedir (d);
+    return found;
+}
+#endif
+
 int spec_binding_wanted (const struct elastic_agent_spec *s)
 {
 #if HAVE_HWLOC
+    /* the topology (with its I/O devices) costs tens of milliseconds: only
+     * for a placement, or for a GPU to choose when there can be one */
     return s->binding.policy != BINDING_NONE || s->binding.cpus_per_rank > 0 ||
-           s->virtual_local_rank;
+           (s->virtual_local_rank && gpu_possible ());
 #else
     (void)s;
     return 0;

@@ -95,9 +95,10 @@ int spec_check (const struct elastic_agent_spec *spec, char *err, size_t errsz);
 /* 1 if local_rank's output may go to the console (--local-ranks-filter). */
 int spec_rank_on_console (const struct elastic_agent_spec *spec, int local_rank);
 
-/* 1 if the workers need a binding plan: a policy other than none,
- * --cpus-per-rank, or --virtual-local-rank (each worker's GPU); always 0
- * in a build without hwloc. */
+/* 1 if the workers need a binding plan (and so the hwloc topology): a
+ * policy other than none, --cpus-per-rank, or --virtual-local-rank when
+ * there may be a GPU to choose (HWLOC_XMLFILE, or a /dev/nvidiaN); always
+ * 0 in a build without hwloc. */
 int spec_binding_wanted (const struct elastic_agent_spec *spec);
 
 /* The plan options for an agent that runs nmine of its node's nlocal local

@@ -324,3 +324,19 @@ int pathfmt (char *buf, size_t size, const char *fmt, ...)
     }
     return 0;
 }
+
+int signal_default_terminates (int sig)
+{
+    switch (sig) {
+        case SIGCHLD:
+        case SIGCONT:
+        case SIGSTOP:
+        case SIGTSTP:
+        case SIGTTIN:
+        case SIGTTOU:
+        case SIGURG:
+        case SIGWINCH:
+            return 0;
+    }
+    return sig > 0 && sig < NSIG;
+}

@@ -60,4 +60,8 @@ int errfmt (char *buf, size_t size, const char *fmt, ...)
  * result does not fit. */
 int pathfmt (char *buf, size_t size, const char *fmt, ...)
     __attribute__ ((format (printf, 3, 4)));
+/* 1 if sig's default action ends a process (not SIGCHLD, SIGCONT, the stop
+ * signals, SIGURG, SIGWINCH); 0 for those and for invalid numbers. */
+int signal_default_terminates (int sig);
+
 #endif /* ELASTIC_EXEC_UTIL_H */

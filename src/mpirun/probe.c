@@ -7,9 +7,11 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -126,10 +128,114 @@ int probe_parse_version (const char *text, char *version, size_t size, int *majo
     return 0;
 }
 
+/* ---- the probe's cache ------------------------------------------------------
+ *
+ * `mpirun --version` and `ompi_info` take tens of milliseconds of CPU and
+ * wall time (ompi_info opens every MCA component), on every start of
+ * elastic-mpirun: their answers are kept in $XDG_CACHE_HOME/elastic (else
+ * ~/.cache/elastic), one file per mpirun, under a key that changes with
+ * the files that decide them (mpirun's and ompi_info's real paths, device,
+ * inode, size and modification time) and with this build's configured
+ * defaults.  A missing, unreadable or stale entry means probing again; a
+ * cache that cannot be written is not an error.  ELASTIC_MPI_PROBE_CACHE=0
+ * turns it off. */
+
+static int stat_key (const char *path, char *buf, size_t size)
+{
+    struct stat st;
+
+    if (stat (path, &st) < 0)
+        return snprintf (buf, size, "%s:none", path);
+    return snprintf (buf,
+                     size,
+                     "%s:%llu:%llu:%lld:%lld.%09ld",
+                     path,
+                     (unsigned long long)st.st_dev,
+                     (unsigned long long)st.st_ino,
+                     (long long)st.st_size,
+                     (long long)st.st_mtim.tv_sec,
+                     st.st_mtim.tv_nsec);
+}
+
+/* The cache file for key (NUL-terminated path in buf), or -1 when there
+ * is no cache. */
+static int cache_path (const char *key, char *buf, size_t size)
+{
+    const char *v = getenv ("ELASTIC_MPI_PROBE_CACHE");
+    const char *xdg = getenv ("XDG_CACHE_HOME"), *home = getenv ("HOME");
+    uint64_t h = 1469598103934665603ULL;
+    int n;
+
+    if (v && strcmp (v, "0") == 0)
+        return -1;
+    for (const char *p = key; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    if (xdg && xdg[0] == '/')
+        n = snprintf (
+            buf, size, "%s/elastic/mpi-probe-%016llx", xdg, (unsigned long long)h);
+    else if (home && home[0] == '/')
+        n = snprintf (buf,
+                      size,
+                      "%s/.cache/elastic/mpi-probe-%016llx",
+                      home,
+                      (unsigned long long)h);
+    else
+        return -1;
+    return n > 0 && (size_t)n < size ? 0 : -1;
+}
+
+/* Fill mi's version, major, ulfm (-1 unknown) and how from the cache.
+ * Returns 0 on a hit. */
+static int cache_read (const char *key, struct mpi_info *mi)
+{
+    char path[PATH_MAX], line[PATH_MAX * 3];
+    FILE *f;
+    int ok = 0;
+
+    if (cache_path (key, path, sizeof (path)) < 0 || !(f = fopen (path, "re")))
+        return -1;
+    if (fgets (line, sizeof (line), f) && strcspn (line, "\n") == strlen (key) &&
+        strncmp (line, key, strlen (key)) == 0 &&
+        fscanf (f, "%63s %d %d ", mi->version, &mi->major, &mi->ulfm) == 3 &&
+        fgets (mi->how, sizeof (mi->how), f)) {
+        mi->how[strcspn (mi->how, "\n")] = '\0';
+        ok = 1;
+    }
+    fclose (f);
+    return ok ? 0 : -1;
+}
+
+static void cache_write (const char *key, const struct mpi_info *mi)
+{
+    char path[PATH_MAX], tmp[PATH_MAX + 32], *slash;
+    FILE *f;
+
+    if (cache_path (key, path, sizeof (path)) < 0 ||
+        snprintf (tmp, sizeof (tmp), "%s.%d", path, (int)getpid ()) >= (int)sizeof (tmp))
+        return;
+    /* the cache directory (and ~/.cache) */
+    slash = strrchr (tmp, '/');
+    *slash = '\0';
+    if (mkdir (tmp, 0700) < 0 && errno == ENOENT) {
+        char *up = strrchr (tmp, '/');
+        *up = '\0';
+        mkdir (tmp, 0700);
+        *up = '/';
+        mkdir (tmp, 0700);
+    }
+    *slash = '/';
+    if (!(f = fopen (tmp, "we")))
+        return;
+    fprintf (f, "%s\n%s %d %d\n%s\n", key, mi->version, mi->major, mi->ulfm, mi->how);
+    if (fclose (f) != 0 || rename (tmp, path) < 0)
+        unlink (tmp);
+}
+
 int probe_mpi (
     const char *path, int want_ulfm, struct mpi_info *mi, char *err, size_t errsz)
 {
-    char out[8192], dir[PATH_MAX], info[PATH_MAX], real[PATH_MAX];
+    char out[8192], dir[PATH_MAX], info[PATH_MAX + 16], real[PATH_MAX];
+    char key[3 * PATH_MAX + 600];
     char *argv[4];
     int rc;
 
@@ -148,6 +254,25 @@ int probe_mpi (
             strerror (errno));
         return -1;
     }
+    /* ompi_info beside the real mpirun knows whether ULFM was built in */
+    if (!realpath (path, real))
+        snprintf (real, sizeof (real), "%s", path);
+    snprintf (dir, sizeof (dir), "%s", real);
+    if (strrchr (dir, '/'))
+        *strrchr (dir, '/') = '\0';
+    else
+        snprintf (dir, sizeof (dir), ".");
+    snprintf (info, sizeof (info), "%s/ompi_info", dir);
+    if (strchr (path, '/')) {
+        char a[PATH_MAX + 128], b[PATH_MAX + 128];
+        stat_key (real, a, sizeof (a));
+        stat_key (info, b, sizeof (b));
+        snprintf (
+            key, sizeof (key), "v1 %s %s %s %s", a, b, ELASTIC_MPIRUN, ELASTIC_HAVE_ULFM);
+        if (cache_read (key, mi) == 0)
+            goto decided;
+    } else
+        key[0] = '\0'; /* found on PATH: which one may change */
     argv[0] = (char *)path;
     argv[1] = "--version";
     argv[2] = NULL;
@@ -172,15 +297,6 @@ int probe_mpi (
                   first[0] ? first : "nothing");
         return -1;
     }
-    /* ompi_info beside the real mpirun knows whether ULFM was built in */
-    if (!realpath (path, real))
-        snprintf (real, sizeof (real), "%s", path);
-    snprintf (dir, sizeof (dir), "%s", real);
-    if (strrchr (dir, '/'))
-        *strrchr (dir, '/') = '\0';
-    else
-        snprintf (dir, sizeof (dir), ".");
-    snprintf (info, sizeof (info), "%s/ompi_info", dir);
     mi->ulfm = -1;
     if (access (info, X_OK) == 0) {
         argv[0] = info;
@@ -201,6 +317,9 @@ int probe_mpi (
             snprintf (mi->how, sizeof (mi->how), "no ompi_info beside it");
         }
     }
+    if (key[0])
+        cache_write (key, mi);
+decided:
     if (want_ulfm == 1 && !mi->ulfm) {
         snprintf (err,
                   errsz,

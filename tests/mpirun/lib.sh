@@ -20,6 +20,8 @@ EM_MPI_ARGS="--mca btl self,sm,tcp"
 unset ELASTIC_RESUME ELASTIC_EVENT_LOG ELASTIC_RUN_DIR ELASTIC_MPIRUN SLURM_JOB_ID SLURM_JOB_NODELIST SLURM_NODELIST
 
 tmp=$(mktemp -d)
+# elastic-mpirun caches its probe of the MPI: keep it in the test's directory
+export XDG_CACHE_HOME=$tmp/cache
 em_pid=
 em_cleanup() {
     if [ -n "$em_pid" ] && kill -0 "$em_pid" 2> /dev/null; then
