@@ -73,6 +73,11 @@ else
     inplace_cases="2:1 2:16 2:64 4:1 4:16 4:64 8:1 8:16 8:64 16:1 16:16 16:64"
     base_cases="8:1 8:16 8:64 2:64 4:64 16:64"
 fi
+# To measure a subset (e.g. one size, old and new builds interleaved):
+# B1_INPLACE_CASES="8:64" B1_BASE_CASES="8:64" B1_BASE_VARIANTS="spare relaunch"
+inplace_cases=${B1_INPLACE_CASES:-$inplace_cases}
+base_cases=${B1_BASE_CASES-$base_cases}
+base_variants=${B1_BASE_VARIANTS:-spare relaunch restart}
 scratch=$OUT/scratch/b1
 mkdir -p "$scratch"
 trap 'rm -rf "$scratch"' EXIT
@@ -242,9 +247,10 @@ for t in $(seq "$trials"); do
         bench_log "trial $t: $n ranks x $mib MiB"
         pair inplace "$n" "$mib" "$t"
         if [[ " $base_cases " == *" $c "* ]]; then
-            pair spare "$n" "$mib" "$t"
-            [ $have_l3 = 1 ] && pair relaunch "$n" "$mib" "$t"
-            pair restart "$n" "$mib" "$t"
+            [[ " $base_variants " == *" spare "* ]] && pair spare "$n" "$mib" "$t"
+            [[ " $base_variants " == *" relaunch "* ]] && [ $have_l3 = 1 ] &&
+                pair relaunch "$n" "$mib" "$t"
+            [[ " $base_variants " == *" restart "* ]] && pair restart "$n" "$mib" "$t"
         fi
     done
 done

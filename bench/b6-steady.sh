@@ -20,11 +20,18 @@
 #            to agree on); the only snapshot is the one of step 0, so the
 #            slowdowns below are low by one snapshot per run (the CSV says
 #            which baseline ran: baseline_no_elastic=1|0)
+#   idle     (with --no-elastic only) the old baseline: the library calls
+#            are made, ELASTIC_SNAPSHOT_PERIOD larger than the run and
+#            ELASTIC_SIGNALS=none (only the snapshot of step 0): what the
+#            calls cost without snapshots
 #   signals  as the baseline (no periodic snapshot) but with libelastic's
 #            default preemption handling (ELASTIC_SIGNALS unset: SIGTERM and
 #            SIGUSR1 caught, the flags agreed on by an MPI_Allreduce every
 #            few steps): what that agreement costs by itself
-#   p10      ELASTIC_SNAPSHOT_PERIOD=10
+#   p10      ELASTIC_SNAPSHOT_PERIOD=10 (the L2 exchange of each snapshot
+#            overlaps the next step where the library does that)
+#   p10-sync (where the library overlaps) the same with
+#            ELASTIC_SNAPSHOT_OVERLAP=0: synchronous snapshots, for comparison
 #   p100     ELASTIC_SNAPSHOT_PERIOD=100
 #   p10+l3   ELASTIC_SNAPSHOT_PERIOD=10 ELASTIC_PERSIST_PERIOD=100 (L3 files
 #            in OUT/scratch, removed after each run)
@@ -52,12 +59,20 @@ fi
 no_elastic=0
 "$HEAT2D" --help 2>&1 | grep -q -- '--no-elastic' && no_elastic=1
 row steady "$ranks" "$mib" info 0 baseline_no_elastic "$no_elastic" flag
+overlap=0
+grep -q 'ELASTIC_SNAPSHOT_OVERLAP' "$BUILD/src/libelastic/.libs/libelastic.so" 2> /dev/null && overlap=1
+row steady "$ranks" "$mib" info 0 snapshot_overlap "$overlap" flag
+variants="none"
+[ $no_elastic = 1 ] && variants+=" idle"
+variants+=" signals p10"
+[ $overlap = 1 ] && variants+=" p10-sync"
+variants+=" p100 p10+l3"
 scratch=$OUT/scratch/b6
 mkdir -p "$scratch"
 bench_log "$ranks ranks, ${nx}x$ny grid ($mib MiB per rank), $steps steps, $trials trials (baseline: $([ $no_elastic = 1 ] && echo --no-elastic || echo 'no periodic snapshot'))"
 
 for t in $(seq "$trials"); do
-    for v in none signals p10 p100 p10+l3; do
+    for v in $variants; do
         env=() args=()
         case $v in
             none)
@@ -66,8 +81,10 @@ for t in $(seq "$trials"); do
                 else
                     env=(ELASTIC_SNAPSHOT_PERIOD=$((steps + 1)) ELASTIC_SIGNALS=none)
                 fi ;;
+            idle) env=(ELASTIC_SNAPSHOT_PERIOD=$((steps + 1)) ELASTIC_SIGNALS=none) ;;
             signals) env=(ELASTIC_SNAPSHOT_PERIOD=$((steps + 1))) ;;
             p10) env=(ELASTIC_SNAPSHOT_PERIOD=10) ;;
+            p10-sync) env=(ELASTIC_SNAPSHOT_PERIOD=10 ELASTIC_SNAPSHOT_OVERLAP=0) ;;
             p100) env=(ELASTIC_SNAPSHOT_PERIOD=100) ;;
             p10+l3) env=(ELASTIC_SNAPSHOT_PERIOD=10 ELASTIC_PERSIST_PERIOD=100
                 "ELASTIC_SNAPSHOT_DIR=$scratch" ELASTIC_RUN_ID=bench-b6) ;;

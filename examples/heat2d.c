@@ -19,7 +19,14 @@
  *               [--persist-period N] [--snapshot-dir DIR]
  *               [--sleep MS] [--progress N]
  *               [--fail RANK:STEP[:WHERE]]... [--fail-rank R --fail-step S]...
- *               [--mpi-error STEP] [--quiet]
+ *               [--mpi-error STEP] [--quiet] [--copy-restore] [--no-elastic]
+ *               [--report-buffers]
+ *
+ * --no-elastic runs the same computation without any libelastic call (the
+ * baseline of the overhead benchmark); --copy-restore restores the blocks
+ * by copy (elastic_array_restore into a new buffer) instead of in place;
+ * --report-buffers prints, at every rebuild, whether each rank kept its
+ * grid and ballast buffers ("kept") or got new ones ("moved").
  */
 #include <errno.h>
 #include <stdint.h>
@@ -45,6 +52,11 @@ struct app {
     double *u, *v;     /* (rows + 2) x nx, with a ghost row above and below */
     uint64_t *ballast; /* extra state to make snapshots heavy (--ballast) */
     uint64_t ballast_count, ballast_off;
+    uint64_t cap_rows; /* rows u and v have room for */
+    double *u_seen;    /* u and ballast at the end of the last rebuild */
+    uint64_t *ballast_seen;
+    int report_buffers;
+    int copy_restore; /* --copy-restore */
     int ballast_bad;
     int quiet;
 };
@@ -73,13 +85,55 @@ static void set_edges (struct app *a)
     }
 }
 
-static int alloc_grid (struct app *a)
+/* Make room for rows rows (plus the ghost rows): realloc keeps the buffers
+ * (and their pages) when the size is unchanged; the contents are rewritten
+ * by the caller. */
+static int alloc_grid (struct app *a, uint64_t rows)
 {
-    free (a->u);
-    free (a->v);
-    a->u = calloc ((a->rows + 2) * a->nx, sizeof (double));
-    a->v = calloc ((a->rows + 2) * a->nx, sizeof (double));
-    return a->u && a->v ? 0 : -1;
+    size_t n = (rows + 2) * a->nx;
+    double *p;
+
+    if (a->u && a->v && rows == a->cap_rows)
+        return 0;
+    if (!(p = realloc (a->u, n * sizeof (double))))
+        return -1;
+    a->u = p;
+    if (!(p = realloc (a->v, n * sizeof (double))))
+        return -1;
+    a->v = p;
+    a->cap_rows = rows;
+    return 0;
+}
+
+/* libelastic's placement hook for "u" (elastic_array_set_realloc): the
+ * new block is restored straight into the grid, kept when its size is
+ * unchanged. */
+static void *place_grid (void *data, uint64_t count, uint64_t new_count, void *arg)
+{
+    struct app *a = arg;
+
+    (void)data;
+    (void)count;
+    if (alloc_grid (a, new_count) < 0)
+        return NULL;
+    return a->u + a->nx;
+}
+
+/* ... and for "ballast". */
+static void *place_ballast (void *data, uint64_t count, uint64_t new_count, void *arg)
+{
+    struct app *a = arg;
+    uint64_t *p;
+
+    (void)data;
+    (void)count;
+    if (a->ballast && new_count == a->ballast_count)
+        return a->ballast;
+    if (!(p = realloc (a->ballast, new_count * sizeof (uint64_t) + 1)))
+        return NULL;
+    a->ballast = p;
+    a->ballast_count = new_count;
+    return p;
 }
 
 static void check_ballast (struct app *a)
@@ -90,7 +144,10 @@ static void check_ballast (struct app *a)
 }
 
 /* The elastic handler: the world changed.  Take the new communicator, get
- * this rank's new block of every array, rebuild what depends on them. */
+ * this rank's new block of every array, rebuild what depends on them.  The
+ * placement hooks have made room and libelastic has written the blocks in
+ * place (after a resume from L3 it copies them in here).  The ballast is
+ * never written, so its check at the end of the run covers every restore. */
 static int rebuild (elastic_manager_t *m, MPI_Comm comm, void *arg)
 {
     struct app *a = arg;
@@ -102,7 +159,17 @@ static int rebuild (elastic_manager_t *m, MPI_Comm comm, void *arg)
     MPI_Comm_rank (comm, &a->rank);
     MPI_Comm_size (comm, &a->size);
     elastic_array_block (m, "u", &a->row0, &a->rows, NULL);
-    if (alloc_grid (a) < 0)
+    if (a->copy_restore) {
+        /* new buffers, the blocks copied in (what an application that does
+         * not use the placement hooks does) */
+        free (a->u);
+        free (a->v);
+        free (a->ballast);
+        a->u = a->v = NULL;
+        a->ballast = NULL;
+        a->cap_rows = a->ballast_count = 0;
+    }
+    if (alloc_grid (a, a->rows) < 0)
         return -1;
     if (elastic_array_restore (m, "u", a->u + a->nx, a->rows, &err) != ELASTIC_OK) {
         fprintf (stderr, "heat2d: %s\n", err.text);
@@ -110,15 +177,20 @@ static int rebuild (elastic_manager_t *m, MPI_Comm comm, void *arg)
     }
     set_edges (a);
     if (elastic_array_block (m, "ballast", &a->ballast_off, &count, NULL) == ELASTIC_OK) {
-        free (a->ballast);
-        if (!(a->ballast = malloc (count * sizeof (uint64_t) + 1)))
+        if (!place_ballast (a->ballast, a->ballast_count, count, a))
             return -1;
-        a->ballast_count = count;
         if (elastic_array_restore (m, "ballast", a->ballast, count, &err) != ELASTIC_OK) {
             fprintf (stderr, "heat2d: %s\n", err.text);
             return -1;
         }
-        check_ballast (a);
+    }
+    if (a->report_buffers) {
+        printf ("rank %d: buffers u %s ballast %s\n",
+                a->world_rank,
+                a->u == a->u_seen ? "kept" : "moved",
+                a->ballast == a->ballast_seen ? "kept" : "moved");
+        a->u_seen = a->u;
+        a->ballast_seen = a->ballast;
     }
     elastic_manager_info (m, &info);
     if (a->rank == 0 && !a->quiet)
@@ -130,6 +202,42 @@ static int rebuild (elastic_manager_t *m, MPI_Comm comm, void *arg)
     return 0;
 }
 
+/* One halo row: MPI_Sendrecv, or at an end of the chain (a neighbour is
+ * MPI_PROC_NULL) a plain MPI_Send or MPI_Recv, which is the same exchange.
+ * Open MPI 5.0.7's MPI_Sendrecv with source MPI_PROC_NULL cancels a
+ * receive request it never posted when its send fails with an error other
+ * than MPI_ERR_PROC_FAILED (MPI_ERR_REVOKED, after another rank died): a
+ * crash in the last rank, seen under the sanitizers.  Returns an MPI error
+ * code. */
+static int halo_sendrecv (double *sbuf,
+                          int dest,
+                          int stag,
+                          double *rbuf,
+                          int source,
+                          int rtag,
+                          int n,
+                          MPI_Comm comm)
+{
+    if (source == MPI_PROC_NULL && dest == MPI_PROC_NULL)
+        return MPI_SUCCESS;
+    if (source == MPI_PROC_NULL)
+        return MPI_Send (sbuf, n, MPI_DOUBLE, dest, stag, comm);
+    if (dest == MPI_PROC_NULL)
+        return MPI_Recv (rbuf, n, MPI_DOUBLE, source, rtag, comm, MPI_STATUS_IGNORE);
+    return MPI_Sendrecv (sbuf,
+                         n,
+                         MPI_DOUBLE,
+                         dest,
+                         stag,
+                         rbuf,
+                         n,
+                         MPI_DOUBLE,
+                         source,
+                         rtag,
+                         comm,
+                         MPI_STATUS_IGNORE);
+}
+
 /* One Jacobi step; returns an MPI error code. */
 static int jacobi_step (struct app *a)
 {
@@ -138,32 +246,10 @@ static int jacobi_step (struct app *a)
     int down = a->rank < a->size - 1 ? a->rank + 1 : MPI_PROC_NULL;
     double *u = a->u, *v = a->v;
 
-    rc = MPI_Sendrecv (&u[nx],
-                       nx,
-                       MPI_DOUBLE,
-                       up,
-                       0,
-                       &u[(a->rows + 1) * nx],
-                       nx,
-                       MPI_DOUBLE,
-                       down,
-                       0,
-                       a->comm,
-                       MPI_STATUS_IGNORE);
+    rc = halo_sendrecv (&u[nx], up, 0, &u[(a->rows + 1) * nx], down, 0, nx, a->comm);
     if (rc != MPI_SUCCESS)
         return rc;
-    rc = MPI_Sendrecv (&u[a->rows * nx],
-                       nx,
-                       MPI_DOUBLE,
-                       down,
-                       1,
-                       &u[0],
-                       nx,
-                       MPI_DOUBLE,
-                       up,
-                       1,
-                       a->comm,
-                       MPI_STATUS_IGNORE);
+    rc = halo_sendrecv (&u[a->rows * nx], down, 1, &u[0], up, 1, nx, a->comm);
     if (rc != MPI_SUCCESS)
         return rc;
     for (uint64_t i = 1; i <= a->rows; i++) {
@@ -224,7 +310,8 @@ static void usage (const char *prog)
         "N]\n"
         "          [--fail RANK:STEP[:step|snapshot|recovery|protect|persist]]... "
         "[--fail-rank R --fail-step S]...\n"
-        "          [--mpi-error STEP] [--quiet]\n",
+        "          [--mpi-error STEP] [--quiet] [--copy-restore] [--no-elastic]\n"
+        "          [--report-buffers]\n",
         prog);
 }
 
@@ -249,6 +336,106 @@ static int finish (struct app *a, int rc, const char *what, const char *text)
     return elastic_exit_code (rc);
 }
 
+/* This rank's first block of the grid (and of the ballast), initialized.
+ * Returns 0, -1 if memory runs out, -2 (with a message) if there are fewer
+ * rows than ranks. */
+static int setup_block (struct app *a, long ballast_mib)
+{
+    if (a->ny < a->size) {
+        fprintf (stderr,
+                 "heat2d: --ny %d is invalid (expected at least one row per rank: >= "
+                 "%d)\n",
+                 a->ny,
+                 a->size);
+        return -2;
+    }
+    a->rows = a->ny / a->size + ((uint64_t)a->rank < (uint64_t)a->ny % a->size ? 1 : 0);
+    a->row0 = (uint64_t)a->rank * (a->ny / a->size) +
+              ((uint64_t)a->rank < (uint64_t)a->ny % a->size ? (uint64_t)a->rank
+                                                             : (uint64_t)a->ny % a->size);
+    if (alloc_grid (a, a->rows) < 0)
+        return -1;
+    for (uint64_t i = 0; i < a->rows; i++)
+        for (int j = 0; j < a->nx; j++)
+            a->u[(i + 1) * a->nx + j] = initial ((a->row0 + i) * a->nx + j);
+    set_edges (a);
+    if (ballast_mib > 0) {
+        uint64_t global = (uint64_t)ballast_mib * a->size * (1 << 20) / sizeof (uint64_t);
+        a->ballast_count =
+            global / a->size + ((uint64_t)a->rank < global % a->size ? 1 : 0);
+        a->ballast_off =
+            (uint64_t)a->rank * (global / a->size) +
+            ((uint64_t)a->rank < global % a->size ? (uint64_t)a->rank : global % a->size);
+        if (!(a->ballast = malloc (a->ballast_count * sizeof (uint64_t) + 1)))
+            return -1;
+        for (uint64_t i = 0; i < a->ballast_count; i++)
+            a->ballast[i] = splitmix64 (a->ballast_off + i + 12345);
+    }
+    return 0;
+}
+
+/* --no-elastic: the same computation on MPI_COMM_WORLD without any
+ * libelastic call (B6's baseline).  Returns the exit code. */
+static int run_plain (struct app *a, long ballast_mib, long sleep_ms, long progress)
+{
+    uint64_t sum = 0;
+    int rc;
+
+    a->comm = MPI_COMM_WORLD;
+    MPI_Comm_rank (a->comm, &a->rank);
+    MPI_Comm_size (a->comm, &a->size);
+    if ((rc = setup_block (a, ballast_mib)) != 0) {
+        if (rc == -1)
+            fprintf (stderr, "heat2d: rank %d: setup: out of memory\n", a->world_rank);
+        rc = 2;
+        goto out;
+    }
+    if (a->rank == 0 && !a->quiet)
+        printf ("heat2d: %dx%d grid, %lld steps, %d ranks (no libelastic)\n",
+                a->nx,
+                a->ny,
+                (long long)a->steps,
+                a->size);
+    for (a->step = 0; a->step < a->steps; a->step++) {
+        if (progress > 0 && a->step % progress == 0 && a->rank == 0) {
+            printf ("step %lld\n", (long long)a->step);
+            fflush (stdout);
+        }
+        if (sleep_ms > 0)
+            nanosleep (&(struct timespec){sleep_ms / 1000, sleep_ms % 1000 * 1000000},
+                       NULL);
+        if (jacobi_step (a) != MPI_SUCCESS) {
+            fprintf (stderr, "heat2d: rank %d: an MPI call failed\n", a->world_rank);
+            rc = 1;
+            goto out;
+        }
+    }
+    if (checksum (a, &sum) != MPI_SUCCESS) {
+        rc = 1;
+        goto out;
+    }
+    if (a->ballast) {
+        int bad = 0, allbad = 0;
+        check_ballast (a);
+        bad = a->ballast_bad;
+        MPI_Allreduce (&bad, &allbad, 1, MPI_INT, MPI_SUM, a->comm);
+        if (a->rank == 0)
+            printf ("ballast %s (%d bad elements)\n", allbad ? "BAD" : "ok", allbad);
+    }
+    if (a->rank == 0) {
+        printf ("final world %d, events 0\n", a->size);
+        printf ("checksum %016llx\n", (unsigned long long)sum);
+    }
+    rc = 0;
+out:
+    free (a->u);
+    free (a->v);
+    free (a->ballast);
+    fflush (stdout);
+    MPI_Finalize ();
+    return rc;
+}
+
 int main (int argc, char **argv)
 {
     struct app a = {.nx = 256, .ny = 256, .steps = 100};
@@ -257,7 +444,7 @@ int main (int argc, char **argv)
     elastic_error_t err;
     elastic_info_t info;
     long ballast_mib = 0, mpi_error_step = -1, sleep_ms = 0, progress = 0;
-    int rc, mrc, active, nranks;
+    int rc, mrc, active, nranks, no_elastic = 0;
     double t_start;
     uint64_t sum;
 
@@ -299,6 +486,12 @@ int main (int argc, char **argv)
             i++;
         } else if (!strcmp (o, "--quiet"))
             a.quiet = 1;
+        else if (!strcmp (o, "--no-elastic"))
+            no_elastic = 1;
+        else if (!strcmp (o, "--copy-restore"))
+            a.copy_restore = 1;
+        else if (!strcmp (o, "--report-buffers"))
+            a.report_buffers = 1;
         else {
             usage (argv[0]);
             return 2;
@@ -311,6 +504,18 @@ int main (int argc, char **argv)
     MPI_Comm_rank (MPI_COMM_WORLD, &a.world_rank);
     MPI_Comm_size (MPI_COMM_WORLD, &nranks);
     t_start = MPI_Wtime ();
+    if (no_elastic) {
+        if (inj.n > 0 || inj.hook[0] || mpi_error_step >= 0 || cfg.persist_period > 0) {
+            if (a.world_rank == 0)
+                fprintf (stderr,
+                         "%s: --no-elastic is invalid with --fail, --mpi-error or "
+                         "--persist-period (expected none of them)\n",
+                         argv[0]);
+            MPI_Finalize ();
+            return 2;
+        }
+        return run_plain (&a, ballast_mib, sleep_ms, progress);
+    }
 
     /* 1. the manager: defaults and options, overridden by ELASTIC_* variables */
     if ((rc = elastic_manager_create (MPI_COMM_WORLD, &cfg, &a.m, &err)) != ELASTIC_OK) {
@@ -324,39 +529,16 @@ int main (int argc, char **argv)
     if (a.comm != MPI_COMM_NULL) {
         MPI_Comm_rank (a.comm, &a.rank);
         MPI_Comm_size (a.comm, &a.size);
-        if (a.ny < a.size) {
-            fprintf (stderr,
-                     "heat2d: --ny %d is invalid (expected at least one row per rank: >= "
-                     "%d)\n",
-                     a.ny,
-                     a.size);
-            finish (&a, ELASTIC_OK, "", "");
-            return 2;
-        }
-        a.rows = a.ny / a.size + ((uint64_t)a.rank < (uint64_t)a.ny % a.size ? 1 : 0);
-        a.row0 = (uint64_t)a.rank * (a.ny / a.size) +
-                 ((uint64_t)a.rank < (uint64_t)a.ny % a.size ? (uint64_t)a.rank
-                                                             : (uint64_t)a.ny % a.size);
-        if (alloc_grid (&a) < 0)
+        if ((rc = setup_block (&a, ballast_mib)) != 0) {
+            if (rc == -2) {
+                finish (&a, ELASTIC_OK, "", "");
+                return 2;
+            }
             return finish (&a, ELASTIC_ERR_NOMEM, "setup", "out of memory");
-        for (uint64_t i = 0; i < a.rows; i++)
-            for (int j = 0; j < a.nx; j++)
-                a.u[(i + 1) * a.nx + j] = initial ((a.row0 + i) * a.nx + j);
-        set_edges (&a);
-        if (ballast_mib > 0) {
-            uint64_t global =
-                (uint64_t)ballast_mib * a.size * (1 << 20) / sizeof (uint64_t);
-            a.ballast_count =
-                global / a.size + ((uint64_t)a.rank < global % a.size ? 1 : 0);
-            a.ballast_off =
-                (uint64_t)a.rank * (global / a.size) +
-                ((uint64_t)a.rank < global % a.size ? (uint64_t)a.rank : global % a.size);
-            if (!(a.ballast = malloc (a.ballast_count * sizeof (uint64_t) + 1)))
-                return finish (&a, ELASTIC_ERR_NOMEM, "setup", "out of memory");
-            for (uint64_t i = 0; i < a.ballast_count; i++)
-                a.ballast[i] = splitmix64 (a.ballast_off + i + 12345);
         }
     }
+    a.u_seen = a.u;
+    a.ballast_seen = a.ballast;
     a.step = 0;
     if ((rc = elastic_register_value (a.m, "step", &a.step, sizeof (a.step), &err)) !=
             ELASTIC_OK ||
@@ -372,6 +554,15 @@ int main (int argc, char **argv)
         (ballast_mib > 0 &&
          (rc = elastic_set_type (a.m, "ballast", ELASTIC_TYPE_UINT64, &err)) !=
              ELASTIC_OK))
+        return finish (&a, rc, "register", err.text);
+    /* recoveries restore the blocks straight into the grid and the ballast
+     * (kept where a rank's block is unchanged) */
+    if (!a.copy_restore &&
+        ((rc = elastic_array_set_realloc (a.m, "u", place_grid, &a, &err)) !=
+             ELASTIC_OK ||
+         (ballast_mib > 0 &&
+          (rc = elastic_array_set_realloc (a.m, "ballast", place_ballast, &a, &err)) !=
+              ELASTIC_OK)))
         return finish (&a, rc, "register", err.text);
 
     /* 3. start: resumes from a snapshot if this is a relaunch (then the step

@@ -114,7 +114,10 @@ int elastic_record_error (const char *fmt, ...) __attribute__ ((format (printf, 
  *   - elastic_maybe_snapshot() copies that state every snapshot_period steps
  *     into L1 (a ring in this rank's memory) and L2 (a copy on a buddy rank,
  *     on another node when there is more than one); a snapshot counts only
- *     when every working rank completed it;
+ *     when every working rank completed it (the L2 exchange of a periodic
+ *     snapshot overlaps the next step: it commits at the next library call,
+ *     and until then the previous snapshot is the one a failure restores;
+ *     ELASTIC_SNAPSHOT_OVERLAP=0 makes every snapshot synchronous);
  *   - when an MPI call fails because a process died, the application passes
  *     the error to elastic_maybe_reshard_down(): the library revokes, agrees
  *     and shrinks (ULFM), lets spare ranks take the dead ranks' places or
@@ -254,7 +257,8 @@ int elastic_record_error (const char *fmt, ...) __attribute__ ((format (printf, 
  *   ELASTIC_SNAPSHOT_DIR, ELASTIC_EVENT_LOG, ELASTIC_RUN_ID,
  *   ELASTIC_SNAPSHOT_KEEP, ELASTIC_RESUME_MODE (auto|always|never),
  *   ELASTIC_RESUME_FRESH_OK, ELASTIC_RESUME_FROM, ELASTIC_SIGNALS,
- *   ELASTIC_SIGNAL_CHECK_PERIOD, ELASTIC_DEADLINE, ELASTIC_DEADLINE_MARGIN;
+ *   ELASTIC_SIGNAL_CHECK_PERIOD, ELASTIC_DEADLINE, ELASTIC_DEADLINE_MARGIN,
+ *   ELASTIC_SNAPSHOT_OVERLAP (1, the default: see above; 0: synchronous);
  *   ELASTIC_LOG sets the log level.  Read as facts about the launch:
  *   ELASTIC_RESUME (0 or 1), SLURM_RESTART_COUNT, SLURM_JOB_ID,
  *   SLURM_JOB_END_TIME.
@@ -488,6 +492,34 @@ int elastic_array_restore (elastic_manager_t *m,
                            void *buf,
                            uint64_t count,
                            elastic_error_t *err);
+
+/* A placement hook for an array (elastic_array_set_realloc): return a
+ * buffer for new_count elements -- data (count elements, the array's
+ * storage now) itself when it fits, or resized as realloc would; its
+ * contents need not be kept -- and remember it: it is the array's storage
+ * from then on.  Return NULL if memory runs out (new_count 0: may be NULL). */
+typedef void *(*elastic_realloc_f) (void *data,
+                                    uint64_t count,
+                                    uint64_t new_count,
+                                    void *arg);
+
+/* Restore array name in place at in-place recoveries: before the handler,
+ * on every working rank of the new world, the library calls fn and writes
+ * this rank's new block straight into the buffer fn returns, so that
+ * elastic_array_restore with that buffer copies nothing (a rank whose block
+ * is unchanged keeps its buffer: one copy from its L1, no allocation).
+ * When the new layout is the snapshot's (spares took the dead ranks'
+ * places) and every array was restored this way, the restored state is
+ * adopted as the snapshot of the rollback step instead of being copied and
+ * sent again (only L2 copies whose buddy changed move): the handler must
+ * then not change the blocks' contents.  A resume from L3 still copies.
+ * Any time after registration; fn NULL: off.  Returns ELASTIC_ERR_NOT_FOUND
+ * for an unknown name, ELASTIC_ERR_INVAL for a NULL manager. */
+int elastic_array_set_realloc (elastic_manager_t *m,
+                               const char *name,
+                               elastic_realloc_f fn,
+                               void *arg,
+                               elastic_error_t *err);
 
 /* Inside a handler, collective over the new working communicator: fetch the
  * blob name that old rank old_rank saved in the snapshot being restored,

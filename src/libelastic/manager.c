@@ -86,11 +86,13 @@ void elastic_manager_destroy (elastic_manager_t *m)
         return;
     exit_hint = m->suspended ? ELASTIC_SUSPENDED : m->fatal_rc;
     if (m->started && !m->finished && m->myslot >= 0) {
+        elastic_error_t e;
+        /* a snapshot in flight completes first (every working rank is here) */
+        snapshot_complete (m, &e);
         /* the end of the job: wake the idle spares and agree with them, so
          * that every live process leaves together */
         if (ft_available ()) {
             enum event_outcome outcome;
-            elastic_error_t e;
             event_run (m, WHY_DONE, NULL, NULL, &outcome, &e);
         } else if (m->myslot == 0) {
             int done = 0;
@@ -555,6 +557,14 @@ static int maybe_snapshot (elastic_manager_t *m, int64_t step, elastic_error_t *
     int persist, rc, mrc, written;
     char ebuf[256];
 
+    /* the snapshot whose L2 exchange overlapped the last step: commit it */
+    if ((rc = snapshot_complete (m, err)) != ELASTIC_OK) {
+        if (rc == ELASTIC_ERR_PROC_FAILED)
+            el_log (EL_INFO,
+                    "a process failed during the snapshot before step %lld: recovering",
+                    (long long)step);
+        return rc;
+    }
     if (step == m->event_step)
         return ELASTIC_OK; /* see event_step */
     m->event_step = -1;
@@ -575,7 +585,12 @@ static int maybe_snapshot (elastic_manager_t *m, int64_t step, elastic_error_t *
                       step != m->persist_step);
     if ((persist || step % m->cfg.snapshot_period == 0) &&
         snapstore_meta (m->store)->step != step) {
-        rc = snapshot_take (m, step, err);
+        /* a plain snapshot step overlaps its L2 exchange with the next
+         * step (committed at the next call); an L3 step needs it now */
+        if (persist || why || !snapshot_overlap ())
+            rc = snapshot_take (m, step, err);
+        else
+            rc = snapshot_begin (m, step, err);
         if (rc == ELASTIC_ERR_PROC_FAILED) {
             el_log (EL_INFO,
                     "a process failed during the snapshot of step %lld: recovering",
@@ -632,12 +647,11 @@ int elastic_maybe_reshard_down (elastic_manager_t *m,
         return rc;
     if (!ft_available ()) {
         m->fatal_rc = ELASTIC_ERR_NO_ULFM;
-        return mgr_err (
-            err,
-            ELASTIC_ERR_NO_ULFM,
-            "%s cannot be recovered in place: %s; relaunch needed",
-            ft_strerror (mpi_err, ebuf, sizeof (ebuf)),
-            ft_why_unavailable ());
+        return mgr_err (err,
+                        ELASTIC_ERR_NO_ULFM,
+                        "%s cannot be recovered in place: %s; relaunch needed",
+                        ft_strerror (mpi_err, ebuf, sizeof (ebuf)),
+                        ft_why_unavailable ());
     }
     if (!ft_is_failure (mpi_err))
         return mgr_err (err,
@@ -686,6 +700,13 @@ int elastic_maybe_reshard_up (elastic_manager_t *m,
     }
     m->t_progress = mgr_now ();
     m->step = step;
+    if ((rc = snapshot_complete (m, err)) == ELASTIC_ERR_PROC_FAILED) {
+        if (resharded)
+            *resharded = 1;
+        return mgr_recover_inside (m, err);
+    }
+    if (rc != ELASTIC_OK)
+        return rc;
     if (snapstore_meta (m->store)->step != step) {
         rc = snapshot_take (m, step, err);
         if (rc == ELASTIC_ERR_PROC_FAILED) {
@@ -774,11 +795,33 @@ int elastic_array_restore (elastic_manager_t *m,
                         ELASTIC_ERR_INVAL,
                         "elastic_array_restore: array '%s': buf is NULL",
                         name);
-    if (count > 0)
+    ra->in_place = buf == ra->rbuf && ra->rbuf_app;
+    if (count > 0 && buf != ra->rbuf)
         memcpy (buf, ra->rbuf, count * ra->elem_size);
     ra->data = buf;
     ra->count = count;
     ra->restored = 1;
+    return ELASTIC_OK;
+}
+
+int elastic_array_set_realloc (elastic_manager_t *m,
+                               const char *name,
+                               elastic_realloc_f fn,
+                               void *arg,
+                               elastic_error_t *err)
+{
+    int a;
+
+    if (!m)
+        return mgr_err (
+            err, ELASTIC_ERR_INVAL, "elastic_array_set_realloc: manager is NULL");
+    if ((a = registry_find_array (m->reg, name)) < 0)
+        return mgr_err (err,
+                        ELASTIC_ERR_NOT_FOUND,
+                        "elastic_array_set_realloc: no array '%s' (register it first)",
+                        name ? name : "");
+    m->reg->a[a].place = fn;
+    m->reg->a[a].place_arg = arg;
     return ELASTIC_OK;
 }
 

@@ -12,8 +12,10 @@
  *
  * Then the working ranks restore the values, call the handler, agree that
  * every handler succeeded and take a snapshot of the restored state in the
- * new layout.  Anything failing before that snapshot commits starts another
- * attempt: the committed snapshot is never touched until then, so every
+ * new layout (or, where the layout is the snapshot's and the arrays were
+ * restored in place, adopt the restored state as that snapshot, moving only
+ * the L2 copies whose buddy changed).  Anything failing before that snapshot commits
+ * starts another attempt: the committed snapshot is never touched until then, so every
  * attempt restores from the same, whole data.
  */
 #if HAVE_CONFIG_H
@@ -431,16 +433,18 @@ int event_run (struct elastic_manager *m,
 
     memset (&ev, 0, sizeof (ev));
     *outcome = EV_IDLE;
+    /* a snapshot still in flight never commits: recover from the previous */
+    if (m->myslot >= 0)
+        snapshot_discard (m);
     ev.t_start = mgr_now ();
     if (why == WHY_FAILURE && m->t_progress > 0)
         ev.t_detect = ev.t_start - m->t_progress;
     ev.kind_failure = why == WHY_FAILURE;
     if (!ft_available ())
-        return mgr_err (
-            err,
-            ELASTIC_ERR_NO_ULFM,
-            "in-place recovery impossible: %s; relaunch needed",
-            ft_why_unavailable ());
+        return mgr_err (err,
+                        ELASTIC_ERR_NO_ULFM,
+                        "in-place recovery impossible: %s; relaunch needed",
+                        ft_why_unavailable ());
     if (!(p = plan_create (m->norig, m->reg->na)) ||
         !(alive = calloc (m->norig, sizeof (int))) ||
         !(orig = calloc (m->norig, sizeof (int))) ||
@@ -666,9 +670,13 @@ int event_run (struct elastic_manager *m,
             m->handler_tries++;
             continue;
         }
-        /* 7. protect the restored state in the new layout */
+        /* 7. protect the restored state in the new layout: adopt it as the
+         * snapshot of its step where the layout is the snapshot's and the
+         * arrays were restored in place, else take a snapshot */
         t = mgr_now ();
-        mrc = snapshot_take (m, m->step, err);
+        mrc = snapshot_adopt (m, err);
+        if (mrc == ELASTIC_ERR_STATE)
+            mrc = snapshot_take (m, m->step, err);
         ev.t_protect += mgr_now () - t;
         if (mrc == ELASTIC_ERR_PROC_FAILED) {
             ev.kind_failure = 1;

@@ -302,9 +302,12 @@ uint64_t registry_signature (const struct registry *r)
 void registry_clear_restore (struct registry *r)
 {
     for (int i = 0; r && i < r->na; i++) {
-        free (r->a[i].rbuf);
+        if (!r->a[i].rbuf_app)
+            free (r->a[i].rbuf);
         r->a[i].rbuf = NULL;
+        r->a[i].rbuf_app = 0;
         r->a[i].rcount = 0;
         r->a[i].restored = 0;
+        r->a[i].in_place = 0;
     }
 }

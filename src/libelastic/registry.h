@@ -3,7 +3,9 @@
  * Values are replicated bytes restored in place; arrays are distributed in
  * blocks along their first dimension; blobs are opaque per-rank bytes.
  * During a world change each array also carries its restored block (rbuf)
- * until the handler copies it out with elastic_array_restore.
+ * until the handler copies it out with elastic_array_restore, or, for an
+ * array with a placement hook (elastic_array_set_realloc), the block is
+ * restored straight into the application's buffer the hook returned.
  */
 #ifndef ELASTIC_REGISTRY_H
 #define ELASTIC_REGISTRY_H
@@ -27,9 +29,14 @@ struct reg_array {
     size_t elem_size;
     uint64_t count;
     int type;        /* ELASTIC_TYPE_* (L3 only) */
-    void *rbuf;      /* restored block (malloc'ed), during a world change */
+    void *rbuf;      /* restored block, during a world change */
     uint64_t rcount; /* its element count */
+    int rbuf_app;    /* rbuf is the application's (from place): not freed */
     int restored;    /* elastic_array_restore was called */
+    int in_place;    /* ... with rbuf itself: nothing was copied */
+    /* placement hook (elastic_array_set_realloc), NULL: none */
+    void *(*place) (void *data, uint64_t count, uint64_t new_count, void *arg);
+    void *place_arg;
 };
 
 struct reg_blob {
@@ -84,7 +91,7 @@ int registry_find_value (const struct registry *r, const char *name);
  * the same state in the same order. */
 uint64_t registry_signature (const struct registry *r);
 
-/* Free the restored blocks. */
+/* Free the restored blocks (those the library allocated). */
 void registry_clear_restore (struct registry *r);
 
 #endif /* ELASTIC_REGISTRY_H */

@@ -148,6 +148,31 @@ static void array_piece (int j,
                    c->comm);
 }
 
+/* The new layout is the snapshot's: same size, same counts. */
+static int same_layout (const struct snapmeta *sm, const struct plan *p, int na)
+{
+    if (p->n != sm->n)
+        return 0;
+    for (size_t i = 0; i < (size_t)p->n * na; i++)
+        if (p->counts[i] != sm->counts[i])
+            return 0;
+    return 1;
+}
+
+/* Copy old rank j's array blocks out of its serialized snapshot at base
+ * into the restored blocks (the layout is the snapshot's). */
+static void copy_blocks (struct elastic_manager *m, int j, const char *base)
+{
+    struct registry *reg = m->reg;
+    const struct snapmeta *sm = snapstore_meta (m->store);
+
+    for (int a = 0; a < reg->na; a++) {
+        size_t n = reg->a[a].rcount * reg->a[a].elem_size;
+        if (n > 0)
+            memcpy (reg->a[a].rbuf, base + snapmeta_array_offset (sm, reg, j, a), n);
+    }
+}
+
 int restore_exchange (struct elastic_manager *m,
                       const struct plan *p,
                       MPI_Comm newwork,
@@ -157,7 +182,8 @@ int restore_exchange (struct elastic_manager *m,
     struct registry *reg = m->reg;
     const struct snapmeta *sm = snapstore_meta (m->store);
     struct xfer x = {0};
-    int *src = NULL, na = reg->na, rc;
+    int *src = NULL, na = reg->na, rc, same = 0;
+    char *staged = NULL;
 
     registry_clear_restore (reg);
     if (!(src = malloc ((sm->n > 0 ? sm->n : 1) * sizeof (int)))) {
@@ -174,16 +200,58 @@ int restore_exchange (struct elastic_manager *m,
         }
     }
     for (int a = 0; a < na; a++) {
+        struct reg_array *ra = &reg->a[a];
         uint64_t c = p->counts[(size_t)myrank * na + a];
-        reg->a[a].rcount = c;
-        if (!(reg->a[a].rbuf = malloc (c > 0 ? c * reg->a[a].elem_size : 1))) {
+        ra->rcount = c;
+        if (ra->place) {
+            /* straight into the application's buffer (see
+             * elastic_array_set_realloc): it is the array's storage now */
+            void *q = ra->place (ra->data, ra->count, c, ra->place_arg);
+            if (!q && c > 0) {
+                x.rc = MPI_ERR_NO_MEM;
+                goto done;
+            }
+            ra->data = q;
+            ra->count = c;
+            ra->rbuf = q;
+            ra->rbuf_app = 1;
+        } else if (!(ra->rbuf = malloc (c > 0 ? c * ra->elem_size : 1))) {
             x.rc = MPI_ERR_NO_MEM;
             goto done;
         }
     }
+    same = same_layout (sm, p, na);
+    if (same) {
+        /* The snapshot's layout (spares took the dead ranks' places): new
+         * rank k's block is old rank k's.  A rank whose source is another
+         * rank receives old rank k's whole serialized snapshot into its next
+         * L1 slot, so that it can be adopted as this step's snapshot
+         * (snapshot_adopt); the others copy from their own L1. */
+        for (int k = 0; k < p->n && x.rc == MPI_SUCCESS; k++) {
+            if (src[k] == myrank && k != myrank) {
+                const char *base = snapstore_source (m->store, m->me, k);
+                if (!base)
+                    x.rc = MPI_ERR_INTERN;
+                else
+                    xfer_post (
+                        &x, 1, (void *)base, sm->bytes[k], k, TAG_RESTORE, newwork);
+            } else if (k == myrank && src[k] != myrank) {
+                if (!(staged = snapstore_stage (m->store, k, sm->bytes[k])))
+                    x.rc = MPI_ERR_NO_MEM;
+                else
+                    xfer_post (&x, 0, staged, sm->bytes[k], src[k], TAG_RESTORE, newwork);
+            } else if (k == myrank) {
+                const char *base = snapstore_source (m->store, m->me, k);
+                if (!base)
+                    x.rc = MPI_ERR_INTERN;
+                else
+                    copy_blocks (m, k, base);
+            }
+        }
+    }
     /* arrays, in a fixed order on every rank so that messages between two
      * ranks match in posting order */
-    for (int a = 0; a < na && x.rc == MPI_SUCCESS; a++) {
+    for (int a = 0; a < na && !same && x.rc == MPI_SUCCESS; a++) {
         struct array_ctx c = {m, p, newwork, myrank, a, src, &x};
         layout_overlaps (sm->counts + a, sm->n, p->counts + a, p->n, na, array_piece, &c);
     }
@@ -208,6 +276,8 @@ done:
     rc = ft_waitall (x.n, x.r, newwork);
     if (x.rc == MPI_SUCCESS)
         x.rc = rc;
+    if (x.rc == MPI_SUCCESS && staged)
+        copy_blocks (m, myrank, staged);
     free (x.r);
     free (src);
     return x.rc;

@@ -2,6 +2,10 @@
 #if HAVE_CONFIG_H
 #include "config.h"
 #endif
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* mremap */
+#endif
+#include <sys/mman.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -23,6 +27,19 @@ struct membuf {
     size_t size;
 };
 
+static void membuf_free (struct membuf *b);
+
+/* A snapshot whose L2 exchange is in flight (snapshot_begin). */
+struct inflight {
+    int active;
+    int64_t step;
+    int k, pend, ward, L;
+    int failure, any_bad, bad_rank;
+    uint64_t *rows; /* [n * L] sizes of every rank */
+    MPI_Request *reqs;
+    int nr;
+};
+
 struct snapstore {
     int nslots;
     struct membuf *l1; /* ring */
@@ -30,7 +47,10 @@ struct snapstore {
     struct membuf l2[2];
     int l2_committed; /* index, -1: none */
     int l2_ward;      /* old rank whose copy l2[l2_committed] is, -1: none */
+    int staged;       /* old rank whose serialized snapshot the next L1 slot
+                         holds (snapstore_stage), -1: none */
     struct snapmeta *meta;
+    struct inflight fl;
 };
 
 struct snapmeta *snapmeta_create (int n, int na, int nb)
@@ -99,6 +119,7 @@ struct snapstore *snapstore_create (int nslots)
     s->l1_committed = -1;
     s->l2_committed = -1;
     s->l2_ward = -1;
+    s->staged = -1;
     if (!(s->l1 = calloc (nslots, sizeof (s->l1[0]))) ||
         !(s->meta = snapmeta_create (0, 0, 0))) {
         snapstore_destroy (s);
@@ -112,10 +133,12 @@ void snapstore_destroy (struct snapstore *s)
     int saved = errno;
     if (s) {
         for (int i = 0; s->l1 && i < s->nslots; i++)
-            free (s->l1[i].p);
+            membuf_free (&s->l1[i]);
         free (s->l1);
-        free (s->l2[0].p);
-        free (s->l2[1].p);
+        membuf_free (&s->l2[0]);
+        membuf_free (&s->l2[1]);
+        free (s->fl.rows);
+        free (s->fl.reqs);
         snapmeta_destroy (s->meta);
         free (s);
     }
@@ -146,17 +169,52 @@ const void *snapstore_source (struct snapstore *s, int me, int j)
     return NULL;
 }
 
+/* Snapshot buffers are anonymous mappings in whole 2 MiB units, marked for
+ * transparent huge pages: a fresh buffer (a spare's, one that grows after a
+ * shrink) faults in 2 MiB at a time instead of 4 KiB, and the copies into
+ * it miss the TLB less.  They grow with mremap (no copy of the pages). */
+#define MEMBUF_UNIT ((size_t)2 << 20)
+
 static int membuf_reserve (struct membuf *b, size_t size)
 {
+    size_t cap;
     void *p;
 
     if (size <= b->cap)
         return 0;
-    if (!(p = realloc (b->p, size)))
+    cap = (size + MEMBUF_UNIT - 1) / MEMBUF_UNIT * MEMBUF_UNIT;
+    if (b->p)
+        p = mremap (b->p, b->cap, cap, MREMAP_MAYMOVE);
+    else
+        p = mmap (NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
         return -1;
+#ifdef MADV_HUGEPAGE
+    madvise (p, cap, MADV_HUGEPAGE); /* advice only: failure is harmless */
+#endif
     b->p = p;
-    b->cap = size;
+    b->cap = cap;
     return 0;
+}
+
+static void membuf_free (struct membuf *b)
+{
+    if (b->p)
+        munmap (b->p, b->cap);
+    b->p = NULL;
+    b->cap = 0;
+}
+
+void *snapstore_stage (struct snapstore *s, int j, size_t size)
+{
+    struct membuf *b = &s->l1[(s->l1_committed + 1) % s->nslots];
+
+    s->staged = -1;
+    if (membuf_reserve (b, size > 0 ? size : 1) < 0)
+        return NULL;
+    b->size = size;
+    s->staged = j;
+    return b->p;
 }
 
 /* Serialize the registered state into b; -1 if memory runs out. */
@@ -264,107 +322,136 @@ static int post_bytes (int send,
     return MPI_SUCCESS;
 }
 
-int snapshot_take (struct elastic_manager *m, int64_t step, elastic_error_t *err)
+/* Post a snapshot of step: the L1 copy, the sizes, the L2 exchange posted
+ * into f.  Returns ELASTIC_OK (f in flight, or f->done when it stopped
+ * early: a failure or out of memory, to be agreed on by snap_finish) or
+ * ELASTIC_ERR_NOMEM before anything collective. */
+static int snap_post (struct elastic_manager *m,
+                      int64_t step,
+                      struct inflight *f,
+                      elastic_error_t *err)
 {
     struct snapstore *s = m->store;
     struct registry *reg = m->reg;
     int n = m->nwork, me = m->myslot, na = reg->na, nb = reg->nb;
-    int L = na + nb + 1;
-    int k = (s->l1_committed + 1) % s->nslots;
-    int pend = s->l2_committed == 0 ? 1 : 0;
-    int failure = 0, any_bad = 0, bad_rank = -1, flag, rc, ward = -1;
-    uint64_t *row = NULL, *rows = NULL;
-    MPI_Request *reqs = NULL;
-    struct snapmeta *sm = NULL;
+    int L = na + nb + 1, rc;
+    uint64_t *row = NULL;
     char ebuf[200];
-    int nr = 0;
 
-    if (me < 0)
-        return mgr_err (
-            err, ELASTIC_ERR_STATE, "snapshot: an idle spare takes no snapshot");
+    memset (f, 0, sizeof (*f));
+    f->step = step;
+    f->L = L;
+    f->k = (s->l1_committed + 1) % s->nslots;
+    f->pend = s->l2_committed == 0 ? 1 : 0;
+    f->ward = -1;
+    f->bad_rank = -1;
+    s->staged = -1; /* slot k is overwritten */
     if (!(row = calloc (L, sizeof (uint64_t))) ||
-        !(rows = calloc ((size_t)n * L, sizeof (uint64_t))))
+        !(f->rows = calloc ((size_t)n * L, sizeof (uint64_t)))) {
+        free (row);
+        free (f->rows);
+        f->rows = NULL;
         return mgr_err (err,
                         ELASTIC_ERR_NOMEM,
                         "snapshot of step %lld: out of memory",
                         (long long)step);
-    if (serialize (reg, &s->l1[k]) < 0)
+    }
+    f->active = 1;
+    if (serialize (reg, &s->l1[f->k]) < 0)
         row[L - 1] = UINT64_MAX;
     else {
         for (int a = 0; a < na; a++)
             row[a] = reg->a[a].count;
         for (int b = 0; b < nb; b++)
             row[na + b] = reg->b[b].size;
-        row[L - 1] = s->l1[k].size;
+        row[L - 1] = s->l1[f->k].size;
     }
-    s->l1[k].size = row[L - 1] == UINT64_MAX ? 0 : s->l1[k].size;
-    if ((rc = MPI_Allgather (row, L, MPI_UINT64_T, rows, L, MPI_UINT64_T, m->work)) !=
-        MPI_SUCCESS) {
+    s->l1[f->k].size = row[L - 1] == UINT64_MAX ? 0 : s->l1[f->k].size;
+    rc = MPI_Allgather (row, L, MPI_UINT64_T, f->rows, L, MPI_UINT64_T, m->work);
+    free (row);
+    if (rc != MPI_SUCCESS) {
         el_log (EL_DEBUG,
                 "snapshot %lld: allgather: %s",
                 (long long)step,
                 ft_strerror (rc, ebuf, sizeof (ebuf)));
-        failure = 1;
-        ft_revoke (m->work);
-        goto agree;
+        goto failed;
     }
     for (int j = 0; j < n; j++) {
-        if (rows[(size_t)j * L + L - 1] == UINT64_MAX) {
-            any_bad = 1;
-            bad_rank = j;
+        if (f->rows[(size_t)j * L + L - 1] == UINT64_MAX) {
+            f->any_bad = 1;
+            f->bad_rank = j;
         }
     }
-    if (any_bad)
-        goto agree;
-    if ((rc = compute_buddies (m)) != MPI_SUCCESS) {
-        failure = 1;
-        ft_revoke (m->work);
-        goto agree;
-    }
+    if (f->any_bad)
+        return ELASTIC_OK;
+    if ((rc = compute_buddies (m)) != MPI_SUCCESS)
+        goto failed;
     for (int j = 0; j < n; j++)
         if (m->buddy[j] == me)
-            ward = j;
-    if (ward >= 0) {
-        size_t want = rows[(size_t)ward * L + L - 1];
-        if (membuf_reserve (&s->l2[pend], want > 0 ? want : 1) < 0) {
-            /* cannot receive: make everyone give up this snapshot */
-            failure = 1;
-            ft_revoke (m->work);
-            goto agree;
-        }
-        s->l2[pend].size = want;
+            f->ward = j;
+    if (f->ward >= 0) {
+        size_t want = f->rows[(size_t)f->ward * L + L - 1];
+        if (membuf_reserve (&s->l2[f->pend], want > 0 ? want : 1) < 0)
+            goto failed; /* cannot receive: make everyone give up this snapshot */
+        s->l2[f->pend].size = want;
     }
     {
-        size_t mine = s->l1[k].size;
-        size_t theirs = ward >= 0 ? s->l2[pend].size : 0;
+        size_t mine = s->l1[f->k].size;
+        size_t theirs = f->ward >= 0 ? s->l2[f->pend].size : 0;
         int nreq = count_chunks (mine) + count_chunks (theirs);
-        if (!(reqs = malloc ((nreq > 0 ? nreq : 1) * sizeof (MPI_Request)))) {
-            failure = 1;
-            ft_revoke (m->work);
-            goto agree;
-        }
+        if (!(f->reqs = malloc ((nreq > 0 ? nreq : 1) * sizeof (MPI_Request))))
+            goto failed;
         rc = MPI_SUCCESS;
-        if (ward >= 0)
-            rc = post_bytes (0, s->l2[pend].p, theirs, ward, TAG_L2, m->work, reqs, &nr);
+        if (f->ward >= 0)
+            rc = post_bytes (
+                0, s->l2[f->pend].p, theirs, f->ward, TAG_L2, m->work, f->reqs, &f->nr);
         if (rc == MPI_SUCCESS && m->buddy[me] >= 0)
             rc = post_bytes (
-                1, s->l1[k].p, mine, m->buddy[me], TAG_L2, m->work, reqs, &nr);
+                1, s->l1[f->k].p, mine, m->buddy[me], TAG_L2, m->work, f->reqs, &f->nr);
         testhook_check (
             m->hooks, m->me, step, m->in_event ? HOOK_PROTECT : HOOK_SNAPSHOT);
-        if (rc != MPI_SUCCESS)
+        if (rc != MPI_SUCCESS) {
             ft_revoke (m->work);
-        if (ft_waitall (nr, reqs, m->work) != MPI_SUCCESS || rc != MPI_SUCCESS) {
-            failure = 1;
-            goto agree;
+            f->failure = 1;
         }
     }
-agree:
-    if (!failure && !any_bad && !(sm = snapmeta_create (n, na, nb))) {
-        any_bad = 1;
-        bad_rank = me;
+    return ELASTIC_OK;
+failed:
+    f->failure = 1;
+    ft_revoke (m->work);
+    return ELASTIC_OK;
+}
+
+static void snap_free (struct inflight *f)
+{
+    free (f->rows);
+    free (f->reqs);
+    f->rows = NULL;
+    f->reqs = NULL;
+    f->nr = 0;
+    f->active = 0;
+}
+
+/* Complete the L2 exchange of f, agree and commit.  Returns as
+ * snapshot_take. */
+static int
+snap_finish (struct elastic_manager *m, struct inflight *f, elastic_error_t *err)
+{
+    struct snapstore *s = m->store;
+    int n = m->nwork, me = m->myslot, na = m->reg->na, nb = m->reg->nb;
+    int L = f->L, k = f->k, ward = f->ward, flag, rc;
+    int64_t step = f->step;
+    struct snapmeta *sm = NULL;
+
+    if (ft_waitall (f->nr, f->reqs, m->work) != MPI_SUCCESS)
+        f->failure = 1;
+    f->nr = 0;
+    if (!f->failure && !f->any_bad && !(sm = snapmeta_create (n, na, nb))) {
+        f->any_bad = 1;
+        f->bad_rank = me;
     }
-    flag = W_IN_SNAPSHOT | W_NOT_DONE | W_GROW | (failure || any_bad ? 0 : W_SNAP_OK) |
-           (failure ? 0 : W_NO_FAILURE);
+    flag = W_IN_SNAPSHOT | W_NOT_DONE | W_GROW |
+           (f->failure || f->any_bad ? 0 : W_SNAP_OK) | (f->failure ? 0 : W_NO_FAILURE);
     rc = ft_agree (m->work, &flag);
     if (rc == MPI_SUCCESS && (flag & W_SNAP_OK)) {
         sm->step = step;
@@ -372,15 +459,15 @@ agree:
             sm->holder[j] = m->slot[j];
             sm->buddy[j] = m->buddy[j] >= 0 ? m->slot[m->buddy[j]] : -1;
             for (int a = 0; a < na; a++)
-                sm->counts[(size_t)j * na + a] = rows[(size_t)j * L + a];
+                sm->counts[(size_t)j * na + a] = f->rows[(size_t)j * L + a];
             for (int b = 0; b < nb; b++)
-                sm->blobsz[(size_t)j * nb + b] = rows[(size_t)j * L + na + b];
-            sm->bytes[j] = rows[(size_t)j * L + L - 1];
+                sm->blobsz[(size_t)j * nb + b] = f->rows[(size_t)j * L + na + b];
+            sm->bytes[j] = f->rows[(size_t)j * L + L - 1];
         }
         s->l1[k].size = sm->bytes[me];
         s->l1_committed = k;
         if (ward >= 0) {
-            s->l2_committed = pend;
+            s->l2_committed = f->pend;
             s->l2_ward = ward;
         } else {
             s->l2_committed = -1;
@@ -397,7 +484,7 @@ agree:
         rc = ELASTIC_OK;
         goto out;
     }
-    if (rc != MPI_SUCCESS || failure ||
+    if (rc != MPI_SUCCESS || f->failure ||
         (flag & (W_NO_FAILURE | W_IN_SNAPSHOT)) != (W_NO_FAILURE | W_IN_SNAPSHOT)) {
         /* a failure, or ranks that entered a world event instead: this was
          * the last agreement on work */
@@ -411,12 +498,12 @@ agree:
                       (long long)step);
         goto out;
     }
-    if (bad_rank >= 0)
+    if (f->bad_rank >= 0)
         rc = mgr_err (err,
                       ELASTIC_ERR_NOMEM,
                       "snapshot of step %lld not taken: out of memory on working rank %d",
                       (long long)step,
-                      bad_rank);
+                      f->bad_rank);
     else
         rc = mgr_err (err,
                       ELASTIC_ERR_NOMEM,
@@ -424,8 +511,234 @@ agree:
                       (long long)step);
 out:
     snapmeta_destroy (sm);
-    free (row);
-    free (rows);
-    free (reqs);
+    snap_free (f);
     return rc;
+}
+
+int snapshot_take (struct elastic_manager *m, int64_t step, elastic_error_t *err)
+{
+    struct snapstore *s = m->store;
+    int rc;
+
+    if (m->myslot < 0)
+        return mgr_err (
+            err, ELASTIC_ERR_STATE, "snapshot: an idle spare takes no snapshot");
+    if ((rc = snapshot_complete (m, err)) != ELASTIC_OK)
+        return rc;
+    if ((rc = snap_post (m, step, &s->fl, err)) != ELASTIC_OK)
+        return rc;
+    return snap_finish (m, &s->fl, err);
+}
+
+int snapshot_begin (struct elastic_manager *m, int64_t step, elastic_error_t *err)
+{
+    struct snapstore *s = m->store;
+    int rc;
+
+    if (m->myslot < 0)
+        return mgr_err (
+            err, ELASTIC_ERR_STATE, "snapshot: an idle spare takes no snapshot");
+    if ((rc = snapshot_complete (m, err)) != ELASTIC_OK)
+        return rc;
+    if ((rc = snap_post (m, step, &s->fl, err)) != ELASTIC_OK)
+        return rc;
+    if (s->fl.failure || s->fl.any_bad)
+        return snap_finish (m, &s->fl, err); /* agree on it now */
+    return ELASTIC_OK;
+}
+
+int snapshot_complete (struct elastic_manager *m, elastic_error_t *err)
+{
+    struct snapstore *s = m->store;
+
+    if (!s->fl.active)
+        return ELASTIC_OK;
+    return snap_finish (m, &s->fl, err);
+}
+
+int snapshot_overlap (void)
+{
+    static int on = -1;
+    if (on < 0) {
+        const char *v = getenv ("ELASTIC_SNAPSHOT_OVERLAP");
+        on = !(v && !strcmp (v, "0"));
+    }
+    return on;
+}
+
+int64_t snapshot_in_flight (struct snapstore *s)
+{
+    return s->fl.active ? s->fl.step : -1;
+}
+
+void snapshot_discard (struct elastic_manager *m)
+{
+    struct snapstore *s = m->store;
+
+    if (!s->fl.active)
+        return;
+    ft_revoke (m->work);
+    ft_waitall (s->fl.nr, s->fl.reqs, m->work);
+    snap_free (&s->fl);
+}
+
+/* Can this rank adopt its restored state as old rank me's committed
+ * snapshot?  img is set to its serialized image (own L1 or staged). */
+static int adoptable (struct elastic_manager *m, const char **img)
+{
+    struct snapstore *s = m->store;
+    const struct snapmeta *sm = s->meta;
+    const struct registry *reg = m->reg;
+    int n = m->nwork, me = m->myslot, na = reg->na, nb = reg->nb;
+    const char *p;
+
+    *img = NULL;
+    if (me < 0 || sm->step < 0 || sm->n != n || sm->na != na || sm->nb != nb)
+        return 0;
+    for (size_t i = 0; i < (size_t)n * na; i++)
+        if (sm->counts[i] != m->layout[i])
+            return 0;
+    if (sm->holder[me] == m->me && s->l1_committed >= 0)
+        *img = s->l1[s->l1_committed].p;
+    else if (s->staged == me)
+        *img = s->l1[(s->l1_committed + 1) % s->nslots].p;
+    else
+        return 0;
+    /* the values and blobs as registered now are the snapshot's */
+    p = *img;
+    for (int i = 0; i < reg->nv; i++) {
+        if (memcmp (p, reg->v[i].data, reg->v[i].size) != 0)
+            return 0;
+        p += reg->v[i].size;
+    }
+    /* every array restored in place, so its storage holds what the
+     * snapshot holds (elastic_array_set_realloc) */
+    for (int a = 0; a < na; a++) {
+        const struct reg_array *ra = &reg->a[a];
+        if (!ra->in_place || ra->data != ra->rbuf ||
+            ra->count != sm->counts[(size_t)me * na + a])
+            return 0;
+    }
+    for (int b = 0; b < nb; b++) {
+        size_t sz = reg->b[b].size;
+        if (sz != sm->blobsz[(size_t)me * nb + b] ||
+            (sz > 0 &&
+             memcmp (*img + snapmeta_blob_offset (sm, reg, me, b), reg->b[b].data, sz)))
+            return 0;
+    }
+    return 1;
+}
+
+int snapshot_adopt (struct elastic_manager *m, elastic_error_t *err)
+{
+    struct snapstore *s = m->store;
+    struct snapmeta *sm = s->meta, *nsm = NULL;
+    int n = m->nwork, me = m->myslot, na = m->reg->na, nb = m->reg->nb;
+    int pend = s->l2_committed == 0 ? 1 : 0;
+    int ok, all = 0, failure = 0, flag, rc, ward = -1, keep = 0, nr = 0;
+    int64_t step = sm->step;
+    const char *img = NULL;
+    MPI_Request *reqs = NULL;
+    char ebuf[200];
+
+    if (me < 0)
+        return mgr_err (err, ELASTIC_ERR_STATE, "adopt: an idle spare adopts nothing");
+    /* the new world's buddies (collective) */
+    m->buddy_valid = 0;
+    if ((rc = compute_buddies (m)) != MPI_SUCCESS) {
+        el_log (EL_DEBUG, "adopt: buddies: %s", ft_strerror (rc, ebuf, sizeof (ebuf)));
+        failure = 1;
+        ft_revoke (m->work);
+        goto agree;
+    }
+    ok = adoptable (m, &img);
+    for (int j = 0; j < n; j++)
+        if (m->buddy[j] == me)
+            ward = j;
+    if (ok && ward >= 0) {
+        /* my ward's L2 copy: kept if I held it already, else received */
+        keep = sm->buddy[ward] == m->me;
+        if (keep && (s->l2_committed < 0 || s->l2_ward != ward))
+            ok = 0;
+        if (!keep &&
+            membuf_reserve (&s->l2[pend], sm->bytes[ward] > 0 ? sm->bytes[ward] : 1) < 0)
+            ok = 0;
+    }
+    if (ok && !(nsm = snapmeta_create (n, na, nb)))
+        ok = 0;
+    if (ok && !(reqs = malloc ((count_chunks (sm->bytes[me]) +
+                                (ward >= 0 ? count_chunks (sm->bytes[ward]) : 0) + 1) *
+                               sizeof (MPI_Request))))
+        ok = 0;
+    if ((rc = MPI_Allreduce (&ok, &all, 1, MPI_INT, MPI_MIN, m->work)) != MPI_SUCCESS) {
+        failure = 1;
+        ft_revoke (m->work);
+        goto agree;
+    }
+    if (!all) {
+        snapmeta_destroy (nsm);
+        free (reqs);
+        return mgr_err (err,
+                        ELASTIC_ERR_STATE,
+                        "the restored state of step %lld cannot be adopted",
+                        (long long)step);
+    }
+    /* L2 copies whose buddy changed: only those move */
+    rc = MPI_SUCCESS;
+    if (ward >= 0 && !keep)
+        rc = post_bytes (
+            0, s->l2[pend].p, sm->bytes[ward], ward, TAG_L2, m->work, reqs, &nr);
+    if (rc == MPI_SUCCESS && m->buddy[me] >= 0 && m->slot[m->buddy[me]] != sm->buddy[me])
+        rc = post_bytes (
+            1, (void *)img, sm->bytes[me], m->buddy[me], TAG_L2, m->work, reqs, &nr);
+    testhook_check (m->hooks, m->me, step, HOOK_PROTECT);
+    if (rc != MPI_SUCCESS)
+        ft_revoke (m->work);
+    if (ft_waitall (nr, reqs, m->work) != MPI_SUCCESS || rc != MPI_SUCCESS)
+        failure = 1;
+agree:
+    free (reqs);
+    flag = W_IN_SNAPSHOT | W_NOT_DONE | W_GROW | (failure ? 0 : W_SNAP_OK | W_NO_FAILURE);
+    rc = ft_agree (m->work, &flag);
+    if (rc == MPI_SUCCESS && (flag & W_SNAP_OK) && nsm) {
+        nsm->step = step;
+        for (int j = 0; j < n; j++) {
+            nsm->holder[j] = m->slot[j];
+            nsm->buddy[j] = m->buddy[j] >= 0 ? m->slot[m->buddy[j]] : -1;
+            nsm->bytes[j] = sm->bytes[j];
+        }
+        memcpy (nsm->counts, sm->counts, (size_t)n * na * sizeof (uint64_t));
+        memcpy (nsm->blobsz, sm->blobsz, (size_t)n * nb * sizeof (uint64_t));
+        if (s->staged == me) {
+            s->l1_committed = (s->l1_committed + 1) % s->nslots;
+            s->l1[s->l1_committed].size = sm->bytes[me];
+        }
+        s->staged = -1;
+        if (ward < 0) {
+            s->l2_committed = -1;
+            s->l2_ward = -1;
+        } else if (!keep) {
+            s->l2[pend].size = sm->bytes[ward];
+            s->l2_committed = pend;
+            s->l2_ward = ward;
+        }
+        snapstore_set_meta (s, nsm);
+        el_log (EL_DEBUG,
+                "restored state of step %lld adopted as its snapshot (L2 of rank %d %s)",
+                (long long)step,
+                ward,
+                keep ? "kept" : "received");
+        return ELASTIC_OK;
+    }
+    snapmeta_destroy (nsm);
+    /* a failure, or ranks that entered a world event instead: this was the
+     * last agreement on work (as in snapshot_take) */
+    m->work_final = 1;
+    m->work_result = rc == MPI_SUCCESS ? flag : flag & ~W_NO_FAILURE;
+    ft_revoke (m->work);
+    ft_revoke (m->world);
+    return mgr_err (err,
+                    ELASTIC_ERR_PROC_FAILED,
+                    "adopting the snapshot of step %lld interrupted by a process failure",
+                    (long long)step);
 }

@@ -57,11 +57,52 @@ void snapstore_set_meta (struct snapstore *s, struct snapmeta *sm);
  * L1, or the L2 copy it keeps for j), or NULL. */
 const void *snapstore_source (struct snapstore *s, int me, int j);
 
+/* Start a snapshot of step (collective over m's working communicator):
+ * the L1 copy and the sizes now, the L2 exchange posted and left in flight
+ * so that it overlaps the application's next step; snapshot_complete
+ * finishes and commits it.  Until then the previous snapshot stays
+ * committed, and a failure meanwhile recovers from it.  Completes any
+ * snapshot in flight first.  Returns as snapshot_take (ELASTIC_OK: in
+ * flight or committed). */
+int snapshot_begin (struct elastic_manager *m, int64_t step, elastic_error_t *err);
+
+/* Complete the snapshot in flight, if any (collective over the working
+ * ranks): wait for its L2 exchange, agree, commit.  Returns as
+ * snapshot_take; ELASTIC_OK when none is in flight. */
+int snapshot_complete (struct elastic_manager *m, elastic_error_t *err);
+
+/* 1 if periodic snapshots overlap their L2 exchange with the next step
+ * (snapshot_begin), 0 with ELASTIC_SNAPSHOT_OVERLAP=0 (synchronous, for
+ * comparisons).  Never fails. */
+int snapshot_overlap (void);
+
+/* The step of the snapshot in flight, or -1. */
+int64_t snapshot_in_flight (struct snapstore *s);
+
+/* Drop the snapshot in flight, never committed (a process failed: the
+ * working communicator is revoked so that its requests complete).
+ * Collective-free; no-op when none is in flight. */
+void snapshot_discard (struct elastic_manager *m);
+
+/* The next L1 slot, reserved for size bytes, to receive old rank j's whole
+ * serialized committed snapshot into during a restore (for snapshot_adopt);
+ * the next snapshot_take overwrites it.  Returns NULL if memory runs out. */
+void *snapstore_stage (struct snapstore *s, int j, size_t size);
+
+/* After a world change that kept the snapshot's layout: make the restored
+ * state the committed snapshot of its step without copying it again (each
+ * rank's L1 is its own, or the one it staged; L2 copies move only where a
+ * buddy changed), collective over m's working communicator.  Returns
+ * ELASTIC_OK, ELASTIC_ERR_PROC_FAILED (as snapshot_take), or
+ * ELASTIC_ERR_STATE on every rank when some rank cannot adopt (an array not
+ * restored in place, values or blobs changed by the handler): then take a
+ * snapshot instead. */
+int snapshot_adopt (struct elastic_manager *m, elastic_error_t *err);
+
 /* Take a snapshot of the registered state at step, collective over m's
- * working communicator.  Returns ELASTIC_OK (committed everywhere),
- * ELASTIC_ERR_PROC_FAILED (a process failed: the communicators are
- * revoked, the previous snapshot stays committed), or another error (not
- * committed anywhere). */
+ * working communicator (completing one in flight first).  Returns ELASTIC_OK (committed
+ * everywhere), ELASTIC_ERR_PROC_FAILED (a process failed: the communicators are revoked,
+ * the previous snapshot stays committed), or another error (not committed anywhere). */
 int snapshot_take (struct elastic_manager *m, int64_t step, elastic_error_t *err);
 
 #endif /* ELASTIC_SNAPSHOT_H */
