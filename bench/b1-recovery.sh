@@ -112,12 +112,12 @@ job() {
         inplace)
             timeout 900 "$MPIRUN" "${MPI_FT_ARGS[@]}" "${MPI_ARGS[@]}" -n "$n" \
                 -x ELASTIC_SNAPSHOT_PERIOD=$period -x ELASTIC_EVENT_LOG="$EV" \
-                -x LD_PRELOAD="$MPITIME_SO" \
+                -x LD_PRELOAD="$MPITIME_PRELOAD" \
                 -x BENCH_STEPLOG="$STEPLOG" "${fail[@]}" "${heat[@]}" > "$LOG" 2>&1 ;;
         spare)
             timeout 900 "$MPIRUN" "${MPI_FT_ARGS[@]}" "${MPI_ARGS[@]}" -n "$((n + 1))" \
                 -x ELASTIC_SNAPSHOT_PERIOD=$period -x ELASTIC_SPARE_RANKS=1 \
-                -x ELASTIC_EVENT_LOG="$EV" -x LD_PRELOAD="$MPITIME_SO" \
+                -x ELASTIC_EVENT_LOG="$EV" -x LD_PRELOAD="$MPITIME_PRELOAD" \
                 -x BENCH_STEPLOG="$STEPLOG" "${fail[@]}" "${heat[@]}" > "$LOG" 2>&1 ;;
         relaunch)
             ELASTIC_SNAPSHOT_PERIOD=$period ELASTIC_PERSIST_PERIOD=$persist \
@@ -126,22 +126,24 @@ job() {
                 timeout 900 "$ELASTIC_MPIRUN" -q --max-relaunches 1 --run-dir "$RUNDIR" -n "$n" \
                 -x ELASTIC_SNAPSHOT_PERIOD -x ELASTIC_PERSIST_PERIOD -x ELASTIC_SNAPSHOT_DIR \
                 -x ELASTIC_RUN_ID -x ELASTIC_MAX_ELASTIC_DOWN_EVENT_COUNT \
-                -x LD_PRELOAD="$MPITIME_SO" -x BENCH_STEPLOG="$STEPLOG" \
+                -x LD_PRELOAD="$MPITIME_PRELOAD" -x BENCH_STEPLOG="$STEPLOG" \
                 "${fail[@]}" "${heat[@]}" > "$LOG" 2>&1 ;;
         restart)
             if [ "$restart_launcher" = elastic-exec ]; then
+                # the timing library goes to the workers only (env), not
+                # into elastic-exec itself
                 ELASTIC_SNAPSHOT_PERIOD=$period ELASTIC_RESUME_MODE=never \
-                    LD_PRELOAD=$MPITIME_SO BENCH_STEPLOG=$STEPLOG \
                     timeout 900 "$ELASTIC_EXEC" --nproc-per-node "$n" --wireup pmix \
                     --restart-policy group --max-restarts 1 --oversubscribe \
-                    -- "${fail[@]}" "${heat[@]}" > "$LOG" 2>&1
+                    -- env LD_PRELOAD="$MPITIME_PRELOAD" BENCH_STEPLOG="$STEPLOG" \
+                    "${fail[@]}" "${heat[@]}" > "$LOG" 2>&1
             else
                 ELASTIC_SNAPSHOT_PERIOD=$period ELASTIC_RESUME_MODE=never \
                     ELASTIC_MAX_ELASTIC_DOWN_EVENT_COUNT=0 \
                     timeout 900 "$ELASTIC_MPIRUN" -q --max-relaunches 1 --run-dir "$RUNDIR" -n "$n" \
                     -x ELASTIC_SNAPSHOT_PERIOD -x ELASTIC_RESUME_MODE \
                     -x ELASTIC_MAX_ELASTIC_DOWN_EVENT_COUNT \
-                    -x LD_PRELOAD="$MPITIME_SO" -x BENCH_STEPLOG="$STEPLOG" \
+                    -x LD_PRELOAD="$MPITIME_PRELOAD" -x BENCH_STEPLOG="$STEPLOG" \
                     "${fail[@]}" "${heat[@]}" > "$LOG" 2>&1
             fi ;;
     esac
