@@ -98,7 +98,7 @@ for t in $(seq "$trials"); do
             rm -rf "${scratch:?}"/*.h5 "$scratch"/latest "$scratch"/.snap*
             timeout 600 "$MPIRUN" "${MPI_FT_ARGS[@]}" "${MPI_ARGS[@]}" -n "$ranks" "${xs[@]}" \
                 -x ELASTIC_EVENT_LOG="$scratch/events" \
-                -x LD_PRELOAD="$MPITIME_SO" -x BENCH_MPITIME="$mt" \
+                -x LD_PRELOAD="$MPITIME_PRELOAD" -x BENCH_MPITIME="$mt" \
                 "$HEAT2D" --nx "$nx" --ny "$ny" --steps "$steps" --quiet "${args[@]}" > "$log" 2>&1
             rc=$?
             if [ $rc -eq 0 ] && grep -aq '^checksum' "$log" && r=$(mpitime_run "$mt"); then

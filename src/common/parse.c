@@ -21,17 +21,29 @@ int parse_long (const char *what,
     long v;
 
     if (!s || *s == '\0') {
-        snprintf (err, errsz, "%s: empty value (expected an integer in %ld..%ld)", what, min, max);
+        snprintf (err,
+                  errsz,
+                  "%s: empty value (expected an integer in %ld..%ld)",
+                  what,
+                  min,
+                  max);
         return -1;
     }
     errno = 0;
     v = strtol (s, &end, 10);
     if (errno != 0 || *end != '\0') {
-        snprintf (err, errsz, "%s: '%s' is not an integer (expected %ld..%ld)", what, s, min, max);
+        snprintf (err,
+                  errsz,
+                  "%s: '%s' is not an integer (expected %ld..%ld)",
+                  what,
+                  s,
+                  min,
+                  max);
         return -1;
     }
     if (v < min || v > max) {
-        snprintf (err, errsz, "%s: %ld is out of range (expected %ld..%ld)", what, v, min, max);
+        snprintf (
+            err, errsz, "%s: %ld is out of range (expected %ld..%ld)", what, v, min, max);
         return -1;
     }
     *out = v;
@@ -50,7 +62,10 @@ int parse_seconds (const char *what,
     double v, scale = 1.0;
 
     if (!s || *s == '\0') {
-        snprintf (err, errsz, "%s: empty value (expected a duration such as 30, 2.5, 500ms, 2m)", what);
+        snprintf (err,
+                  errsz,
+                  "%s: empty value (expected a duration such as 30, 2.5, 500ms, 2m)",
+                  what);
         return -1;
     }
     errno = 0;
@@ -69,7 +84,13 @@ int parse_seconds (const char *what,
         goto bad;
     v *= scale;
     if (!(v >= min && v <= max)) {
-        snprintf (err, errsz, "%s: '%s' is out of range (expected %g..%g seconds)", what, s, min, max);
+        snprintf (err,
+                  errsz,
+                  "%s: '%s' is out of range (expected %g..%g seconds)",
+                  what,
+                  s,
+                  min,
+                  max);
         return -1;
     }
     *out = v;
@@ -77,7 +98,8 @@ int parse_seconds (const char *what,
 bad:
     snprintf (err,
               errsz,
-              "%s: '%s' is not a duration (expected a number with an optional unit ms, s, m, h)",
+              "%s: '%s' is not a duration (expected a number with an optional unit ms, "
+              "s, m, h)",
               what,
               s);
     return -1;

@@ -53,21 +53,21 @@ static inline int ok (int cond, const char *fmt, ...)
     return rc;
 }
 
-#define is_int(got, want, ...)                                                  \
-    do {                                                                        \
-        long long g_ = (long long)(got), w_ = (long long)(want);                \
-        if (!ok (g_ == w_, __VA_ARGS__))                                        \
-            diag ("  expected: %lld\n#   got:      %lld (%s)", w_, g_, #got);   \
+#define is_int(got, want, ...)                                                           \
+    do {                                                                                 \
+        long long g_ = (long long)(got), w_ = (long long)(want);                         \
+        if (!ok (g_ == w_, __VA_ARGS__))                                                 \
+            diag ("  expected: %lld\n#   got:      %lld (%s)", w_, g_, #got);            \
     } while (0)
 
-#define is_str(got, want, ...)                                                  \
-    do {                                                                        \
-        const char *g_ = (got), *w_ = (want);                                   \
-        if (!ok (g_ && w_ && strcmp (g_, w_) == 0, __VA_ARGS__))                \
-            diag ("  expected: '%s'\n#   got:      '%s' (%s)",                  \
-                  w_ ? w_ : "(null)",                                           \
-                  g_ ? g_ : "(null)",                                           \
-                  #got);                                                        \
+#define is_str(got, want, ...)                                                           \
+    do {                                                                                 \
+        const char *g_ = (got), *w_ = (want);                                            \
+        if (!ok (g_ && w_ && strcmp (g_, w_) == 0, __VA_ARGS__))                         \
+            diag ("  expected: '%s'\n#   got:      '%s' (%s)",                           \
+                  w_ ? w_ : "(null)",                                                    \
+                  g_ ? g_ : "(null)",                                                    \
+                  #got);                                                                 \
     } while (0)
 
 static inline void skip (int n, const char *why)

@@ -40,9 +40,10 @@ int main (int argc, char **argv)
     t1 = MPI_Wtime ();
     MPI_Error_class (rc, &eclass);
     if (eclass != MPIX_ERR_PROC_FAILED && eclass != MPIX_ERR_REVOKED) {
-        printf ("rank %d: expected MPIX_ERR_PROC_FAILED or MPIX_ERR_REVOKED, got class %d\n",
-                rank,
-                eclass);
+        printf (
+            "rank %d: expected MPIX_ERR_PROC_FAILED or MPIX_ERR_REVOKED, got class %d\n",
+            rank,
+            eclass);
         return 1;
     }
     MPIX_Comm_revoke (MPI_COMM_WORLD);
