@@ -394,6 +394,32 @@ static void make_run_id (struct pmixb *pb)
         pb->run_id + n, sizeof (pb->run_id) - n, "%s%d", n ? "." : "", (int)getpid ());
 }
 
+/* The pmix_job_end event's fields for a namespace's last counts (NULL if
+ * out of memory). */
+static json_t *
+job_end_fields (int attempt, const char *nspace, const struct pmixhost_job_info *ji)
+{
+    return json_pack ("{s:i s:s s:i s:i s:i s:i s:i s:i s:b}",
+                      "attempt",
+                      attempt,
+                      "nspace",
+                      nspace,
+                      "connected",
+                      ji->connected,
+                      "finalized",
+                      ji->finalized,
+                      "failed",
+                      ji->failed,
+                      "lost",
+                      ji->lost,
+                      "deregistered",
+                      ji->deregistered,
+                      "fences",
+                      ji->fences,
+                      "initialized",
+                      ji->initialized);
+}
+
 /* End the current namespace: every rank was reaped (or is past help). */
 static void end_job (struct pmixb *pb)
 {
@@ -412,36 +438,17 @@ static void end_job (struct pmixb *pb)
     for (int k = 0; k < pb->nshm_prefix; k++)
         guardian_remove_shm (local_guardian (pb->local), pb->shm_prefix[k]);
     if (info == 0) {
+        json_t *o = job_end_fields (pb->agent->restart_count, nspace, &ji);
         json_t *shm = json_array ();
         for (int k = 0; shm && k < pb->nshm_prefix; k++)
             json_array_append_new (shm, json_string (pb->shm_prefix[k]));
-        eventlog_emit (pb->agent->ev,
-                       "pmix_job_end",
-                       json_pack ("{s:i s:s s:i s:i s:i s:i s:i s:i s:b s:i s:o s:i}",
-                                  "attempt",
-                                  pb->agent->restart_count,
-                                  "nspace",
-                                  nspace,
-                                  "connected",
-                                  ji.connected,
-                                  "finalized",
-                                  ji.finalized,
-                                  "failed",
-                                  ji.failed,
-                                  "lost",
-                                  ji.lost,
-                                  "deregistered",
-                                  ji.deregistered,
-                                  "fences",
-                                  ji.fences,
-                                  "initialized",
-                                  ji.initialized,
-                                  "shm_prefixes",
-                                  pb->nshm_prefix,
-                                  "shm",
-                                  shm ? shm : json_null (),
-                                  "shm_leaked",
-                                  leaked));
+        if (o) {
+            json_object_set_new (o, "shm_prefixes", json_integer (pb->nshm_prefix));
+            json_object_set_new (o, "shm", shm ? shm : json_null ());
+            json_object_set_new (o, "shm_leaked", json_integer (leaked));
+        } else
+            json_decref (shm);
+        eventlog_emit (pb->agent->ev, "pmix_job_end", o);
     }
     pb->nshm_prefix = 0;
 }
@@ -461,34 +468,15 @@ static void end_retired (struct pmixb *pb, int force)
     snprintf (nspace, sizeof (nspace), "%s", pmixhost_job_nspace (pb->retired));
     pmixhost_job_destroy (pb->retired);
     pb->retired = NULL;
-    if (info == 0)
-        eventlog_emit (pb->agent->ev,
-                       "pmix_job_end",
-                       json_pack ("{s:i s:s s:i s:i s:i s:i s:i s:i s:b s:i s:i s:b}",
-                                  "attempt",
-                                  pb->retired_attempt,
-                                  "nspace",
-                                  nspace,
-                                  "connected",
-                                  ji.connected,
-                                  "finalized",
-                                  ji.finalized,
-                                  "failed",
-                                  ji.failed,
-                                  "lost",
-                                  ji.lost,
-                                  "deregistered",
-                                  ji.deregistered,
-                                  "fences",
-                                  ji.fences,
-                                  "initialized",
-                                  ji.initialized,
-                                  "shm_prefixes",
-                                  0,
-                                  "shm_leaked",
-                                  0,
-                                  "after_next_start",
-                                  1));
+    if (info == 0) {
+        json_t *o = job_end_fields (pb->retired_attempt, nspace, &ji);
+        if (o) {
+            json_object_set_new (o, "shm_prefixes", json_integer (0));
+            json_object_set_new (o, "shm_leaked", json_integer (0));
+            json_object_set_new (o, "after_next_start", json_true ());
+        }
+        eventlog_emit (pb->agent->ev, "pmix_job_end", o);
+    }
 }
 
 static int start_server (struct pmixb *pb, elastic_error_t *err)
