@@ -188,6 +188,12 @@ int resume_decide (struct elastic_manager *m, elastic_error_t *err);
  * or the same error on every rank. */
 int resume_run (struct elastic_manager *m, elastic_error_t *err);
 
+/* The error of an elastic_blob_fetch that some rank refused (blob b < 0:
+ * unknown name; an old rank outside 0..nold-1; else another rank's bad
+ * request).  Returns ELASTIC_ERR_NOT_FOUND with err set. */
+int blob_fetch_refused (
+    const char *name, int b, int n, const int *old_ranks, int nold, elastic_error_t *err);
+
 /* elastic_blob_fetch while restoring from an L3 file: collective over the
  * working ranks. */
 int resume_blob_fetch (struct elastic_manager *m,

@@ -283,6 +283,26 @@ done:
     return x.rc;
 }
 
+int blob_fetch_refused (
+    const char *name, int b, int n, const int *old_ranks, int nold, elastic_error_t *err)
+{
+    if (b < 0)
+        return mgr_err (err,
+                        ELASTIC_ERR_NOT_FOUND,
+                        "elastic_blob_fetch: no blob '%s'",
+                        name ? name : "");
+    for (int i = 0; i < n; i++)
+        if (old_ranks[i] < 0 || old_ranks[i] >= nold)
+            return mgr_err (
+                err,
+                ELASTIC_ERR_NOT_FOUND,
+                "elastic_blob_fetch: old rank %d is invalid (expected 0 to %d)",
+                old_ranks[i],
+                nold - 1);
+    return mgr_err (
+        err, ELASTIC_ERR_NOT_FOUND, "elastic_blob_fetch: a bad request on another rank");
+}
+
 /* elastic_blob_fetch: collective over the working communicator inside a
  * handler.  Every rank says which old ranks it wants; each source sends. */
 int elastic_blob_fetch (elastic_manager_t *m,
@@ -323,24 +343,8 @@ int elastic_blob_fetch (elastic_manager_t *m,
                         ELASTIC_ERR_PROC_FAILED,
                         "elastic_blob_fetch: %s",
                         ft_strerror (rc, ebuf, sizeof (ebuf)));
-    if (!allok) {
-        if (b < 0)
-            return mgr_err (err,
-                            ELASTIC_ERR_NOT_FOUND,
-                            "elastic_blob_fetch: no blob '%s'",
-                            name ? name : "");
-        for (int i = 0; i < n; i++)
-            if (old_ranks[i] < 0 || old_ranks[i] >= sm->n)
-                return mgr_err (
-                    err,
-                    ELASTIC_ERR_NOT_FOUND,
-                    "elastic_blob_fetch: old rank %d is invalid (expected 0 to %d)",
-                    old_ranks[i],
-                    sm->n - 1);
-        return mgr_err (err,
-                        ELASTIC_ERR_NOT_FOUND,
-                        "elastic_blob_fetch: a bad request on another rank");
-    }
+    if (!allok)
+        return blob_fetch_refused (name, b, n, old_ranks, sm->n, err);
     MPI_Comm_size (m->work, &nw);
     me = m->myslot;
     if (!(counts = calloc (nw, sizeof (int))) || !(displs = calloc (nw, sizeof (int))) ||

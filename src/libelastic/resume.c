@@ -434,24 +434,8 @@ int resume_blob_fetch (struct elastic_manager *m,
     if (MPI_Allreduce (&ok, &allok, 1, MPI_INT, MPI_LAND, m->work) != MPI_SUCCESS)
         return mgr_err (
             err, ELASTIC_ERR_PROC_FAILED, "elastic_blob_fetch: a process failed");
-    if (!allok) {
-        if (b < 0)
-            return mgr_err (err,
-                            ELASTIC_ERR_NOT_FOUND,
-                            "elastic_blob_fetch: no blob '%s'",
-                            name ? name : "");
-        for (int i = 0; i < n; i++)
-            if (old_ranks[i] < 0 || old_ranks[i] >= m->l3_src_size)
-                return mgr_err (
-                    err,
-                    ELASTIC_ERR_NOT_FOUND,
-                    "elastic_blob_fetch: old rank %d is invalid (expected 0 to %d)",
-                    old_ranks[i],
-                    m->l3_src_size - 1);
-        return mgr_err (err,
-                        ELASTIC_ERR_NOT_FOUND,
-                        "elastic_blob_fetch: a bad request on another rank");
-    }
+    if (!allok)
+        return blob_fetch_refused (name, b, n, old_ranks, m->l3_src_size, err);
     for (int i = 0; i < n && rc == ELASTIC_OK; i++)
         rc = l3_read_blob (m->l3_src, name, old_ranks[i], &bufs[i], &sizes[i], &e);
     if (rc != ELASTIC_OK)

@@ -515,9 +515,10 @@ out:
     return rc;
 }
 
-int snapshot_take (struct elastic_manager *m, int64_t step, elastic_error_t *err)
+/* Complete any snapshot in flight, then copy to L1 and post the L2
+ * exchange of step's snapshot. */
+static int snap_start (struct elastic_manager *m, int64_t step, elastic_error_t *err)
 {
-    struct snapstore *s = m->store;
     int rc;
 
     if (m->myslot < 0)
@@ -525,9 +526,16 @@ int snapshot_take (struct elastic_manager *m, int64_t step, elastic_error_t *err
             err, ELASTIC_ERR_STATE, "snapshot: an idle spare takes no snapshot");
     if ((rc = snapshot_complete (m, err)) != ELASTIC_OK)
         return rc;
-    if ((rc = snap_post (m, step, &s->fl, err)) != ELASTIC_OK)
+    return snap_post (m, step, &m->store->fl, err);
+}
+
+int snapshot_take (struct elastic_manager *m, int64_t step, elastic_error_t *err)
+{
+    int rc;
+
+    if ((rc = snap_start (m, step, err)) != ELASTIC_OK)
         return rc;
-    return snap_finish (m, &s->fl, err);
+    return snap_finish (m, &m->store->fl, err);
 }
 
 int snapshot_begin (struct elastic_manager *m, int64_t step, elastic_error_t *err)
@@ -535,12 +543,7 @@ int snapshot_begin (struct elastic_manager *m, int64_t step, elastic_error_t *er
     struct snapstore *s = m->store;
     int rc;
 
-    if (m->myslot < 0)
-        return mgr_err (
-            err, ELASTIC_ERR_STATE, "snapshot: an idle spare takes no snapshot");
-    if ((rc = snapshot_complete (m, err)) != ELASTIC_OK)
-        return rc;
-    if ((rc = snap_post (m, step, &s->fl, err)) != ELASTIC_OK)
+    if ((rc = snap_start (m, step, err)) != ELASTIC_OK)
         return rc;
     if (s->fl.failure || s->fl.any_bad)
         return snap_finish (m, &s->fl, err); /* agree on it now */
