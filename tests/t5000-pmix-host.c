@@ -6,6 +6,10 @@
  * die by SIGKILL, exit without finalizing, or call PMIx_Abort.  A waiting
  * client must receive the fault event exactly as ULFM reads it: status,
  * source = the dead rank, an info of type PMIX_PROC naming it.  No MPI.
+ *
+ * A client that is to fail waits, after its fences, for a byte on its "go"
+ * pipe (descriptor GO_FD): the server side sends it once it has looked at
+ * the job's sockets, so that what it counts never races with the failure.
  */
 #if HAVE_CONFIG_H
 #include "config.h"
@@ -29,6 +33,8 @@
 #include "lib/tap.h"
 
 extern char **environ;
+
+#define GO_FD 3 /* a client's "go" pipe: fail only after a byte arrives */
 
 /* ---- client side -------------------------------------------------------- */
 
@@ -90,6 +96,14 @@ static int client (const char *mode)
     }
     printf ("client %d initialized\n", (int)me.rank);
     fflush (stdout);
+    if (!strcmp (mode, "die") || !strcmp (mode, "exit3") || !strcmp (mode, "abort")) {
+        struct pollfd go = {.fd = GO_FD, .events = POLLIN};
+        char c;
+        if (poll (&go, 1, 30000) != 1 || read (GO_FD, &c, 1) != 1) {
+            printf ("client: no go from the server within 30 s\n");
+            return 1;
+        }
+    }
     if (!strcmp (mode, "die"))
         raise (SIGKILL);
     if (!strcmp (mode, "exit3"))
@@ -137,19 +151,25 @@ static int env_has_prefix (char *const *env, const char *prefix)
     return 0;
 }
 
-/* Start rank r of job as "client MODE", stdout to tmp/out.<tag>.<r>. */
-static pid_t spawn (struct pmixhost_job *job, int r, const char *mode, const char *tag)
+/* Start rank r of job as "client MODE", stdout to tmp/out.<tag>.<r>; *go
+ * (if not NULL) gets the write end of its "go" pipe. */
+static pid_t
+spawn (struct pmixhost_job *job, int r, const char *mode, const char *tag, int *go)
 {
     char *const *over = pmixhost_job_env (job, r);
     char out[PATH_MAX + 64], *argv[] = {"/proc/self/exe", "client", (char *)mode, NULL};
     size_t n = 0, k = 0;
     char **env;
     pid_t pid;
-    int fd;
+    int fd, gp[2] = {-1, -1};
 
     snprintf (out, sizeof (out), "%s/out.%s.%d", tmp, tag, r);
     if ((fd = open (out, O_WRONLY | O_CREAT | O_TRUNC, 0644)) < 0)
         return -1;
+    if (go && pipe2 (gp, O_CLOEXEC) < 0) {
+        close (fd);
+        return -1;
+    }
     for (char **e = environ; *e; e++)
         n++;
     for (char *const *e = over; *e; e++)
@@ -163,11 +183,17 @@ static pid_t spawn (struct pmixhost_job *job, int r, const char *mode, const cha
         env[k++] = *e;
     if ((pid = fork ()) == 0) {
         dup2 (fd, STDOUT_FILENO);
+        if (gp[0] >= 0)
+            dup2 (gp[0], GO_FD); /* dup2 clears close-on-exec */
         execve (argv[0], argv, env);
         _exit (127);
     }
     close (fd);
     free (env);
+    if (gp[0] >= 0)
+        close (gp[0]);
+    if (go)
+        *go = gp[1];
     if (pid > 0)
         pmixhost_job_started (job, r, pid);
     return pid;
@@ -204,7 +230,20 @@ struct run {
     int nodelay_without;
     int nodelay_total;
     int remote_fail_rank; /* > 0: report it failed on "another node" */
+    int go[4];            /* write ends of the "go" pipes, -1 if none */
 };
+
+/* Let every client that waits for it go on (see GO_FD). */
+static void release (struct run *R)
+{
+    for (int r = 0; r < 4; r++)
+        if (R->go[r] >= 0) {
+            if (write (R->go[r], "g", 1) != 1)
+                diag ("go pipe of rank %d: %s", r, strerror (errno));
+            close (R->go[r]);
+            R->go[r] = -1;
+        }
+}
 
 /* Count and act on the server's pending events. */
 static void drain (struct run *R)
@@ -218,6 +257,7 @@ static void drain (struct run *R)
             R->nodelay_without = pmixhost_nodelay_check (R->h, &R->nodelay_total);
             if (R->remote_fail_rank > 0)
                 pmixhost_job_remote_failure (R->job, R->remote_fail_rank, 1);
+            release (R); /* the sockets are counted: the failures may come */
         }
         if (ev.type == PMIXHOST_EV_ABORT) {
             R->abort_status = ev.status;
@@ -255,6 +295,7 @@ static int drive (struct run *R)
             }
         }
     }
+    release (R); /* close what an early end left open */
     for (int r = 0; r < R->n; r++)
         if (R->alive[r]) {
             kill (R->pid[r], SIGKILL);
@@ -282,15 +323,15 @@ static struct pmixhost_job *make_job (struct pmixhost *h, int attempt, int n)
 static void
 failure_case (struct pmixhost *h, int attempt, const char *mode, int want_status)
 {
-    struct run R = {.h = h, .n = 2};
+    struct run R = {.h = h, .n = 2, .go = {-1, -1, -1, -1}};
     char want[256];
 
     if (!(R.job = make_job (h, attempt, 2))) {
         ok (0, "%s: job created", mode);
         return;
     }
-    R.pid[0] = spawn (R.job, 0, "wait", mode);
-    R.pid[1] = spawn (R.job, 1, mode, mode);
+    R.pid[0] = spawn (R.job, 0, "wait", mode, NULL);
+    R.pid[1] = spawn (R.job, 1, mode, mode, &R.go[1]);
     ok (drive (&R) == 0, "%s: both ranks exited", mode);
     is_int (R.events[PMIXHOST_EV_CONNECTED], 2, "%s: 2 connected events", mode);
     is_int (
@@ -441,11 +482,11 @@ int main (int argc, char **argv)
     {
         /* a failure reported by another node's server (the transport's
          * path): rank 2 "is elsewhere"; the local ranks get the event */
-        struct run R = {.h = h, .n = 3, .remote_fail_rank = 2};
+        struct run R = {.h = h, .n = 3, .remote_fail_rank = 2, .go = {-1, -1, -1, -1}};
         if ((R.job = make_job (h, 4, 3))) {
-            R.pid[0] = spawn (R.job, 0, "wait", "remote");
-            R.pid[1] = spawn (R.job, 1, "wait", "remote");
-            R.pid[2] = spawn (R.job, 2, "hang", "remote");
+            R.pid[0] = spawn (R.job, 0, "wait", "remote", NULL);
+            R.pid[1] = spawn (R.job, 1, "wait", "remote", NULL);
+            R.pid[2] = spawn (R.job, 2, "hang", "remote", NULL);
             R.n = 2; /* drive ranks 0 and 1; rank 2 is killed below */
             ok (drive (&R) == 0, "remote: the local ranks finished");
             ok (strstr (slurp ("remote", 0),
@@ -463,10 +504,10 @@ int main (int argc, char **argv)
             ok (0, "remote job created");
     }
     {
-        struct run R = {.h = h, .n = 2};
+        struct run R = {.h = h, .n = 2, .go = {-1, -1, -1, -1}};
         if ((R.job = make_job (h, 2, 2))) {
-            R.pid[0] = spawn (R.job, 0, "hang", "abort");
-            R.pid[1] = spawn (R.job, 1, "abort", "abort");
+            R.pid[0] = spawn (R.job, 0, "hang", "abort", NULL);
+            R.pid[1] = spawn (R.job, 1, "abort", "abort", &R.go[1]);
             ok (drive (&R) == 0, "abort: both ranks exited");
             is_int (R.events[PMIXHOST_EV_ABORT], 1, "abort: one abort event");
             is_int (R.abort_status, 5, "abort: the code is reported");
@@ -484,9 +525,9 @@ int main (int argc, char **argv)
     }
     {
         /* a rank killed between fences: restart, and the other is stopped */
-        struct run R = {.h = h, .n = 2};
+        struct run R = {.h = h, .n = 2, .go = {-1, -1, -1, -1}};
         if ((R.job = make_job (h, 3, 2))) {
-            R.pid[0] = spawn (R.job, 0, "ok", "early");
+            R.pid[0] = spawn (R.job, 0, "ok", "early", NULL);
             R.pid[1] = -1;
             /* rank 1 never starts: rank 0 waits in the first fence */
             R.alive[1] = 0;

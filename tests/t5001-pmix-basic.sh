@@ -26,8 +26,13 @@ is "$(pl_count '^ft-app: ok size 4 -> 4')" 1 "4 ranks (sm): the job checked its 
 is "$(pl_count '^done ')" 4 "4 ranks (sm): every rank finished"
 grep -q ' initialized ranks=4 ' "$pl_dir/events"
 ok $? "4 ranks (sm): the server saw MPI_Init end (4 fences)"
-grep -q ' nodelay clients=4 without=0' "$pl_dir/events"
-ok $? "4 ranks (sm): every client socket has TCP_NODELAY" || grep nodelay "$pl_dir/events" | sed 's/^/# /'
+# the ranks run on after MPI_Init, so some may have finished and closed
+# their sockets before the server counts them: what cannot race is that
+# none it saw lacks TCP_NODELAY (t5000 holds its ranks and counts exactly)
+nodelay=$(sed -n 's/.* nodelay clients=\([0-9]*\) without=\([0-9]*\).*/\1 \2/p' "$pl_dir/events")
+ok $([ -n "$nodelay" ] && [ "${nodelay% *}" -le 4 ] && [ "${nodelay#* }" -eq 0 ]; echo $?) \
+    "4 ranks (sm): no client socket without TCP_NODELAY (${nodelay% *} of 4 still open when counted)" ||
+    grep nodelay "$pl_dir/events" | sed 's/^/# /'
 if [ "$(nproc)" -lt 4 ]; then
     grep -q ' job .* oversubscribed=1' "$pl_dir/events"
     ok $? "4 ranks on $(nproc) cores: PMIX_NODE_OVERSUBSCRIBED set"
