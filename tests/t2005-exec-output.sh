@@ -2,7 +2,9 @@
 # t2005-exec-output.sh - worker output: --redirects to per-attempt, per-rank
 # files, --tee to files and the console, prefixes (tee's default and
 # --log-line-prefix-template), --local-ranks-filter, the duplicate filters,
-# a per-rank map, and a last line without a newline.
+# a per-rank map, a last line without a newline, and the last words of a
+# worker that is killed (its stdout is a pty, line-buffered as under mpirun,
+# wherever it goes: the console, a file, a prefix; agent and wrapper mode).
 . "${srcdir:-.}/exec/lib.sh"
 
 tmp=$(mktemp -d)
@@ -67,4 +69,44 @@ is "$(tail -n 1 "$tmp/out")" "[default0]:tail-without-newline" "the partial last
 is "$?" 0 "a restart with redirected output"
 ok $([ -s "$tmp/l8/r8/attempt_0/0/stdout.log" ] && [ -s "$tmp/l8/r8/attempt_1/0/stdout.log" ]; echo $?) \
     "attempt_0 and attempt_1 each have rank 0's stdout.log"
+
+# 9. last words: a worker's stdout is a pseudo-terminal unless it goes to a
+#    terminal already, so its C library (here Python's) line-buffers it and
+#    the lines it printed before it was killed are not lost in a buffer
+# (each waits until every worker has printed before it dies: the first death
+# stops the group, which must not stop a worker before it printed)
+lastwords='import os, sys, time
+print("tty=%d" % os.isatty(1)); print("last words of", os.environ["RANK"])
+open("%s/printed.%s" % (sys.argv[1], os.environ["RANK"]), "w").close()
+for i in range(3000):
+    if all(os.path.exists("%s/printed.%d" % (sys.argv[1], r)) for r in range(int(os.environ["LOCAL_WORLD_SIZE"]))):
+        break
+    time.sleep(0.01)
+os.kill(os.getpid(), 9)'
+lw() { rm -rf "$tmp/lw"; mkdir -p "$tmp/lw"; "$@"; }
+lw "$EXEC" --nproc-per-node 2 "$PY" -c "$lastwords" "$tmp/lw" > "$tmp/out" 2> "$tmp/err"
+is "$?" 137 "killed workers: the group failed with SIGKILL"
+is "$(grep -c '^tty=1$' "$tmp/out")/$(grep -c '^last words of [01]$' "$tmp/out")" "2/2" \
+    "agent mode, console a file: both workers saw a terminal, and both last lines arrived" || diag "$(cat "$tmp/out")"
+lw "$EXEC" --nproc-per-node 2 --tee 1 --log-dir "$tmp/l9" --run-id r9 "$PY" -c "$lastwords" "$tmp/lw" \
+    > "$tmp/out" 2> "$tmp/err"
+is "$(grep -c '^\[default[01]\]:last words of [01]$' "$tmp/out")/$(cat "$tmp"/l9/r9/attempt_0/*/stdout.log | grep -c '^last words')" \
+    "2/2" "--tee 1: the last lines reached the prefixed console and the files"
+lw "$EXEC" --nproc-per-node 2 --redirects 1 --log-dir "$tmp/l9b" --run-id r9 "$PY" -c "$lastwords" "$tmp/lw" \
+    > "$tmp/out" 2> "$tmp/err"
+is "$(cat "$tmp"/l9b/r9/attempt_0/*/stdout.log | grep -c '^last words')" 2 "--redirects 1: the last lines reached the files"
+lw "$EXEC" --nproc-per-node 2 "$PY" -c "$lastwords" "$tmp/lw" 2> "$tmp/err" | cat > "$tmp/out"
+is "$(grep -c '^last words of [01]$' "$tmp/out")" 2 "console a pipe: both last lines arrived"
+SLURM_JOB_ID=77 SLURM_STEP_ID=3 SLURM_PROCID=0 SLURM_STEP_NUM_TASKS=1 SLURM_LOCALID=0 SLURM_NODEID=0 \
+    SLURM_STEP_TASKS_PER_NODE=1 lw "$EXEC" "$PY" -c "$lastwords" "$tmp/lw" > "$tmp/out" 2> "$tmp/err"
+is "$?" 137 "wrapper mode: the wrapper dies of the worker's SIGKILL"
+is "$(cat "$tmp/out")" "$(printf 'tty=1\nlast words of 0')" "wrapper mode: the last line arrived" || diag "$(cat "$tmp/err")"
+# the bytes pass unchanged: no "\r\n", control characters and a last partial line kept
+"$EXEC" "$PY" -c 'import sys; sys.stdout.buffer.write(b"a\nb\r\nc\x00\x03\x04\x1a d")' > "$tmp/out" 2> "$tmp/err"
+is "$?" 0 "binary output: exit 0"
+is "$(od -An -c "$tmp/out" | tr -s ' ')" "$(printf 'a\nb\r\nc\0\003\004\032 d' | od -An -c | tr -s ' ')" \
+    "binary output: the bytes arrive unchanged"
+"$EXEC" "$PY" -c 'import os, sys; sys.stderr.write("fd1=%s\n" % os.readlink("/proc/self/fd/1"))' \
+    > /dev/null 2> "$tmp/err"
+is "$(sed -n 's/^fd1=//p' "$tmp/err")" /dev/null "a console on /dev/null is inherited (no pty)"
 done_testing

@@ -167,6 +167,18 @@ static void local_destroy (void *ctx)
 
 /* ---- output routing ------------------------------------------------------- */
 
+/* 1 if fd is a terminal or /dev/null (or cannot be looked at): a worker
+ * that inherits it needs no pty. */
+static int terminal_or_null (int fd)
+{
+    struct stat st, null;
+
+    if (isatty (fd) || fstat (fd, &st) < 0)
+        return 1;
+    return S_ISCHR (st.st_mode) && stat ("/dev/null", &null) == 0 &&
+           st.st_rdev == null.st_rdev;
+}
+
 static void plan_stream (const struct elastic_agent_spec *spec,
                          const struct worker *w,
                          int bit,
@@ -205,6 +217,11 @@ static void plan_stream (const struct elastic_agent_spec *spec,
         p->mode = OUTPUT_FILE;
     else
         p->mode = OUTPUT_NULL;
+    /* stdout that does not go to a terminal goes through the agent's pty
+     * (open_stream), so that the worker line-buffers it as under mpirun */
+    if (bit == STD_OUT && (p->mode == OUTPUT_FILE || (p->mode == OUTPUT_INHERIT &&
+                                                      !terminal_or_null (p->console_fd))))
+        p->mode = OUTPUT_PIPE;
 }
 
 /* Descriptors for one stream: *child_fd for the worker (-1: inherit),
@@ -252,11 +269,16 @@ static int open_stream (struct local *l,
         case OUTPUT_PIPE:
             break;
     }
-    if (pipe2 (pfd, O_CLOEXEC) < 0) {
+    if (bit == STD_OUT) {
+        if (output_pty (&pfd[0], &pfd[1]) < 0) {
+            snprintf (err, errsz, "pseudo-terminal for stdout: %s", strerror (errno));
+            goto error;
+        }
+    } else if (pipe2 (pfd, O_CLOEXEC) < 0) {
         snprintf (err, errsz, "pipe: %s", strerror (errno));
         goto error;
-    }
-    fcntl (pfd[0], F_SETFL, fcntl (pfd[0], F_GETFL) | O_NONBLOCK);
+    } else
+        fcntl (pfd[0], F_SETFL, fcntl (pfd[0], F_GETFL) | O_NONBLOCK);
     if (!(*stream = ostream_create (
               pfd[0],
               file_fd,

@@ -3,9 +3,11 @@
 #include "config.h"
 #endif
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "output.h"
@@ -22,6 +24,9 @@ struct ostream {
     int nfilters;
     char prefix[256];
     size_t prefix_len;
+    int raw; /* no prefix, no filters: the bytes pass unchanged (whole lines
+                still, so that workers sharing a console do not mix theirs;
+                a partial line gets no newline added) */
     char buf[OSTREAM_BUF];
     size_t len;
 };
@@ -47,7 +52,41 @@ struct ostream *ostream_create (int rfd,
     if (prefix)
         strncpy (s->prefix, prefix, sizeof (s->prefix) - 1);
     s->prefix_len = strlen (s->prefix);
+    s->raw = s->prefix_len == 0 && (dup_fd < 0 || nfilters == 0);
     return s;
+}
+
+int output_pty (int *master, int *slave)
+{
+    struct termios t;
+    char name[64];
+    int m, sl = -1;
+
+    if ((m = posix_openpt (O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0)
+        return -1;
+    if (grantpt (m) < 0 || unlockpt (m) < 0 || ptsname_r (m, name, sizeof (name)) != 0 ||
+        (sl = open (name, O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0)
+        goto error;
+    /* raw: the bytes pass unchanged (no "\r\n", no echo, no line editing,
+     * no signals from control characters) */
+    if (tcgetattr (sl, &t) < 0)
+        goto error;
+    cfmakeraw (&t);
+    if (tcsetattr (sl, TCSANOW, &t) < 0)
+        goto error;
+    if (fcntl (m, F_SETFL, fcntl (m, F_GETFL) | O_NONBLOCK) < 0)
+        goto error;
+    *master = m;
+    *slave = sl;
+    return 0;
+error : {
+    int saved = errno;
+    if (sl >= 0)
+        close (sl);
+    close (m);
+    errno = saved;
+    return -1;
+}
 }
 
 int ostream_fd (struct ostream *s)
@@ -102,7 +141,8 @@ static void route (struct ostream *s, const char *line, size_t len, int complete
     if (s->file_fd >= 0)
         (void)write_all (s->file_fd, line, len);
     if (s->console_fd >= 0)
-        write_prefixed (s->console_fd, s->prefix, s->prefix_len, line, len, !complete);
+        write_prefixed (
+            s->console_fd, s->prefix, s->prefix_len, line, len, !complete && !s->raw);
     if (s->dup_fd >= 0 && matches (s, line, len))
         write_prefixed (s->dup_fd, s->prefix, s->prefix_len, line, len, !complete);
 }
@@ -114,6 +154,8 @@ int ostream_read (struct ostream *s, int budget)
         if (n < 0) {
             if (errno == EINTR)
                 continue;
+            if (errno == EIO)
+                return 0; /* a pty whose worker side is closed, and read out */
             return errno == EAGAIN || errno == EWOULDBLOCK ? 1 : -1;
         }
         if (n == 0)

@@ -54,4 +54,12 @@ void ostream_destroy (struct ostream *s);
 /* The pipe's read end. */
 int ostream_fd (struct ostream *s);
 
+/* A pseudo-terminal for a worker's stdout, so that its C library
+ * line-buffers it as on a terminal (mpirun gives its ranks one too) and
+ * the lines written before a crash are not lost in a stdio buffer: *master
+ * (non-blocking, close-on-exec) is read like a pipe (ostream_read sees the
+ * end as EIO), *slave goes to the worker.  Raw mode: bytes pass unchanged.
+ * Returns -1 with errno. */
+int output_pty (int *master, int *slave);
+
 #endif /* ELASTIC_EXEC_OUTPUT_H */
