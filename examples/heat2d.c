@@ -308,7 +308,8 @@ static void usage (const char *prog)
         "usage: %s [--nx N] [--ny N] [--steps N] [--ballast MIB]\n"
         "          [--persist-period N] [--snapshot-dir DIR] [--sleep MS] [--progress "
         "N]\n"
-        "          [--fail RANK:STEP[:step|snapshot|recovery|protect|persist]]... "
+        "          [--fail "
+        "RANK:STEP[:step|snapshot|recovery|protect|persist|finalize|spin]]... "
         "[--fail-rank R --fail-step S]...\n"
         "          [--mpi-error STEP] [--quiet] [--copy-restore] [--no-elastic]\n"
         "          [--report-buffers]\n",
@@ -632,6 +633,7 @@ int main (int argc, char **argv)
                     return finish (&a, rc, "reshard down", err.text);
                 continue; /* rolled back to the snapshot step */
             }
+            inject_after_comm (&inj, a.world_rank, a.step);
             a.step++;
         }
         if ((mrc = checksum (&a, &sum)) == MPI_SUCCESS)

@@ -7,12 +7,18 @@
  *     snapshot  inside the library's snapshot of step STEP;
  *     recovery  inside the first recovery that starts at step >= STEP;
  *     protect   inside the snapshot that ends a recovery (rollback >= STEP);
- *     persist   inside the L3 (HDF5) write of step STEP, before its commit.
+ *     persist   inside the L3 (HDF5) write of step STEP, before its commit;
+ *     finalize  inside MPI_Finalize, after the end of a run that reached
+ *               step STEP (the work is done, the result complete);
+ *     spin      not a kill: during step STEP, after its communication, the
+ *               process spins on the CPU for ever without reporting progress
+ *               (a hang for elastic-exec's --hang-timeout to catch).
  *
  *   --fail-rank RANK --fail-step STEP   the same as --fail RANK:STEP (pairs)
  *
- * "snapshot", "recovery", "protect" and "persist" are handed to libelastic through its
- * test hook, the ELASTIC_TEST_KILL environment variable, before the manager is created.
+ * "snapshot", "recovery", "protect", "persist" and "finalize" are handed to libelastic
+ * through its test hook, the ELASTIC_TEST_KILL environment variable, before the manager
+ * is created.
  */
 #ifndef EXAMPLES_INJECT_H
 #define EXAMPLES_INJECT_H
@@ -31,7 +37,8 @@ struct inject {
     int n;
     int rank[INJECT_MAX];
     long long step[INJECT_MAX];
-    char hook[1024]; /* ELASTIC_TEST_KILL entries */
+    int spin[INJECT_MAX]; /* 1: spin (inject_after_comm), 0: kill (inject_step) */
+    char hook[1024];      /* ELASTIC_TEST_KILL entries */
 };
 
 static inline void inject_init (struct inject *in)
@@ -61,25 +68,27 @@ static inline int inject_parse (struct inject *in, const char *prog, const char 
     if (!(n == 2 || n == 3) || rank < 0 || step < 0) {
         fprintf (stderr,
                  "%s: --fail: '%s' is invalid (expected RANK:STEP[:WHERE], WHERE step, "
-                 "snapshot, recovery, protect or persist)\n",
+                 "snapshot, recovery, protect, persist, finalize or spin)\n",
                  prog,
                  arg);
         return -1;
     }
-    if (!strcmp (where, "step")) {
+    if (!strcmp (where, "step") || !strcmp (where, "spin")) {
         if (in->n == INJECT_MAX) {
             fprintf (stderr, "%s: --fail: more than %d failures\n", prog, INJECT_MAX);
             return -1;
         }
         in->rank[in->n] = (int)rank;
+        in->spin[in->n] = !strcmp (where, "spin");
         in->step[in->n++] = step;
         return 0;
     }
     if (strcmp (where, "snapshot") && strcmp (where, "recovery") &&
-        strcmp (where, "protect") && strcmp (where, "persist")) {
+        strcmp (where, "protect") && strcmp (where, "persist") &&
+        strcmp (where, "finalize")) {
         fprintf (stderr,
                  "%s: --fail: '%s' is invalid (expected WHERE step, snapshot, recovery, "
-                 "protect or persist)\n",
+                 "protect, persist, finalize or spin)\n",
                  prog,
                  where);
         return -1;
@@ -133,13 +142,32 @@ static inline void inject_setenv (const struct inject *in)
 static inline void inject_step (const struct inject *in, int world_rank, int64_t step)
 {
     for (int i = 0; i < in->n; i++) {
-        if (in->rank[i] == world_rank && in->step[i] == step) {
+        if (!in->spin[i] && in->rank[i] == world_rank && in->step[i] == step) {
             fprintf (stderr,
                      "rank %d: injected failure at step %lld (SIGKILL)\n",
                      world_rank,
                      (long long)step);
             fflush (stderr);
             kill (getpid (), SIGKILL);
+        }
+    }
+}
+
+/* Spin for ever if this process is to hang in this step (after the step's
+ * communication: its peers may get a step further). */
+static inline void
+inject_after_comm (const struct inject *in, int world_rank, int64_t step)
+{
+    for (int i = 0; i < in->n; i++) {
+        if (in->spin[i] && in->rank[i] == world_rank && in->step[i] == step) {
+            volatile unsigned long spins = 0;
+            fprintf (stderr,
+                     "rank %d: injected hang at step %lld (spinning)\n",
+                     world_rank,
+                     (long long)step);
+            fflush (stderr);
+            for (;;)
+                spins++;
         }
     }
 }

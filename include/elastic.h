@@ -97,6 +97,14 @@ int elastic_progress (int64_t step);
 /* Report that the snapshot of `step` completed (shown in /metrics). */
 int elastic_progress_snapshot (int64_t step);
 
+/* Report that this process finished its work and its result is complete
+ * (elastic_manager_destroy calls it after the ranks agreed on the end of a
+ * job that neither failed nor suspended).  From then on elastic-exec counts
+ * a signal or an exit without MPI_Finalize as the end of a finished rank,
+ * not as a failure, and lists it in its summary.  An exit code other than
+ * 0 still fails the rank. */
+int elastic_progress_end (void);
+
 /* Record an error message (printf format) in torchelastic's JSON error-file
  * format at ELASTIC_ERROR_FILE (or TORCHELASTIC_ERROR_FILE), so the agent's
  * failure report shows it.  Returns ELASTIC_ERR_IO if the file cannot be

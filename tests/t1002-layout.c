@@ -179,7 +179,7 @@ int main (void)
             "an unknown place is rejected");
     is_str (err.text,
             "ELASTIC_TEST_KILL: '3:40:lunch' is invalid (expected RANK:STEP:WHERE with "
-            "WHERE snapshot, recovery, protect or persist, comma-separated)",
+            "WHERE snapshot, recovery, protect, persist or finalize, comma-separated)",
             "the message names the entry");
     is_int (testhook_create ("3:40", &h, &err),
             ELASTIC_ERR_INVAL,

@@ -7,6 +7,10 @@
  * /metrics.  Fields are written with __atomic stores, `updated_ns` last
  * (CLOCK_MONOTONIC, comparable across processes on one node).  Header-only,
  * so the library takes no dependency on the tools.
+ *
+ * Version 2 adds `flags`: ELASTIC_HEARTBEAT_ENDED is the application's word
+ * that its work is done (elastic_progress_end), so the agent judges an end
+ * in MPI_Finalize or an exit without it as the end of a finished rank.
  */
 #ifndef ELASTIC_COMMON_HEARTBEAT_H
 #define ELASTIC_COMMON_HEARTBEAT_H
@@ -14,7 +18,10 @@
 #include <stdint.h>
 
 #define ELASTIC_HEARTBEAT_MAGIC   0x454c4842u /* "ELHB" */
-#define ELASTIC_HEARTBEAT_VERSION 1u
+#define ELASTIC_HEARTBEAT_VERSION 2u
+
+/* flags (version 2 on) */
+#define ELASTIC_HEARTBEAT_ENDED 0x1u /* the work is done, the result complete */
 
 struct elastic_heartbeat {
     uint32_t magic;             /* ELASTIC_HEARTBEAT_MAGIC once the worker attached */
@@ -24,6 +31,10 @@ struct elastic_heartbeat {
     int64_t last_snapshot_step; /* last completed snapshot step, -1 if none */
     uint64_t count;             /* number of progress reports */
     uint64_t updated_ns;        /* CLOCK_MONOTONIC of the last report */
+    /* version 2: read only where version >= 2 (a version-1 worker maps the
+     * file one field shorter) */
+    uint32_t flags;    /* ELASTIC_HEARTBEAT_* */
+    uint32_t reserved; /* 0 */
 };
 
 #endif /* ELASTIC_COMMON_HEARTBEAT_H */

@@ -1093,6 +1093,7 @@ run_machine (elastic_agent_t *agent, int *statusp, int *final_state, elastic_err
             case ELASTIC_AGENT_SUCCEEDED: {
                 double t0 = mono_now ();
                 group_set_state (agent, ELASTIC_AGENT_SUCCEEDED);
+                group_summary (agent);
                 if (agent->rdzv->exit_barrier &&
                     agent->rdzv->exit_barrier (
                         agent, agent->rdzv_ctx, spec->exit_barrier_timeout) != ELASTIC_OK)
@@ -1382,6 +1383,8 @@ int elastic_agent_worker_started (elastic_agent_t *agent, int index, pid_t pid)
     w->state = ELASTIC_AGENT_HEALTHY;
     w->start_wall = wall_now ();
     w->start_mono = mono_now ();
+    w->hang_grace_ns = 0;
+    w->fire_mono = 0;
     pthread_mutex_unlock (&agent->lock);
     json_t *o = worker_brief (w);
     json_object_set_new (o, "attempt", json_integer (agent->restart_count));
@@ -1431,7 +1434,7 @@ static int worker_end (elastic_agent_t *agent,
 {
     struct worker *w;
     struct error_record rec;
-    int failed, survivors = 0;
+    int failed, ended, survivors = 0;
 
     if (!agent || index < 0 || index >= agent->nworkers)
         return ELASTIC_ERR_NOT_FOUND;
@@ -1439,8 +1442,12 @@ static int worker_end (elastic_agent_t *agent,
     if (w->exited)
         return ELASTIC_OK;
     memset (&rec, 0, sizeof (rec));
-    failed = how != END_EXIT ||
-             ((signum > 0 || exitcode != 0) && exitcode != ELASTIC_EXIT_SUSPENDED);
+    /* after the application's word that its work is done, a signal (in
+     * MPI_Finalize, say) or an exit without MPI_Finalize ends a finished
+     * rank; an exit code of its own still counts */
+    ended = !w->aborted && worker_reported_end (w) && (signum > 0 || exitcode == 0);
+    failed = !ended && (how != END_EXIT || ((signum > 0 || exitcode != 0) &&
+                                            exitcode != ELASTIC_EXIT_SUSPENDED));
     /* read the worker's error file outside the lock */
     if (failed && errorfile_read (w->error_file, &rec) < 0) {
         if (errno != ENOENT)
@@ -1464,6 +1471,15 @@ static int worker_end (elastic_agent_t *agent,
     } else if (how == END_EXIT && exitcode == ELASTIC_EXIT_SUSPENDED && signum == 0) {
         w->suspended = 1;
         w->state = ELASTIC_AGENT_STOPPED;
+    } else if (ended) {
+        w->state = ELASTIC_AGENT_SUCCEEDED;
+        w->after_end = signum > 0 || how != END_EXIT;
+        if (w->failed) {
+            /* a watchdog killed it after its end (a hang in MPI_Finalize):
+             * not a failure of the work */
+            w->failed = 0;
+            agent->failures_total--;
+        }
     } else if (!failed)
         w->state = ELASTIC_AGENT_SUCCEEDED;
     else if (w->failed) {
@@ -1486,6 +1502,11 @@ static int worker_end (elastic_agent_t *agent,
             rec.message = rec.traceback = NULL;
         }
         w->state = ELASTIC_AGENT_FAILED;
+        /* the survivors recover without it (a hung rank, in place) */
+        if (how == END_LOST) {
+            w->lost = 1;
+            agent->lost_total++;
+        }
     } else if (agent->stopping) {
         w->state = ELASTIC_AGENT_STOPPED;
     } else {
@@ -1532,6 +1553,8 @@ static int worker_end (elastic_agent_t *agent,
         json_object_set_new (o, "message", json_string (w->message));
     if (w->lost)
         json_object_set_new (o, "in_place", json_true ());
+    if (w->after_end)
+        json_object_set_new (o, "after_end", json_true ());
     eventlog_emit (agent->ev, "worker_exit", o);
     if (w->lost) {
         survivors = group_alive (agent);
@@ -1552,7 +1575,14 @@ static int worker_end (elastic_agent_t *agent,
                   w->message ? w->message : "",
                   survivors,
                   survivors == 1 ? "" : "s");
-    } else if (w->failed)
+    } else if (w->after_end)
+        log_warn ("rank %d (local rank %d, pid %d) ended by %s after it had finished "
+                  "its work (elastic_progress_end): counted as finished",
+                  w->rank,
+                  w->local_rank,
+                  (int)w->pid,
+                  signum > 0 ? signal_name (signum) : "an exit without MPI_Finalize");
+    else if (w->failed)
         log_warn ("rank %d (local rank %d, pid %d) failed: %s",
                   w->rank,
                   w->local_rank,
@@ -1691,6 +1721,7 @@ void agent_watchdog_fire (elastic_agent_t *agent,
     pthread_mutex_lock (&agent->lock);
     if (!w->failed) {
         w->failed = 1;
+        w->fire_mono = mono_now ();
         w->fail_seq = ++agent->fail_seq;
         w->fail_time = wall_now ();
         free (w->reason);

@@ -38,13 +38,16 @@ struct worker {
     int suspended; /* exited with ELASTIC_EXIT_SUSPENDED */
     int failed;    /* a failure of this attempt */
     int lost;      /* a failure the others went on without (in place) */
+    int after_end; /* killed, or exited without MPI_Finalize, after it
+                      reported the end of its work: finished all the same */
     int aborted;   /* it ended the job (elastic_agent_abort) */
     int abort_code;
     uint64_t fail_seq;
     double fail_time; /* epoch seconds */
     char *message;
     char *traceback;
-    char *reason; /* why a watchdog killed it */
+    char *reason;     /* why a watchdog killed it */
+    double fire_mono; /* when (mono_now), 0 if none did */
     void *ret;
     size_t retlen;
     int has_ret;
@@ -52,6 +55,8 @@ struct worker {
     char error_file[PATH_MAX];
     char heartbeat_file[PATH_MAX];
     struct elastic_heartbeat *hb; /* read-only mapping */
+    uint64_t hang_grace_ns;       /* the hang timeout runs from here at the
+                                     earliest (a fresh one after a kill) */
     char **env;
     char **argv;
 };
@@ -224,6 +229,12 @@ int group_derive_state (elastic_agent_t *agent);
 
 /* Number of workers that have a pid and have not exited. */
 int group_alive (elastic_agent_t *agent);
+
+/* Log what a successful group lost on the way (nothing if it lost none). */
+void group_summary (elastic_agent_t *agent);
+
+/* 1 if the worker's heartbeat says its work is done (elastic_progress_end). */
+int worker_reported_end (const struct worker *w);
 
 /* watchdog.c: file timer and progress heartbeat */
 

@@ -294,16 +294,21 @@ void group_set_state (elastic_agent_t *agent, int state)
 int group_derive_state (elastic_agent_t *agent)
 {
     int failed = 0, failed_alive = 0, succeeded = 0, lost = 0;
+    double now = mono_now ();
 
     for (int i = 0; i < agent->nworkers; i++) {
         struct worker *w = &agent->w[i];
         if (w->lost)
             lost++; /* recovered in place: the others went on */
+        else if (w->failed && !w->exited && w->fire_mono > 0 &&
+                 now - w->fire_mono < agent->spec->shutdown_timeout)
+            ; /* a watchdog's victim, dying: its death tells how it counts
+                 (lost in place, or a failure) */
         else if (w->failed) {
             failed++;
             if (!w->exited)
                 failed_alive++;
-        } else if (w->exited && w->exitcode == 0)
+        } else if (w->exited && (w->exitcode == 0 || w->after_end))
             succeeded++;
     }
     if (failed)
@@ -313,6 +318,59 @@ int group_derive_state (elastic_agent_t *agent)
     if (succeeded + lost == agent->nworkers)
         return ELASTIC_AGENT_SUCCEEDED;
     return ELASTIC_AGENT_HEALTHY;
+}
+
+/* Append " R" for each worker with the field set to buf (a rank list). */
+static void rank_list (elastic_agent_t *agent, int after_end, char *buf, size_t size)
+{
+    size_t len = 0;
+
+    buf[0] = '\0';
+    for (int i = 0; i < agent->nworkers && len + 16 < size; i++) {
+        const struct worker *w = &agent->w[i];
+        if (after_end ? w->after_end : w->lost)
+            len +=
+                (size_t)snprintf (buf + len, size - len, "%s%d", len ? " " : "", w->rank);
+    }
+}
+
+void group_summary (elastic_agent_t *agent)
+{
+    char lost[256], ended[256];
+    int nlost = 0, nended = 0;
+
+    for (int i = 0; i < agent->nworkers; i++) {
+        nlost += agent->w[i].lost;
+        nended += agent->w[i].after_end;
+    }
+    if (nlost == 0 && nended == 0)
+        return;
+    rank_list (agent, 0, lost, sizeof (lost));
+    rank_list (agent, 1, ended, sizeof (ended));
+    log_warn (
+        "worker group '%s' SUCCEEDED: %d rank%s, %d lost and recovered in place%s%s%s, "
+        "%d ended after finishing its work%s%s%s",
+        agent->spec->role,
+        agent->nworkers,
+        agent->nworkers == 1 ? "" : "s",
+        nlost,
+        nlost ? " (ranks " : "",
+        lost,
+        nlost ? ")" : "",
+        nended,
+        nended ? " (ranks " : "",
+        ended,
+        nended ? ")" : "");
+}
+
+int worker_reported_end (const struct worker *w)
+{
+    const struct elastic_heartbeat *hb = w->hb;
+
+    return hb &&
+           __atomic_load_n (&hb->magic, __ATOMIC_ACQUIRE) == ELASTIC_HEARTBEAT_MAGIC &&
+           __atomic_load_n (&hb->version, __ATOMIC_RELAXED) >= 2 &&
+           (__atomic_load_n (&hb->flags, __ATOMIC_ACQUIRE) & ELASTIC_HEARTBEAT_ENDED);
 }
 
 int group_alive (elastic_agent_t *agent)

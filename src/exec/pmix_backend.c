@@ -285,7 +285,7 @@ static void hook_reaped (void *arg, int i, int wstatus)
     int sig = WIFSIGNALED (wstatus) ? WTERMSIG (wstatus) : 0;
     int code = WIFEXITED (wstatus) ? WEXITSTATUS (wstatus) : 0;
     struct pmixhost_job_info ji;
-    int verdict;
+    int verdict, ended;
 
     /* what happened before the exit comes first (MPI_Abort, connections) */
     drain_events (pb);
@@ -293,13 +293,17 @@ static void hook_reaped (void *arg, int i, int wstatus)
         elastic_agent_worker_exited (agent, i, code, sig);
         return;
     }
+    /* a rank that had finished its work (elastic_progress_end) and then died
+     * fails nothing: the others finish too */
+    ended = worker_reported_end (&agent->w[i]) && (sig || code == 0);
     /* the group restarts anyway: no survivor is to start a recovery */
-    if (!pb->in_place && (sig || code != 0)) {
+    if (!pb->in_place && !ended && (sig || code != 0)) {
         pmixhost_job_stop (pb->job);
         pb->stuck |= pb->connected[i];
     }
-    /* a watchdog killed it: the others probably wait for it */
-    if (agent->w[i].failed)
+    /* a watchdog killed it: the others probably wait for it, unless its
+     * death is announced to them (in place, below) */
+    if (agent->w[i].failed && !pb->in_place)
         pb->stuck = 1;
     verdict = pmixhost_job_exited (pb->job, i, wstatus);
     log_debug ("rank %d: %s %d: %s",

@@ -4,13 +4,16 @@
  * deadline on a FIFO; when it passes, the worker gets the timer's signal.
  * The progress heartbeat (--hang-timeout): a worker linked with libelastic
  * reports steps into its heartbeat file; a worker that attached and then
- * reported nothing for longer than the timeout gets --hang-signal.
- * Either way the worker counts as failed and the group restarts.
+ * reported nothing for longer than the timeout gets --hang-signal (only the
+ * hung ones when several are overdue: see check_heartbeats).  Either way
+ * the worker counts as failed: the group restarts, or, under the in-place
+ * policy with the hosted PMIx server, the survivors recover without it.
  */
 #if HAVE_CONFIG_H
 #include "config.h"
 #endif
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,20 +108,103 @@ static int check_timers (elastic_agent_t *agent)
     return fired;
 }
 
+/* The scheduler state of pid from /proc/PID/stat ('R', 'S', 'T', ...), or
+ * 0 if it cannot be read. */
+static char proc_state (pid_t pid)
+{
+    char path[64], buf[512], *p;
+    ssize_t n;
+    int fd;
+
+    snprintf (path, sizeof (path), "/proc/%d/stat", (int)pid);
+    if ((fd = open (path, O_RDONLY | O_CLOEXEC)) < 0)
+        return 0;
+    n = read (fd, buf, sizeof (buf) - 1);
+    close (fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    /* "PID (COMM) S ...": COMM may hold spaces and parentheses */
+    if (!(p = strrchr (buf, ')')) || p[1] != ' ')
+        return 0;
+    return p[2];
+}
+
+/* What the heartbeat watchdog knows of one worker at one check. */
+struct hang {
+    struct worker *w;
+    pid_t target;  /* the reporting process, if it is in the worker's group */
+    double idle_s; /* since its last report (or its start, or its grace) */
+    int64_t step;
+    uint64_t updated_ns;
+    int stopped; /* SIGSTOPped (or stopped by a tracer) */
+};
+
+/* 1 if a was hung before b: lower step, then older report. */
+static int hung_first (const struct hang *a, const struct hang *b)
+{
+    if (a->step != b->step)
+        return a->step < b->step;
+    return a->updated_ns < b->updated_ns;
+}
+
+static void hang_fire (elastic_agent_t *agent, const struct hang *h, const char *why)
+{
+    const struct elastic_agent_spec *spec = agent->spec;
+    char reason[384];
+
+    snprintf (reason,
+              sizeof (reason),
+              "watchdog: no progress for %.1f s (hang-timeout %.1f s) after step %lld%s; "
+              "sent %s",
+              h->idle_s,
+              spec->hang_timeout,
+              (long long)h->step,
+              why,
+              signal_name (spec->hang_signal));
+    agent_watchdog_fire (agent,
+                         h->w,
+                         h->target,
+                         spec->hang_signal,
+                         "hang",
+                         reason,
+                         json_pack ("{s:I s:f s:b}",
+                                    "step",
+                                    (json_int_t)h->step,
+                                    "idle_s",
+                                    h->idle_s,
+                                    "stopped",
+                                    h->stopped));
+    /* a stopped process acts on no signal but SIGKILL until it runs */
+    if (h->stopped && spec->hang_signal != SIGKILL)
+        kill (h->target, SIGCONT);
+}
+
+/* --hang-timeout.  In an MPI job one hung rank stops every other rank too
+ * (they wait for it in their next exchange), so all of them may be over
+ * the timeout at one check, and killing them all would leave nothing to
+ * recover in place.  Only the hung ones are killed: every overdue worker
+ * that is stopped (its process state, exact for SIGSTOP), else the single
+ * one that stopped reporting first (the lowest step, then the oldest
+ * report: the peers of a rank that hangs inside a step get at least as far
+ * as that step).  The others get a fresh timeout to recover in, from now,
+ * before they are judged again. */
 static int check_heartbeats (elastic_agent_t *agent)
 {
     const struct elastic_agent_spec *spec = agent->spec;
     uint64_t now = mono_ns ();
-    int fired = 0;
+    struct hang *over;
+    int nover = 0, nstopped = 0, first = -1, fired = 0;
 
-    if (spec->hang_timeout <= 0)
+    if (spec->hang_timeout <= 0 || agent->nworkers <= 0)
         return 0;
+    if (!(over = calloc ((size_t)agent->nworkers, sizeof (*over))))
+        return 0; /* judged at the next check */
     for (int i = 0; i < agent->nworkers; i++) {
         struct worker *w = &agent->w[i];
         struct elastic_heartbeat *hb = w->hb;
         uint64_t start_ns, upd, ref;
-        char reason[256];
-        pid_t target;
+        struct hang *h = &over[nover];
 
         if (!hb || w->pid <= 0 || w->exited || w->failed)
             continue;
@@ -127,34 +213,51 @@ static int check_heartbeats (elastic_agent_t *agent)
         upd = __atomic_load_n (&hb->updated_ns, __ATOMIC_ACQUIRE);
         start_ns = (uint64_t)(w->start_mono * 1e9);
         ref = upd > start_ns ? upd : start_ns;
+        if (w->hang_grace_ns > ref)
+            ref = w->hang_grace_ns;
         if (now < ref || (double)(now - ref) * 1e-9 <= spec->hang_timeout)
             continue;
+        h->w = w;
+        h->idle_s = (double)(now - ref) * 1e-9;
+        h->step = __atomic_load_n (&hb->step, __ATOMIC_RELAXED);
+        h->updated_ns = upd;
         /* signal the reporting process if it is in the worker's group */
-        target = (pid_t)__atomic_load_n (&hb->pid, __ATOMIC_RELAXED);
-        if (target <= 0 || (target != w->pid && getpgid (target) != w->pid))
-            target = w->pid;
-        snprintf (reason,
-                  sizeof (reason),
-                  "watchdog: no progress for %.1f s (hang-timeout %.1f s) after step "
-                  "%lld; sent %s",
-                  (double)(now - ref) * 1e-9,
-                  spec->hang_timeout,
-                  (long long)__atomic_load_n (&hb->step, __ATOMIC_RELAXED),
-                  signal_name (spec->hang_signal));
-        agent_watchdog_fire (
-            agent,
-            w,
-            target,
-            spec->hang_signal,
-            "hang",
-            reason,
-            json_pack ("{s:I s:f}",
-                       "step",
-                       (json_int_t)__atomic_load_n (&hb->step, __ATOMIC_RELAXED),
-                       "idle_s",
-                       (double)(now - ref) * 1e-9));
-        fired++;
+        h->target = (pid_t)__atomic_load_n (&hb->pid, __ATOMIC_RELAXED);
+        if (h->target <= 0 || (h->target != w->pid && getpgid (h->target) != w->pid))
+            h->target = w->pid;
+        {
+            char st = proc_state (h->target);
+            h->stopped = st == 'T' || st == 't';
+        }
+        nstopped += h->stopped;
+        if (first < 0 || hung_first (h, &over[first]))
+            first = nover;
+        nover++;
     }
+    if (nover == 0) {
+        free (over);
+        return 0;
+    }
+    for (int k = 0; k < nover; k++) {
+        if (nstopped > 0 ? over[k].stopped : k == first) {
+            hang_fire (agent,
+                       &over[k],
+                       over[k].stopped ? " (the process is stopped)"
+                       : nover > 1     ? " (the first of the overdue ranks to stop)"
+                                       : "");
+            fired++;
+        }
+    }
+    if (nover > fired)
+        log_info ("watchdog: %d other rank%s overdue, given a fresh %.1f s to recover",
+                  nover - fired,
+                  nover - fired == 1 ? "" : "s",
+                  spec->hang_timeout);
+    /* everyone not killed starts a fresh timeout */
+    for (int i = 0; i < agent->nworkers; i++)
+        if (!agent->w[i].failed)
+            agent->w[i].hang_grace_ns = now;
+    free (over);
     return fired;
 }
 

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -32,6 +33,7 @@ static uint64_t monotonic_ns (void)
 static struct elastic_heartbeat *heartbeat_attach (void)
 {
     const char *path;
+    struct stat st;
     void *p;
     int fd;
 
@@ -42,7 +44,9 @@ static struct elastic_heartbeat *heartbeat_attach (void)
         return NULL;
     if ((fd = open (path, O_RDWR | O_CLOEXEC)) < 0)
         return NULL;
-    if (ftruncate (fd, sizeof (*hb)) < 0) {
+    /* grow a file an older agent made, never shrink one (its mapping) */
+    if (fstat (fd, &st) < 0 ||
+        ((size_t)st.st_size < sizeof (*hb) && ftruncate (fd, sizeof (*hb)) < 0)) {
         close (fd);
         return NULL;
     }
@@ -77,6 +81,17 @@ int elastic_progress_snapshot (int64_t step)
     if (!h)
         return ELASTIC_OK;
     __atomic_store_n (&h->last_snapshot_step, step, __ATOMIC_RELAXED);
+    __atomic_store_n (&h->updated_ns, monotonic_ns (), __ATOMIC_RELEASE);
+    return ELASTIC_OK;
+}
+
+int elastic_progress_end (void)
+{
+    struct elastic_heartbeat *h = heartbeat_attach ();
+
+    if (!h)
+        return ELASTIC_OK;
+    __atomic_or_fetch (&h->flags, ELASTIC_HEARTBEAT_ENDED, __ATOMIC_RELEASE);
     __atomic_store_n (&h->updated_ns, monotonic_ns (), __ATOMIC_RELEASE);
     return ELASTIC_OK;
 }

@@ -100,6 +100,12 @@ void elastic_manager_destroy (elastic_manager_t *m)
                 MPI_Send (&done, 1, MPI_INT, m->spare[i], TAG_WAKE, m->world);
         }
     }
+    /* the work is done: what happens to this process from here on (a
+     * signal in MPI_Finalize, the L3 guard's exit) ends a finished rank */
+    if (m->started && exit_hint == ELASTIC_OK) {
+        elastic_progress_end ();
+        testhook_arm_finalize (m->hooks, m->me, m->step);
+    }
     ft_free (&m->work);
     ft_free (&m->world);
     if (m->started && ft_available ())

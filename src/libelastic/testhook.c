@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <mpi.h>
+
 #include "log.h"
 #include "testhook.h"
 
@@ -40,7 +42,7 @@ static int bad (elastic_error_t *err, const char *entry)
             err->text,
             sizeof (err->text),
             "ELASTIC_TEST_KILL: '%s' is invalid (expected RANK:STEP:WHERE with WHERE "
-            "snapshot, recovery, protect or persist, comma-separated)",
+            "snapshot, recovery, protect, persist or finalize, comma-separated)",
             entry);
     return ELASTIC_ERR_INVAL;
 }
@@ -79,6 +81,8 @@ int testhook_create (const char *spec, struct testhook **out, elastic_error_t *e
             t->h[t->n].where = HOOK_PROTECT;
         else if (!strcmp (where, "persist"))
             t->h[t->n].where = HOOK_PERSIST;
+        else if (!strcmp (where, "finalize"))
+            t->h[t->n].where = HOOK_FINALIZE;
         else {
             rc = bad (err, tok);
             goto error;
@@ -96,25 +100,61 @@ error:
     return rc;
 }
 
+static const char *const where_names[] = {
+    "snapshot", "recovery", "protect", "persist", "finalize"};
+
+static void kill_myself (const char *where, int64_t step)
+{
+    el_log (EL_INFO,
+            "ELASTIC_TEST_KILL: killing myself (pid %d) in %s at step %lld",
+            (int)getpid (),
+            where,
+            (long long)step);
+    kill (getpid (), SIGKILL);
+    for (;;)
+        pause ();
+}
+
+static const struct hook *
+armed (struct testhook *h, int rank, int64_t step, enum hook_where where)
+{
+    for (int i = 0; h && i < h->n; i++) {
+        const struct hook *k = &h->h[i];
+        int exact = where == HOOK_SNAPSHOT || where == HOOK_PERSIST;
+        if (k->rank == rank && k->where == where &&
+            ((exact && step == k->step) || (!exact && step >= k->step)))
+            return k;
+    }
+    return NULL;
+}
+
 void testhook_check (struct testhook *h, int rank, int64_t step, enum hook_where where)
 {
-    if (!h)
+    if (armed (h, rank, step, where))
+        kill_myself (where_names[where], step);
+}
+
+static int64_t finalize_step;
+
+/* MPI_COMM_SELF's attributes are deleted first thing in MPI_Finalize. */
+static int finalize_cb (MPI_Comm comm, int key, void *val, void *extra)
+{
+    (void)comm;
+    (void)key;
+    (void)val;
+    (void)extra;
+    kill_myself ("MPI_Finalize", finalize_step);
+    return MPI_SUCCESS;
+}
+
+void testhook_arm_finalize (struct testhook *h, int rank, int64_t step)
+{
+    int key;
+
+    if (!armed (h, rank, step, HOOK_FINALIZE))
         return;
-    for (int i = 0; i < h->n; i++) {
-        struct hook *k = &h->h[i];
-        if (k->rank != rank || k->where != where)
-            continue;
-        int exact = where == HOOK_SNAPSHOT || where == HOOK_PERSIST;
-        if ((exact && step == k->step) || (!exact && step >= k->step)) {
-            static const char *names[] = {"snapshot", "recovery", "protect", "persist"};
-            el_log (EL_INFO,
-                    "ELASTIC_TEST_KILL: killing myself (pid %d) in %s at step %lld",
-                    (int)getpid (),
-                    names[where],
-                    (long long)step);
-            kill (getpid (), SIGKILL);
-            for (;;)
-                pause ();
-        }
-    }
+    finalize_step = step;
+    if (MPI_Comm_create_keyval (MPI_COMM_NULL_COPY_FN, finalize_cb, &key, NULL) ==
+        MPI_SUCCESS)
+        MPI_Comm_set_attr (MPI_COMM_SELF, key, NULL);
 }

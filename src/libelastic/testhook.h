@@ -9,7 +9,9 @@
  *   protect   inside the snapshot that ends a recovery rolling back to a
  *             step >= STEP (after the handler);
  *   persist   inside the L3 write of step STEP, after its data is in the
- *             temporary file and before the commit.
+ *             temporary file and before the commit;
+ *   finalize  inside MPI_Finalize (the first thing it does), after a job
+ *             that ended at a step >= STEP reported its end.
  * It is meant for tests and demos; an unset variable costs nothing.
  */
 #ifndef ELASTIC_TESTHOOK_H
@@ -18,7 +20,13 @@
 #include <stdint.h>
 #include <elastic.h>
 
-enum hook_where { HOOK_SNAPSHOT, HOOK_RECOVERY, HOOK_PROTECT, HOOK_PERSIST };
+enum hook_where {
+    HOOK_SNAPSHOT,
+    HOOK_RECOVERY,
+    HOOK_PROTECT,
+    HOOK_PERSIST,
+    HOOK_FINALIZE
+};
 
 struct testhook;
 
@@ -29,5 +37,9 @@ void testhook_destroy (struct testhook *h);
 
 /* Kill this process if a hook for (rank, step, where) is armed. */
 void testhook_check (struct testhook *h, int rank, int64_t step, enum hook_where where);
+
+/* Arm the finalize hook, if one is set for (rank, step): the process kills
+ * itself when MPI_Finalize starts. */
+void testhook_arm_finalize (struct testhook *h, int rank, int64_t step);
 
 #endif /* ELASTIC_TESTHOOK_H */

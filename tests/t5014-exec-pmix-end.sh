@@ -1,0 +1,78 @@
+#!/bin/bash
+# t5014-exec-pmix-end.sh - the end of a job under `elastic-exec
+# --nproc-per-node 8`: what a death after the last step means
+#
+# libelastic reports the end of the work through the heartbeat
+# (elastic_progress_end, called by elastic_manager_destroy once the ranks
+# agreed on the end).  A rank killed after that, inside MPI_Finalize (a
+# real SIGKILL: heat2d's --fail RANK:STEP:finalize), or a rank that exits 0
+# without MPI_Finalize after it (libelastic's guard when an L3 write was cut
+# by a failure) has finished: the job succeeds with the failure-free
+# checksum and says what it lost.  Each window runs several times, with
+# other ranks; a death before the end is still a loss or a failure
+# (t5011).  Nothing may be left behind.
+. "${srcdir:-.}/pmix/exec.sh"
+
+[ "${HAVE_ULFM:-no}" = yes ] || skip_all "no ULFM Open MPI"
+[ -x "$HEAT2D" ] || skip_all "the examples are not built"
+
+heat=("$HEAT2D" --nx 64 --ny 64 --steps 60)
+
+ep_start ref 8 -- "${heat[@]}"
+ep_wait 180
+ref=$(ep_checksum)
+is "$EP_RC" 0 "reference run: exit 0 (checksum $ref)" || diag "$(ep_err)"
+
+# finished NAME ENDED LOST ARGS...: exit 0 with the reference checksum; the
+# ranks in ENDED ended after their end, those in LOST were lost in place
+finished() {
+    local name=$1 ended=$2 lost=$3 r
+    shift 3
+    ep_start "$name" 8 -- "${heat[@]}" "$@"
+    ep_wait 180
+    is "$EP_RC" 0 "$name: exit 0" || diag "$(ep_err)"
+    is "$(ep_checksum)" "$ref" "$name: the failure-free checksum" || diag "$(ep_out)"
+    is "$(ep_get shutdown state)" SUCCEEDED "$name: the group SUCCEEDED"
+    for r in $ended; do
+        is "$(ep_ev worker_exit rank="$r" state=SUCCEEDED after_end=True)" 1 \
+            "$name: rank $r ended after its end, counted as finished"
+    done
+    is "$(ep_ev worker_exit after_end=True)/$(ep_ev rank_lost)/$(ep_ev restart)" \
+        "$(echo $ended | wc -w)/$(echo $lost | wc -w)/0" \
+        "$name: no other rank ended so, $(echo $lost | wc -w) lost in place, no restart"
+    grep -q "worker group 'default' SUCCEEDED: 8 ranks, $(echo $lost | wc -w) lost and recovered in place.*, $(echo $ended | wc -w) ended after finishing its work" \
+        "$ep_dir/err"
+    ok $? "$name: the summary line says what was lost" || diag "$(ep_err)"
+    ep_check_clean "$name"
+}
+
+# 1. killed inside MPI_Finalize, after the end: rank 3, rank 0 (it printed
+#    the checksum), rank 7; three at once; after a recovery in place
+finished finalize-3 "3" "" --fail 3:0:finalize
+finished finalize-0 "0" "" --fail 0:0:finalize
+finished finalize-7 "7" "" --fail 7:0:finalize
+finished finalize-three "1 4 6" "" --fail 1:0:finalize --fail 4:0:finalize --fail 6:0:finalize
+finished lost-then-finalize "5" "2" --fail 2:20 --fail 5:0:finalize
+grep -q "warn: rank 3 (local rank 3, pid [0-9]*) ended by SIGKILL after it had finished its work" \
+    "$ep_root"/*-finalize-3/err
+ok $? "the agent says on stderr what happened to rank 3"
+
+# 2. an L3 write cut by a failure: the survivors leave MPI_Finalize with
+#    exit 0 before HDF5 shuts down (libelastic's guard), after their end
+for victim in 2 6; do
+    name=l3-cut-$victim
+    ELASTIC_LOG=info ep_start "$name" 8 -- "${heat[@]}" --persist-period 20 --snapshot-dir "$ep_root/snap-$victim" \
+        --fail "$victim:40:persist"
+    ep_wait 180
+    is "$EP_RC" 0 "$name: exit 0" || diag "$(ep_err)"
+    is "$(ep_checksum)" "$ref" "$name: the failure-free checksum" || diag "$(ep_out)"
+    is "$(ep_ev rank_lost rank=$victim)/$(ep_ev rank_lost)" "1/1" "$name: rank $victim lost in place, no other"
+    guarded=$(grep -c "MPI_Finalize after an L3 I/O interrupted by a process failure" "$ep_dir/err")
+    ok $([ "$guarded" -ge 1 ]; echo $?) "$name: the guard ended $guarded survivors without MPI_Finalize"
+    is "$(ep_ev worker_exit after_end=True)" "$guarded" \
+        "$name: each of the $guarded ranks the guard ended is counted as finished"
+    is "$(ep_get shutdown state)" SUCCEEDED "$name: the group SUCCEEDED"
+    ep_check_clean "$name"
+done
+
+done_testing
