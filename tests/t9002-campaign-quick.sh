@@ -1,0 +1,32 @@
+#!/bin/bash
+# t9002-campaign-quick.sh - a bounded fault campaign (bench/campaign/campaign.py):
+# random schedules of real faults against `elastic-exec --nproc-per-node 8
+# heat2d` - SIGKILLs from outside at random times, SIGKILLs at exact windows
+# through libelastic's test hook (a snapshot, a recovery, the protecting
+# snapshot, an L3 write, MPI_Finalize), a SIGSTOPped rank with
+# --hang-timeout, a preemption (to elastic-exec or to its process group)
+# with a resume at another size, and a damaged newest snapshot before the
+# resume.  Every run must end with an allowed exit code and the
+# failure-free checksum, hang nowhere and leave nothing behind.  The seed
+# is fixed, so the schedules are the same each time (their timing is not);
+# bench/campaign/campaign.py runs the long, random version.
+. "${srcdir:-.}/lib/tap.sh"
+
+[ "${HAVE_ULFM:-no}" = yes ] || skip_all "no ULFM Open MPI"
+build=$(cd "${top_builddir:-..}" && pwd)
+[ -x "$build/examples/heat2d" ] || skip_all "the examples are not built"
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=python3
+out=$(mktemp -d "${TMPDIR:-/tmp}/t9002.XXXXXX")
+trap 'rm -rf "$out"' EXIT
+
+"$PY" "$srcdir/../bench/campaign/campaign.py" --build "$build" --runs 10 --launchers exec \
+    --kinds kill,hook,stop,term,damage --nx 128 --steps 8000 --persist-period 1000 \
+    --seed 9002 --timeout 180 --out "$out" > "$out/log" 2>&1
+rc=$?
+sed 's/^/# /' "$out/log"
+is "$rc" 0 "10 random fault schedules under elastic-exec: every one right"
+for kind in kill hook stop term damage; do
+    is "$(grep -c "^ *[0-9]* exec *$kind *exit .* ok" "$out/log")" 2 "$kind: 2 of 2 runs right"
+done
+done_testing
