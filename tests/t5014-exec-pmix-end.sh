@@ -10,7 +10,9 @@
 # by a failure) has finished: the job succeeds with the failure-free
 # checksum and says what it lost.  Each window runs several times, with
 # other ranks; a death before the end is still a loss or a failure
-# (t5011).  Nothing may be left behind.
+# (t5011).  A preemption is an end too: every rank that suspended counts
+# as suspended (libelastic gives the job's exit code 75 to working rank 0
+# alone and marks the others' heartbeats).  Nothing may be left behind.
 . "${srcdir:-.}/pmix/exec.sh"
 
 [ "${HAVE_ULFM:-no}" = yes ] || skip_all "no ULFM Open MPI"
@@ -74,5 +76,34 @@ for victim in 2 6; do
     is "$(ep_get shutdown state)" SUCCEEDED "$name: the group SUCCEEDED"
     ep_check_clean "$name"
 done
+
+# 3. a preemption: every rank suspended (exit 75 from rank 0, 0 from the
+#    others, all marked in their heartbeats), and the rerun at 6 ranks
+#    resumes to the failure-free checksum
+long=("$HEAT2D" --nx 64 --ny 64 --steps 3000 --progress 100)
+ep_start long-ref 8 -- "${long[@]}"
+ep_wait 180
+long_ref=$(ep_checksum)
+is "$EP_RC" 0 "long reference run: exit 0 (checksum $long_ref)" || diag "$(ep_err)"
+snap=$ep_root/snap-suspend
+ep_start suspend 8 --run-id "t$$-suspend" -- "${long[@]}" --sleep 1 --snapshot-dir "$snap"
+if wait_for_grep '^step 300$' "$ep_dir/out" 120; then
+    kill -TERM "$ep_pid"
+fi
+ep_wait 120
+is "$EP_RC" 75 "suspend: exit 75" || diag "$(ep_err)"
+is "$(ep_get suspended suspended)/$(ep_get suspended workers)" 8/8 "suspend: all 8 workers suspended"
+is "$(ep_ev worker_exit exitcode=75)/$(ep_ev worker_exit exitcode=0 state=STOPPED)" 1/7 \
+    "suspend: rank 0 exited 75, the 7 others 0, all suspended"
+ok $(! grep -q "workers suspended (exit 75); the others were stopped" "$ep_dir/err"; echo $?) \
+    "suspend: no rank is said to have been stopped"
+ep_check_clean "suspend"
+ELASTIC_RESUME=1 ep_start resume 6 --run-id "t$$-suspend" -- "${long[@]}" --snapshot-dir "$snap"
+ep_wait 180
+is "$EP_RC" 0 "resume at 6 ranks: exit 0" || diag "$(ep_err)"
+grep -q '^resumed from step' "$ep_dir/out"
+ok $? "resume at 6 ranks: it resumed" || diag "$(ep_out)"
+is "$(ep_checksum)" "$long_ref" "resume at 6 ranks: the failure-free checksum"
+ep_check_clean "resume"
 
 done_testing

@@ -22,6 +22,9 @@
 
 /* flags (version 2 on) */
 #define ELASTIC_HEARTBEAT_ENDED 0x1u /* the work is done, the result complete */
+#define ELASTIC_HEARTBEAT_SUSPENDED                                                      \
+    0x2u /* suspended (only working rank 0 exits                                         \
+            75: the others' exit 0 means this) */
 
 struct elastic_heartbeat {
     uint32_t magic;             /* ELASTIC_HEARTBEAT_MAGIC once the worker attached */

@@ -1468,7 +1468,14 @@ static int worker_end (elastic_agent_t *agent,
         w->signum = signum = 0;
         w->exitcode = w->abort_code;
         w->state = ELASTIC_AGENT_FAILED;
-    } else if (how == END_EXIT && exitcode == ELASTIC_EXIT_SUSPENDED && signum == 0) {
+    } else if (how == END_EXIT && signum == 0 &&
+               (exitcode == ELASTIC_EXIT_SUSPENDED ||
+                (exitcode == 0 && !agent->spec->wrapper &&
+                 worker_reported (w, ELASTIC_HEARTBEAT_SUSPENDED)))) {
+        /* libelastic gives the job's 75 to working rank 0 alone (a
+         * launcher must see one code); the others' suspension is in their
+         * heartbeats, which this agent of all the job's ranks reads (a
+         * wrapper keeps its rank's own exit code) */
         w->suspended = 1;
         w->state = ELASTIC_AGENT_STOPPED;
     } else if (ended) {

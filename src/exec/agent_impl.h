@@ -233,7 +233,9 @@ int group_alive (elastic_agent_t *agent);
 /* Log what a successful group lost on the way (nothing if it lost none). */
 void group_summary (elastic_agent_t *agent);
 
-/* 1 if the worker's heartbeat says its work is done (elastic_progress_end). */
+/* 1 if the worker's heartbeat (version 2 on) has the ELASTIC_HEARTBEAT_*
+ * flag; worker_reported_end: its work is done (elastic_progress_end). */
+int worker_reported (const struct worker *w, uint32_t flag);
 int worker_reported_end (const struct worker *w);
 
 /* watchdog.c: file timer and progress heartbeat */

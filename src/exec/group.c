@@ -363,14 +363,19 @@ void group_summary (elastic_agent_t *agent)
         nended ? ")" : "");
 }
 
-int worker_reported_end (const struct worker *w)
+int worker_reported (const struct worker *w, uint32_t flag)
 {
     const struct elastic_heartbeat *hb = w->hb;
 
     return hb &&
            __atomic_load_n (&hb->magic, __ATOMIC_ACQUIRE) == ELASTIC_HEARTBEAT_MAGIC &&
            __atomic_load_n (&hb->version, __ATOMIC_RELAXED) >= 2 &&
-           (__atomic_load_n (&hb->flags, __ATOMIC_ACQUIRE) & ELASTIC_HEARTBEAT_ENDED);
+           (__atomic_load_n (&hb->flags, __ATOMIC_ACQUIRE) & flag);
+}
+
+int worker_reported_end (const struct worker *w)
+{
+    return worker_reported (w, ELASTIC_HEARTBEAT_ENDED);
 }
 
 int group_alive (elastic_agent_t *agent)

@@ -19,6 +19,7 @@
 
 #include <elastic.h>
 #include "common/heartbeat.h"
+#include "manager.h"
 
 static struct elastic_heartbeat *hb;
 static int hb_tried;
@@ -85,14 +86,19 @@ int elastic_progress_snapshot (int64_t step)
     return ELASTIC_OK;
 }
 
-int elastic_progress_end (void)
+void heartbeat_flag (uint32_t flag)
 {
     struct elastic_heartbeat *h = heartbeat_attach ();
 
     if (!h)
-        return ELASTIC_OK;
-    __atomic_or_fetch (&h->flags, ELASTIC_HEARTBEAT_ENDED, __ATOMIC_RELEASE);
+        return;
+    __atomic_or_fetch (&h->flags, flag, __ATOMIC_RELEASE);
     __atomic_store_n (&h->updated_ns, monotonic_ns (), __ATOMIC_RELEASE);
+}
+
+int elastic_progress_end (void)
+{
+    heartbeat_flag (ELASTIC_HEARTBEAT_ENDED);
     return ELASTIC_OK;
 }
 

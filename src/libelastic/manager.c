@@ -23,6 +23,7 @@
 #include "preempt.h"
 #include "registry.h"
 #include "snapshot.h"
+#include "common/heartbeat.h"
 #include "testhook.h"
 
 /* How long an idle spare sleeps between looks at its wake-up request. */
@@ -551,8 +552,10 @@ suspend (elastic_manager_t *m, int64_t step, const char *why, elastic_error_t *e
         .rank = m->me,
     };
     event_emit_l3 (m, &e, m->myslot == 0);
-    /* one exit code for the job: working rank 0's */
+    /* one exit code for the job: working rank 0's; the supervisor learns
+     * of the others' suspension from the heartbeat */
     mgr_set_agreed_error (ELASTIC_SUSPENDED, m->myslot == 0);
+    heartbeat_flag (ELASTIC_HEARTBEAT_SUSPENDED);
     return mgr_err (err, ELASTIC_SUSPENDED, "%s", m->suspend_text);
 }
 

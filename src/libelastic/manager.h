@@ -121,6 +121,10 @@ int mgr_err (elastic_error_t *err, int code, const char *fmt, ...)
  * the one that reports it in its exit code (see elastic_exit_code). */
 void mgr_set_agreed_error (int rc, int reporter);
 
+/* Set a flag in the supervisor's heartbeat (agent_link.c; a no-op when
+ * unsupervised): ELASTIC_HEARTBEAT_* of common/heartbeat.h. */
+void heartbeat_flag (uint32_t flag);
+
 /* Rebuild m->layout from the registered counts (collective over work). */
 int mgr_gather_layout (struct elastic_manager *m);
 
