@@ -151,7 +151,11 @@ def main(argv):
                         print("step %d loss %.6g" % (step[0], loss), flush=True)
                     step[0] += 1
                 try:
-                    seen = app.comm.allreduce(app.stats["seen"], MPI.SUM)
+                    # buffer calls only: mpi4py's object collectives (allreduce)
+                    # run on a private duplicate that libelastic cannot revoke
+                    seen = np.zeros(1, np.int64)
+                    app.comm.Allreduce(np.array([app.stats["seen"]], np.int64), seen, MPI.SUM)
+                    seen = int(seen[0])
                     break
                 except MPI.Exception as e:
                     m.maybe_reshard_down(e, app.rebuild)

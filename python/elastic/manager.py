@@ -353,8 +353,10 @@ class Manager:
         the block libelastic already restored in place (the array itself
         when its row count is unchanged, else what the placement hook
         gave); with ``out`` (the right shape and dtype) it is copied there."""
-        _, count, _ = self._m.array_block(name)
         cur = self._m.array_storage(name)
+        if not self._m.in_handler:
+            self._m.array_restore(name, cur)  # libelastic says why not
+        _, count, _ = self._m.array_block(name)
         if out is None:
             if isinstance(cur, np.ndarray) and cur.shape[0] == count:
                 out = cur
