@@ -11,8 +11,8 @@
 
 PY=${PYTHON:-/usr/bin/python3}
 PYPATH=$(cd "${top_builddir:-..}/python" 2> /dev/null && pwd)
-HEAT_PY=${srcdir:-.}/../examples/python/heat2d.py
-SGD_PY=${srcdir:-.}/../examples/python/sgd.py
+HEAT_PY=$(readlink -f "${srcdir:-.}/../examples/python/heat2d.py")
+SGD_PY=$(readlink -f "${srcdir:-.}/../examples/python/sgd.py")
 unset LD_LIBRARY_PATH
 
 py_skip_unless_built() {
