@@ -921,6 +921,15 @@ out:
     return out;
 }
 
+/* _address() -> the elastic_manager_t pointer, for calling libelastic
+ * directly through ctypes on the same manager (bench/py_snapshot.py's
+ * baseline); 0 once destroyed */
+static PyObject *Mgr_address (Mgr *self, PyObject *unused)
+{
+    (void)unused;
+    return PyLong_FromVoidPtr (self->m);
+}
+
 static PyObject *Mgr_get_destroyed (Mgr *self, void *closure)
 {
     (void)closure;
@@ -950,6 +959,7 @@ static PyMethodDef Mgr_methods[] = {
     {"array_storage", (PyCFunction)Mgr_array_storage, METH_VARARGS, NULL},
     {"array_restore", (PyCFunction)Mgr_array_restore, METH_VARARGS, NULL},
     {"blob_fetch", (PyCFunction)Mgr_blob_fetch, METH_VARARGS, NULL},
+    {"_address", (PyCFunction)Mgr_address, METH_NOARGS, NULL},
     {NULL, NULL, 0, NULL}};
 
 static PyGetSetDef Mgr_getset[] = {
