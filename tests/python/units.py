@@ -227,6 +227,29 @@ def main(tmp):
     ok(tuple(seen.get("block", ())) == (rank * 5, 5, 5 * size), "array_block in the handler")
     ok([e["event"] for e in events] == ["resume"] and events[0]["step"] == 5,
        "the event callback got the resume event as a dict (%r)" % events)
+    # --- resume errors: no snapshot; a damaged file named by resume_from
+    def resume(**kw):
+        with fresh(run_id="units", resume="always", **kw) as m3:
+            m3.register_value("step", np.zeros(1, np.int64))
+            m3.register_array("u", np.zeros((5, 4)))
+            m3.register_blob("obj", {})
+            m3.start(lambda: None)
+    raises(elastic.NoSnapshotError, lambda: resume(snapshot_dir=os.path.join(tmp, "empty")),
+           "snapshot", desc="resume='always' with no snapshot: NoSnapshotError")
+    bad = os.path.join(tmp, "damaged.h5")
+    if rank == 0:
+        data = bytearray(open(info.resumed_from, "rb").read())
+        at = data.find(np.arange(5.0, 25.0)[:4].tobytes())  # rank 0's first row of u
+        data[at + 3] ^= 0xFF
+        open(bad, "wb").write(data)
+    MPI.COMM_WORLD.Barrier()
+    raises(elastic.CorruptError, lambda: resume(resume_from=bad), "damaged.h5",
+           desc="resume_from a file with a flipped byte: CorruptError naming it")
+    errfile = os.path.join(tmp, "error-%d.json" % rank)
+    os.environ["ELASTIC_ERROR_FILE"] = errfile
+    elastic.record_error("units: a recorded error")
+    del os.environ["ELASTIC_ERROR_FILE"]
+    ok("units: a recorded error" in open(errfile).read(), "record_error writes the error file")
     ok(elastic.exit_code(elastic.RelaunchError(elastic.ERR_RELAUNCH, "x")) in (0, 76),
        "exit_code takes an elastic.Error")
     elastic.progress(3)
