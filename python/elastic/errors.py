@@ -49,12 +49,6 @@ class NoULFMError(RelaunchError):
 class FileError(Error, OSError):
     """ELASTIC_ERR_IO: a file system error."""
 
-    def __init__(self, code, message):
-        Error.__init__(self, code, message)
-
-    def __str__(self):
-        return self.message
-
 
 class CorruptError(Error):
     """ELASTIC_ERR_CORRUPT: snapshot data failed verification."""
