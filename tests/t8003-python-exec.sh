@@ -2,7 +2,8 @@
 # t8003-python-exec.sh - heat2d.py under `elastic-exec --nproc-per-node 8`,
 # which hosts the ranks' PMIx server (no mpirun): the C program's checksum;
 # one rank SIGKILLed, and two at once, recovered in place to it, no restart;
-# a spare taking over; nothing left behind.
+# a spare taking over; nothing left behind.  elastic.progress(step) feeds
+# the agent's --hang-timeout watchdog.
 . "${srcdir:-.}/pmix/exec.sh"
 . "${srcdir:-.}/python/python.sh"
 
@@ -51,4 +52,14 @@ in_place two-at-once 6 "1 4" -- --fail 1:20 --fail 4:20
 in_place spare 7 2 ELASTIC_SPARE_RANKS=1 -- --fail 2:20
 grep -q 'resharded at step [0-9]*: world 7 -> 7' "$ep_dir/out"
 ok $? "spare: the spare took rank 2's place (world 7 -> 7)" || diag "$(ep_out)"
+
+# elastic.progress reaches the supervisor: a rank that reported step 5 and
+# then stopped is killed by the hang watchdog, which names the step
+ep_start hang 1 --hang-timeout 1 -- "$PY" -c 'import elastic, time
+elastic.progress(5)
+time.sleep(120)'
+ep_wait 120
+is "$(ep_ev watchdog_fire kind=hang rank=0 step=5)" 1 "elastic.progress(5), then silence: the hang watchdog fired after step 5" ||
+    diag "$(ep_err)"
+ep_check_clean "hang"
 done_testing

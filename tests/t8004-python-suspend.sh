@@ -16,7 +16,7 @@ py_skip_unless_built
 tmp=$(mktemp -d)
 trap 'mpi_kill_job; [ -n "$job" ] && kill -KILL $job 2> /dev/null; rm -rf "$tmp"' EXIT
 job=
-ARGS="--nx 96 --ny 80 --steps 800"
+ARGS="--nx 96 --ny 80 --steps 1500"
 PYRUN=(-x PYTHONPATH="$PYPATH")
 
 app_run "$tmp/ref" 4 $EXAMPLES/heat2d $ARGS
@@ -28,8 +28,10 @@ S=$(((RANDOM % 6 + 2) * 50))
 out=$tmp/run
 mpi_start "$out" 4 "${PYRUN[@]}" -x ELASTIC_SNAPSHOT_DIR="$tmp/snap" -x ELASTIC_EVENT_LOG="$out.events" -- \
     "$PY" "$HEAT_PY" $ARGS --sleep 2 --progress 50
-kill_rank_at 2 "<stdout>: step $S\$" 120 TERM
-ok $? "SIGTERM sent to rank 2 after step $S"
+# rank 2's pid first (a scan of /proc can take seconds on a loaded machine)
+wait_for_grep "<stdout>: step 0\$" "$out" 120 && pid=$(mpi_rank_pid 2) &&
+    wait_for_grep "<stdout>: step $S\$" "$out" 120 && kill -TERM "$pid"
+ok $? "SIGTERM sent to rank 2 (pid ${pid:-?}) after step $S"
 mpi_wait 120
 is "$MPI_RC" 75 "the job suspended: exit 75" || show_failure "$out"
 at=$(tr -d '\0' < "$out" | sed -n 's/.*<stdout>: suspended at step \([0-9]*\)$/\1/p')
