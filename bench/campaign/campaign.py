@@ -24,7 +24,8 @@ against a failure-free run of the same configuration:
           rerun, which must fall back to an older one.
 
 A run is right when its exit code is one the schedule allows (0 after
-in-place recoveries and relaunches; 75 for a preemption, then 0 for the
+in-place recoveries and relaunches - how many runs needed a group restart
+under elastic-exec is counted apart; 75 for a preemption, then 0 for the
 rerun), the final checksum is the failure-free one, nothing hung (the
 timeout), and nothing was left behind: no process carrying the run's mark,
 no file in its TMPDIR (run and PMIx session directories), no new /dev/shm
@@ -59,6 +60,8 @@ def parse_args():
     p.add_argument("--persist-period", type=int, default=2000)
     p.add_argument("--snapshot-period", type=int, default=100)
     p.add_argument("--hang-timeout", type=float, default=2.0)
+    p.add_argument("--max-restarts", type=int, default=3,
+                   help="elastic-exec's --max-restarts (0: a lost buddy pair ends with 76)")
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--out", default=None)
     p.add_argument("--timeout", type=float, default=300.0, help="a run that takes longer hung")
@@ -67,6 +70,8 @@ def parse_args():
         if getattr(a, name) < 1:
             p.error("--%s: '%s' is invalid (expected an integer >= 1)"
                     % (name.replace("_", "-"), getattr(a, name)))
+    if a.max_restarts < 0:
+        p.error("--max-restarts: '%d' is invalid (expected an integer >= 0)" % a.max_restarts)
     if a.ranks < 3:
         p.error("--ranks: '%d' is invalid (expected >= 3: a shrink needs survivors)" % a.ranks)
     a.launchers = a.launchers.split(",")
@@ -148,7 +153,8 @@ class Campaign:
                "--snapshot-dir", os.path.join(d, "snap")]
         if launcher == "exec":
             return [self.exec, "--nproc-per-node", str(n), "--run-id", rid,
-                    "--max-restarts", "3", "--event-log", os.path.join(d, "events"),
+                    "--max-restarts", str(self.a.max_restarts), "--event-log",
+                    os.path.join(d, "events"),
                     *extra_exec, "--"] + app
         return [self.mpirun, "-q", "--run-dir", os.path.join(d, "run"), "-n", str(n)] + app
 
@@ -218,10 +224,55 @@ class Campaign:
         tmp = os.path.join(d, "tmp")
         if os.path.isdir(tmp) and os.listdir(tmp):
             left.append("TMPDIR entries %s" % sorted(os.listdir(tmp)))
-        new = sorted(set(os.listdir("/dev/shm")) - shm_before)
+        new = self.own_shm(d, set(os.listdir("/dev/shm")) - shm_before)
         if new:
             left.append("/dev/shm %s" % new)
         return left
+
+    @staticmethod
+    def in_use():
+        """/dev/shm names some process maps or holds open."""
+        used = set()
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                with open("/proc/%s/maps" % pid) as f:
+                    for line in f:
+                        i = line.find("/dev/shm/")
+                        if i >= 0:
+                            used.add(line[i + 9:].split()[0])
+                for fd in os.listdir("/proc/%s/fd" % pid):
+                    t = os.readlink("/proc/%s/fd/%s" % (pid, fd))
+                    if t.startswith("/dev/shm/"):
+                        used.add(t[9:].split()[0])
+            except OSError:
+                continue
+        return used
+
+    def own_shm(self, d, new):
+        """Of the /dev/shm entries that appeared during the run, those it
+        left.  Other jobs on the machine create and remove their own, so an
+        entry counts only when it is the run's: for elastic-exec, under a
+        prefix its event log names (pmix_job_end: the namespaces' Open MPI
+        segments; its run and PMIx directories are in the run's TMPDIR,
+        checked apart); for elastic-mpirun,
+        an entry nobody maps or holds open any more, 2 s after the end."""
+        ev = os.path.join(d, "events")
+        prefixes = []
+        if os.path.exists(ev):
+            for line in open(ev):
+                try:
+                    e = json.loads(line)
+                except ValueError:
+                    continue
+                if e.get("event") == "pmix_job_end":
+                    prefixes += e.get("shm", [])
+            return sorted(f for f in new if f in set(os.listdir("/dev/shm")) and
+                          any(f.startswith(p) for p in prefixes))
+        time.sleep(2)
+        used = self.in_use()
+        return sorted(f for f in new if os.path.exists("/dev/shm/" + f) and f not in used)
 
     # ---- faults ----------------------------------------------------------
 
@@ -287,6 +338,8 @@ class Campaign:
             log.append("ELASTIC_TEST_KILL=" + env["ELASTIC_TEST_KILL"])
         if kind == "stop":
             extra = ["--hang-timeout", str(a.hang_timeout)]
+        if launcher == "exec" and a.max_restarts == 0 and kind in ("kill", "hook", "stop"):
+            want = {0, 76}  # a rank and its buddy lost: a clean "relaunch me"
         t0 = time.time()
         p = self.start(launcher, n, rid, d, mark, "run", extra, env)
         if kind == "kill":
@@ -362,17 +415,37 @@ class Campaign:
                     # a damage in bytes no reader uses (free space) is harmless
                     # and cannot be seen: counted, not failed
                     res["damage_detected"] = resumed < damaged_step
+        res["restarts"], res["lost_in_place"] = self.recoveries(d)
         left = self.leftovers(d, mark, shm_before)
         if left:
             problems.append("left behind: " + "; ".join(left))
         res["problems"] = problems
         res["ok"] = not problems
-        print("%3d %-6s %-6s exit %-4s %5.1f s %s%s" % (
+        print("%3d %-6s %-6s exit %-4s %5.1f s %s%s%s" % (
             i, launcher, kind, rc, secs, "ok" if not problems else "FAIL: " + "; ".join(problems),
+            "" if res["restarts"] is None else " (in place %d, restarts %d)" % (
+                res["lost_in_place"], res["restarts"]),
             "" if not log else "  [" + "; ".join(log) + "]"), flush=True)
         if not problems:
             shutil.rmtree(d, ignore_errors=True)
         return res
+
+    @staticmethod
+    def recoveries(d):
+        """(group restarts, ranks lost in place) from elastic-exec's event
+        log (elastic-mpirun's runs: (None, None))."""
+        ev = os.path.join(d, "events")
+        if not os.path.exists(ev):
+            return None, None
+        restarts = lost = 0
+        for line in open(ev):
+            try:
+                e = json.loads(line)
+            except ValueError:
+                continue
+            restarts += e.get("event") == "restart"
+            lost += e.get("event") == "rank_lost"
+        return restarts, lost
 
     def damage_newest(self, snapdir):
         files = []
@@ -414,8 +487,10 @@ class Campaign:
         rows = {}
         for r in self.runs:
             k = (r["launcher"], r["kind"])
-            s = rows.setdefault(k, {"runs": 0, "ok": 0, "wrong": 0, "hang": 0, "exit": 0, "left": 0})
+            s = rows.setdefault(k, {"runs": 0, "ok": 0, "wrong": 0, "hang": 0, "exit": 0, "left": 0,
+                                    "restarted": 0})
             s["runs"] += 1
+            s["restarted"] += bool(r.get("restarts"))
             s["ok"] += r["ok"]
             for p in r["problems"]:
                 s["wrong"] += "wrong result" in p
@@ -426,16 +501,19 @@ class Campaign:
                  "seed %d; heat2d %dx%d, %d steps, %d ranks, snapshot every %d, L3 every %d"
                  % (self.seed, self.a.nx, self.a.nx, self.a.steps, self.a.ranks,
                     self.a.snapshot_period, self.a.persist_period), "",
-                 "| launcher | fault | runs | right | wrong result | hang | unexplained exit | left behind |",
-                 "|---|---|---|---|---|---|---|---|"]
-        tot = {"runs": 0, "ok": 0, "wrong": 0, "hang": 0, "exit": 0, "left": 0}
+                 "| launcher | fault | runs | right | wrong result | hang | unexplained exit "
+                 "| left behind | needed a group restart |",
+                 "|---|---|---|---|---|---|---|---|---|"]
+        tot = {"runs": 0, "ok": 0, "wrong": 0, "hang": 0, "exit": 0, "left": 0, "restarted": 0}
         for (l, k), s in sorted(rows.items()):
-            lines.append("| %s | %s | %d | %d | %d | %d | %d | %d |"
-                         % (l, k, s["runs"], s["ok"], s["wrong"], s["hang"], s["exit"], s["left"]))
+            lines.append("| %s | %s | %d | %d | %d | %d | %d | %d | %d |"
+                         % (l, k, s["runs"], s["ok"], s["wrong"], s["hang"], s["exit"], s["left"],
+                            s["restarted"]))
             for x in tot:
                 tot[x] += s[x]
-        lines.append("| all | all | %d | %d | %d | %d | %d | %d |"
-                     % (tot["runs"], tot["ok"], tot["wrong"], tot["hang"], tot["exit"], tot["left"]))
+        lines.append("| all | all | %d | %d | %d | %d | %d | %d | %d |"
+                     % (tot["runs"], tot["ok"], tot["wrong"], tot["hang"], tot["exit"], tot["left"],
+                        tot["restarted"]))
         dmg = [r for r in self.runs if "damage_detected" in r]
         if dmg:
             lines += ["", "Damaged newest snapshot: %d of %d reruns resumed from an older one "
