@@ -642,6 +642,68 @@ static int job_may_be_torn (struct pmixhost_job *job)
     return 0;
 }
 
+/* A deregistration PMIx completes in its progress thread.  The waiter may
+ * give up first; the last of the two frees it. */
+struct dereg_wait {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int done;
+    int gave_up;
+};
+
+static void dereg_done (pmix_status_t status, void *cbdata)
+{
+    struct dereg_wait *w = cbdata;
+
+    (void)status;
+    pthread_mutex_lock (&w->lock);
+    if (w->gave_up) {
+        pthread_mutex_unlock (&w->lock);
+        pthread_mutex_destroy (&w->lock);
+        pthread_cond_destroy (&w->cond);
+        free (w);
+        return;
+    }
+    w->done = 1;
+    pthread_cond_signal (&w->cond);
+    pthread_mutex_unlock (&w->lock);
+}
+
+/* Deregister job's namespace and wait (10 s at most) until PMIx has run the
+ * cleanups its clients registered (Open MPI's /dev/shm segments, a killed
+ * rank's too): PMIx does that in its progress thread, and a process that
+ * exits right after the call would leave them behind. */
+static void deregister_nspace (struct pmixhost_job *job)
+{
+    struct dereg_wait *w = calloc (1, sizeof (*w));
+    struct timespec until;
+    int done;
+
+    if (!w) {
+        PMIx_server_deregister_nspace (job->nspace, NULL, NULL);
+        return;
+    }
+    pthread_mutex_init (&w->lock, NULL);
+    pthread_cond_init (&w->cond, NULL);
+    PMIx_server_deregister_nspace (job->nspace, dereg_done, w);
+    clock_gettime (CLOCK_REALTIME, &until);
+    until.tv_sec += 10;
+    pthread_mutex_lock (&w->lock);
+    while (!w->done && pthread_cond_timedwait (&w->cond, &w->lock, &until) != ETIMEDOUT)
+        ;
+    done = w->done;
+    w->gave_up = !done;
+    pthread_mutex_unlock (&w->lock);
+    if (done) {
+        pthread_mutex_destroy (&w->lock);
+        pthread_cond_destroy (&w->cond);
+        free (w);
+    } else
+        fprintf (stderr,
+                 "elastic: warn: PMIx did not finish deregistering %s within 10 s\n",
+                 job->nspace);
+}
+
 void pmixhost_job_destroy (struct pmixhost_job *job)
 {
     struct pmixhost *h;
@@ -664,7 +726,7 @@ void pmixhost_job_destroy (struct pmixhost_job *job)
     if (job->registered && job_may_be_torn (job))
         h->tainted = 1;
     else if (job->registered)
-        PMIx_server_deregister_nspace (job->nspace, NULL, NULL);
+        deregister_nspace (job);
     remove_tree (job->dir);
     for (int r = 0; r < job->nranks; r++)
         env_free (job->r[r].env);
