@@ -96,6 +96,11 @@ void heartbeat_flag (uint32_t flag)
     __atomic_store_n (&h->updated_ns, monotonic_ns (), __ATOMIC_RELEASE);
 }
 
+void heartbeat_touch (void)
+{
+    heartbeat_flag (0);
+}
+
 int elastic_progress_end (void)
 {
     heartbeat_flag (ELASTIC_HEARTBEAT_ENDED);

@@ -675,7 +675,11 @@ int elastic_maybe_reshard_down (elastic_manager_t *m,
             "step %lld: %s: recovering",
             (long long)m->step,
             ft_strerror (mpi_err, ebuf, sizeof (ebuf)));
+    /* alive, though no step goes by while it recovers: a supervisor's hang
+     * watchdog (elastic-exec --hang-timeout) times the recovery from here */
+    heartbeat_touch ();
     rc = event_run (m, WHY_FAILURE, m->handler, m->handler_arg, &outcome, err);
+    heartbeat_touch ();
     if (rc != ELASTIC_OK)
         m->fatal_rc = rc;
     return rc;

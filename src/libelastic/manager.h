@@ -125,6 +125,10 @@ void mgr_set_agreed_error (int rc, int reporter);
  * unsupervised): ELASTIC_HEARTBEAT_* of common/heartbeat.h. */
 void heartbeat_flag (uint32_t flag);
 
+/* Tell the supervisor this process is alive without a new step (a
+ * recovery in progress); a no-op when unsupervised. */
+void heartbeat_touch (void);
+
 /* Rebuild m->layout from the registered counts (collective over work). */
 int mgr_gather_layout (struct elastic_manager *m);
 
