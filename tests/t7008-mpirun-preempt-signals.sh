@@ -9,7 +9,9 @@
 # the ranks suspended (exit 1).  Every run must exit 75, say where the ranks
 # suspended, leave that HDF5 snapshot behind and no process of the job; the
 # first run of each way is then resumed and must give the failure-free
-# checksum.  T7008_ROUNDS (default 2) runs of each way; T7008_NP, _NX, _NY,
+# checksum.  T7008_ROUNDS (default 3) runs of each way (T7008_WAYS: which;
+# T7008_KEEP: a directory to keep the output of runs whose mpirun exit code
+# was lost); T7008_NP, _NX, _NY,
 # _STEPS, _SLEEP (ms per step) and _AT (the step after which the signal is
 # sent) size the job; bench/preempt-signals.sh repeats it at the issue's size.
 . "${srcdir:-.}/lib/tap.sh"
@@ -19,7 +21,7 @@ empirun=$(cd "${top_builddir:-..}/src/mpirun" && pwd)/elastic-mpirun
 exec_bin=$(cd "${top_builddir:-..}/src/exec" 2> /dev/null && pwd)/elastic-exec
 [ -x "$heat2d" ] && [ -x "$exec_bin" ] || skip_all "heat2d or elastic-exec not built"
 command -v setsid > /dev/null || skip_all "no setsid(1) to give a job its own process group"
-rounds=${T7008_ROUNDS:-2}
+rounds=${T7008_ROUNDS:-3}
 np=${T7008_NP:-4}
 grid=(--nx "${T7008_NX:-64}" --ny "${T7008_NY:-64}")
 tmp=$(mktemp -d)
@@ -72,7 +74,7 @@ preempt() {
     step=$(tr -d '\0' < "$tmp/out.$id" | sed -n 's/^suspended at step \([0-9]*\)$/\1/p' | head -n 1)
 }
 
-for way in alone group timeout; do
+for way in ${T7008_WAYS:-alone group timeout}; do
     n75=0 nlost=0
     for r in $(seq 1 "$rounds"); do
         id=$way.$r
@@ -81,6 +83,8 @@ for way in alone group timeout; do
         if grep -a -q 'the attempt counts as suspended' "$tmp/out.$id"; then
             nlost=$((nlost + 1))
             diag "$id: $(grep -a -o 'mpirun exited .*' "$tmp/out.$id" | head -n 1)"
+            tr -d '\0' < "$tmp/out.$id" | grep -a 'elastic-mpirun.*: \(warn\|error\):' | sed 's/^/# /'
+            [ -n "${T7008_KEEP:-}" ] && mkdir -p "$T7008_KEEP" && cp "$tmp/out.$id" "$T7008_KEEP/"
         fi
         is "$rc" 75 "$id: SIGTERM $way -> exit 75" ||
             tr -d '\0' < "$tmp/out.$id" | grep -a -v '^step ' | tail -n 25 | sed 's/^/# /'
