@@ -60,6 +60,11 @@ ok $? "second Ctrl-C: mpirun was killed"
 grep -q 'processes of the job outlived mpirun (.*): killing them (SIGKILL)' "$tmp/out.int2"
 ok $? "second Ctrl-C: the ranks it left behind were killed"
 is "$(job_procs)" "" "second Ctrl-C: no process of the job is left"
+left=$(grep -o '/dev/shm/[^ ]* was left behind by the job: removing it' "$tmp/out.int2" | wc -l)
+ok $([ "$left" -ge 3 ]; echo $?) "second Ctrl-C: the ranks' $left /dev/shm segments, which the killed mpirun could not remove, were removed"
+gone=1
+for f in $(grep -o '/dev/shm/[^ ]* was left' "$tmp/out.int2" | cut -d' ' -f1); do [ -e "$f" ] && gone=0; done
+ok $([ "$gone" = 1 ]; echo $?) "second Ctrl-C: none of them is left"
 
 # Ctrl-Z, then fg/bg
 start_job tstp $(app tstp)

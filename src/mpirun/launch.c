@@ -182,6 +182,66 @@ static void signal_orphan (pid_t pid, int sig)
     kill (pid, sig);
 }
 
+/* The /dev/shm files of the job's orphans, by prefix: the name up to its
+ * last '.', which holds the job's id in Open MPI's segment names
+ * (sm_segment.<host>.<uid>.<job id>.<local rank>); names with fewer fields
+ * are not per job.  mpirun removes them at the job's end; an mpirun that
+ * died first cannot.  (The same rule as elastic-exec's pmix_backend.c.) */
+#define SHM_MAX 16
+struct shm_prefixes {
+    int n;
+    char p[SHM_MAX][256];
+};
+
+static void shm_collect (struct shm_prefixes *sp, pid_t pid)
+{
+    char path[64], line[1024];
+    FILE *f;
+
+    snprintf (path, sizeof (path), "/proc/%d/maps", (int)pid);
+    if (!(f = fopen (path, "re")))
+        return;
+    while (fgets (line, sizeof (line), f)) {
+        char *p = strstr (line, " /dev/shm/"), *dot;
+        int known = 0, dots = 0;
+
+        if (!p)
+            continue;
+        p += strlen (" /dev/shm/");
+        p[strcspn (p, " \n")] = '\0';
+        if (!(dot = strrchr (p, '.')) || dot == p || strchr (p, '/'))
+            continue;
+        dot[1] = '\0';
+        for (const char *c = p; *c; c++)
+            dots += *c == '.';
+        if (dots < 4 || strlen (p) >= sizeof (sp->p[0]))
+            continue;
+        for (int k = 0; k < sp->n && !known; k++)
+            known = !strcmp (sp->p[k], p);
+        if (!known && sp->n < SHM_MAX)
+            strcpy (sp->p[sp->n++], p);
+    }
+    fclose (f);
+}
+
+static void shm_remove (const struct shm_prefixes *sp)
+{
+    struct dirent *de;
+    DIR *d;
+
+    if (sp->n == 0 || !(d = opendir ("/dev/shm")))
+        return;
+    while ((de = readdir (d)))
+        for (int k = 0; k < sp->n; k++)
+            if (!strncmp (de->d_name, sp->p[k], strlen (sp->p[k]))) {
+                log_warn ("/dev/shm/%s was left behind by the job: removing it",
+                          de->d_name);
+                unlinkat (dirfd (d), de->d_name, 0);
+                break;
+            }
+    closedir (d);
+}
+
 /* "pid (name), ..." of the first pids, into buf. */
 static void describe_pids (const pid_t *pids, int n, char *buf, size_t size)
 {
@@ -214,6 +274,7 @@ static void describe_pids (const pid_t *pids, int n, char *buf, size_t size)
  * reaped; `hard`: SIGKILL at once.  Returns how many had to be signalled. */
 static int sweep_orphans (double wait_until, int hard)
 {
+    struct shm_prefixes shm = {0};
     pid_t pids[256];
     char names[256];
     int n, signalled = 0;
@@ -222,8 +283,10 @@ static int sweep_orphans (double wait_until, int hard)
         /* 0: let them finish, 1: SIGTERM, 2: SIGKILL */
         double deadline = phase == 0 ? wait_until : launch_now () + (phase == 1 ? 10 : 5);
         reap_exited ();
-        if ((n = list_children (pids, 256)) == 0)
+        if ((n = list_children (pids, 256)) == 0) {
+            shm_remove (&shm);
             return signalled;
+        }
         describe_pids (pids, n, names, sizeof (names));
         if (phase == 0)
             log_debug ("%d process%s of the job still exiting after mpirun (%s)",
@@ -237,14 +300,18 @@ static int sweep_orphans (double wait_until, int hard)
                       names,
                       phase == 1 ? "stopping them (SIGTERM)" : "killing them (SIGKILL)");
             signalled = signalled > n ? signalled : n;
-            for (int i = 0; i < n; i++)
+            for (int i = 0; i < n; i++) {
+                shm_collect (&shm, pids[i]);
                 signal_orphan (pids[i], phase == 1 ? SIGTERM : SIGKILL);
+            }
         }
         while (launch_now () < deadline) {
             struct timespec ts = {0, 20 * 1000000L};
             reap_exited ();
-            if (list_children (pids, 256) == 0)
+            if (list_children (pids, 256) == 0) {
+                shm_remove (&shm);
                 return signalled;
+            }
             nanosleep (&ts, NULL);
         }
     }
