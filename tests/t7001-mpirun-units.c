@@ -448,6 +448,90 @@ static void test_events (void)
     }
 }
 
+/* Whether the ranks suspended, from the event log alone: the library's
+ * suspend event with its L3 file, or the ranks' exit codes (75 and 0). */
+static void test_events_suspended (void)
+{
+    static struct events ev;
+    char why[4200];
+    /* what libelastic (rank 0) writes */
+    const char *lib =
+        "{\"event\":\"persist\",\"step\":30,\"world_size\":4,\"file\":\"/s/snap-30.h5\","
+        "\"rank\":0}\n"
+        "{\"event\":\"suspend\",\"step\":37,\"world_size\":4,\"reason\":\"SIGUSR1\","
+        "\"file\":\"/s/snap-000000000037.h5\",\"rank\":0,\"time\":\"t\"}\n";
+    /* what elastic-exec writes for libelastic's ranks: working rank 0
+     * carries the job's code, 75; the others exit 0 */
+    const char *exits =
+        "{\"event\":\"worker_exit\",\"rank\":1,\"exitcode\":0,\"state\":\"SUCCEEDED\"}\n"
+        "{\"event\":\"worker_exit\",\"rank\":0,\"exitcode\":75,\"state\":\"STOPPED\"}\n"
+        "{\"event\":\"worker_exit\",\"rank\":2,\"exitcode\":0,\"state\":\"SUCCEEDED\"}\n"
+        "{\"event\":\"worker_exit\",\"rank\":2,\"exitcode\":0,\"state\":\"SUCCEEDED\"}\n";
+    const char *exit_line = "{\"event\":\"worker_exit\",\"rank\":3,\"exitcode\":%d}\n";
+    char line[256];
+
+    events_init (&ev);
+    events_parse (&ev, lib);
+    is_int (ev.nsuspend, 1, "the library's suspend event is seen");
+    ok (ev.suspend_step == 37 && !strcmp (ev.suspend_file, "/s/snap-000000000037.h5"),
+        "with its step and L3 file (%lld, %s)",
+        ev.suspend_step,
+        ev.suspend_file);
+    ok (events_suspended (&ev, 4, why, sizeof (why)) == 1 && strstr (why, "step 37") &&
+            strstr (why, "snap-000000000037.h5"),
+        "a suspend event with a file: suspended (%s)",
+        why);
+    events_clear (&ev);
+
+    events_init (&ev);
+    events_parse (&ev,
+                  "{\"event\":\"suspend\",\"step\":37,\"world_size\":4,\"file\":null,"
+                  "\"rank\":0}\n");
+    ok (ev.nsuspend == 1 && ev.suspend_file[0] == '\0', "a suspend without a file");
+    is_int (events_suspended (&ev, 4, why, sizeof (why)),
+            0,
+            "is no evidence by itself (the L3 write failed)");
+    events_parse (&ev, exits);
+    ok (ev.nexit[EVENTS_EXIT_SUSPENDED] == 1 && ev.nexit[EVENTS_EXIT_ZERO] == 2,
+        "three ranks exited: one 75, two 0 (a repeated line counts once)");
+    is_int (events_suspended (&ev, 4, why, sizeof (why)),
+            0,
+            "three of four ranks is not the whole job");
+    snprintf (line, sizeof (line), exit_line, -9);
+    events_parse (&ev, line);
+    is_int (events_suspended (&ev, 4, why, sizeof (why)),
+            0,
+            "nor with the fourth killed by a signal");
+    snprintf (line, sizeof (line), exit_line, 0);
+    events_parse (&ev, line);
+    ok (events_suspended (&ev, 4, why, sizeof (why)) == 1 && strstr (why, "1 of them 75"),
+        "the fourth's later exit 0 replaces its signal: suspended (%s)",
+        why);
+    is_int (events_suspended (&ev, 0, why, sizeof (why)), 0, "an unknown world size: no");
+    events_clear (&ev);
+
+    events_init (&ev);
+    for (int r = 0; r < 3; r++) {
+        snprintf (line,
+                  sizeof (line),
+                  "{\"event\":\"worker_exit\",\"rank\":%d,\"exitcode\":75}\n",
+                  r);
+        events_parse (&ev, line);
+    }
+    ok (events_suspended (&ev, 3, why, sizeof (why)) == 1,
+        "every rank exiting 75 (a program of its own): suspended");
+    snprintf (line, sizeof (line), exit_line, 1);
+    events_parse (&ev, line);
+    is_int (events_suspended (&ev, 4, why, sizeof (why)), 0, "not with a rank exiting 1");
+    events_clear (&ev);
+
+    events_init (&ev);
+    events_parse (&ev, "{\"event\":\"worker_exit\",\"rank\":0,\"exitcode\":0}\n");
+    is_int (
+        events_suspended (&ev, 1, why, sizeof (why)), 0, "exit 0 is not a suspension");
+    events_clear (&ev);
+}
+
 static int parse (const char *line, struct options *o)
 {
     /* options keep pointers into argv: both live until the next call */
@@ -560,6 +644,7 @@ int main (void)
     test_match ();
     test_report ();
     test_events ();
+    test_events_suspended ();
     test_options ();
     test_version ();
     return done_testing ();

@@ -12,6 +12,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "elastic.h"
 #include "events.h"
 
 void events_init (struct events *ev)
@@ -247,7 +248,7 @@ static void parse_reshard (struct events *ev, const char *line, const char *name
 static void parse_line (struct events *ev, const char *line)
 {
     char name[64], host[256], state[32], sig[32];
-    double x;
+    double x, r;
 
     if (get_str (line, "event", name, sizeof (name)) < 0) {
         ev->bad_lines++;
@@ -272,6 +273,16 @@ static void parse_line (struct events *ev, const char *line)
         }
     } else if (strcmp (name, "worker_exit") == 0) {
         struct failure f = {.kind = FAIL_EVENT, .rank = -1};
+        if (get_num (line, "exitcode", &x) == 0 && get_num (line, "rank", &r) == 0 &&
+            r >= 0 && r < EVENTS_MAX_RANKS) {
+            unsigned char *kind = &ev->rank_exit[(int)r];
+            if (*kind != EVENTS_EXIT_NONE)
+                ev->nexit[*kind]--; /* a second line for this rank */
+            *kind = x == 0                        ? EVENTS_EXIT_ZERO
+                    : x == ELASTIC_EXIT_SUSPENDED ? EVENTS_EXIT_SUSPENDED
+                                                  : EVENTS_EXIT_OTHER;
+            ev->nexit[*kind]++;
+        }
         if (get_str (line, "state", state, sizeof (state)) < 0 ||
             strcasecmp (state, "FAILED") != 0)
             return;
@@ -290,6 +301,12 @@ static void parse_line (struct events *ev, const char *line)
         report_add (&ev->failed, &f);
     } else if (strcmp (name, "suspended") == 0) {
         ev->nsuspended++;
+    } else if (strcmp (name, "suspend") == 0) {
+        if (ev->nsuspend++ == 0) {
+            ev->suspend_step = get_num (line, "step", &x) == 0 ? (long long)x : -1;
+            if (get_str (line, "file", ev->suspend_file, sizeof (ev->suspend_file)) < 0)
+                ev->suspend_file[0] = '\0'; /* null: the L3 write failed */
+        }
     }
 }
 
@@ -373,4 +390,28 @@ int events_resolve_hosts (struct events *ev)
         }
     }
     return filled;
+}
+
+int events_suspended (const struct events *ev, int np, char *why, size_t size)
+{
+    if (ev->nsuspend && ev->suspend_file[0]) {
+        snprintf (why,
+                  size,
+                  "the ranks suspended at step %lld to %s",
+                  ev->suspend_step,
+                  ev->suspend_file);
+        return 1;
+    }
+    if (np > 0 && ev->nexit[EVENTS_EXIT_SUSPENDED] > 0 &&
+        ev->nexit[EVENTS_EXIT_OTHER] == 0 &&
+        ev->nexit[EVENTS_EXIT_SUSPENDED] + ev->nexit[EVENTS_EXIT_ZERO] >= np) {
+        snprintf (why,
+                  size,
+                  "all %d ranks exited, %d of them %d (suspended) and the others 0",
+                  np,
+                  ev->nexit[EVENTS_EXIT_SUSPENDED],
+                  ELASTIC_EXIT_SUSPENDED);
+        return 1;
+    }
+    return 0;
 }

@@ -1,9 +1,10 @@
 /* events.h - what the job's JSON-lines event log says happened
  *
  * ELASTIC_EVENT_LOG is written by libelastic (one line per in-place
- * recovery: "reshard_down", "reshard_up", or a final "fatal") and by
+ * recovery: "reshard_down", "reshard_up", or a final "fatal"; "suspend"
+ * with the step and the L3 file once the ranks suspended) and by
  * elastic-exec in wrapper mode ("worker_start" with the rank's "host",
- * "worker_exit" with "state" and "signal").  The parser reads top-level
+ * "worker_exit" with "exitcode", "state" and "signal").  The parser reads top-level
  * fields of each line and skips what it does not know: a damaged or foreign
  * line is counted and ignored, never fatal.
  */
@@ -17,6 +18,15 @@
 
 #define EVENTS_MAX_RESHARDS 64
 #define EVENTS_MAX_RANKS    4096
+
+/* rank_exit: how a rank's process ended */
+enum {
+    EVENTS_EXIT_NONE = 0,  /* no worker_exit seen */
+    EVENTS_EXIT_ZERO,      /* exit 0 */
+    EVENTS_EXIT_SUSPENDED, /* exit 75 */
+    EVENTS_EXIT_OTHER,     /* another code, or a signal */
+    EVENTS_EXIT_KINDS
+};
 
 struct reshard {
     char kind[24]; /* reshard_down, reshard_up */
@@ -34,7 +44,16 @@ struct events {
     int nfatal;
     char fatal[256]; /* the first fatal event's error text */
     int nsuspended;  /* elastic-exec "suspended" events */
-    int bad_lines;   /* not a JSON object */
+    /* libelastic's "suspend": working rank 0 writes it after the collective
+     * L3 write of the suspend step committed (or failed: no file) */
+    int nsuspend;
+    long long suspend_step;
+    char suspend_file[4096]; /* "" when the event names no file */
+    /* how each rank's wrapper said it exited (worker_exit; the last one
+     * counts), and how many ranks ended each way */
+    unsigned char rank_exit[EVENTS_MAX_RANKS];
+    int nexit[EVENTS_EXIT_KINDS];
+    int bad_lines; /* not a JSON object */
     int lines;
     /* rank -> host from elastic-exec's worker_start (NULL: unknown) */
     char *host_of[EVENTS_MAX_RANKS];
@@ -60,6 +79,14 @@ int events_read_file (struct events *ev, const char *path, off_t from);
 /* Fill in the hosts of failures that name only a rank, from the
  * worker_start map.  Returns how many it filled. */
 int events_resolve_hosts (struct events *ev);
+
+/* Whether the ranks of an attempt of np ranks suspended, by their own
+ * account, whatever mpirun's exit code: libelastic's suspend event names a
+ * committed L3 file, or the wrappers of all np ranks reported an exit, at
+ * least one of them 75 and the others 0 (libelastic has working rank 0
+ * carry the job's code; other programs may exit 75 everywhere).  Returns 1
+ * with the evidence in why, else 0. */
+int events_suspended (const struct events *ev, int np, char *why, size_t size);
 
 /* Find key at the top level of the JSON object `obj` and return a pointer
  * to its raw value (and its length), or NULL.  Exposed for tests. */

@@ -2,6 +2,8 @@
 #if HAVE_CONFIG_H
 #include "config.h"
 #endif
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -9,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -36,13 +39,18 @@ double launch_now (void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-int launch_signals_init (void)
+int launch_init (void)
 {
-    static const int sigs[] = {SIGTERM, SIGUSR1, SIGINT, SIGHUP, SIGCHLD};
+    static const int sigs[] = {
+        SIGTERM, SIGUSR1, SIGINT, SIGHUP, SIGCHLD, SIGTSTP, SIGCONT};
     struct sigaction sa;
 
     if (sig_pipe[0] >= 0)
         return 0;
+    /* processes of the job that outlive mpirun become our children (see
+     * sweep_orphans), not init's */
+    if (prctl (PR_SET_CHILD_SUBREAPER, 1) < 0)
+        log_debug ("PR_SET_CHILD_SUBREAPER: %s", strerror (errno));
     if (pipe2 (sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
         return -1;
     memset (&sa, 0, sizeof (sa));
@@ -74,9 +82,12 @@ int launch_wait_signal (double wait)
         struct pollfd p = {.fd = sig_pipe[0], .events = POLLIN};
         unsigned char c;
         double left = deadline - launch_now ();
-        while (read (sig_pipe[0], &c, 1) == 1)
+        while (read (sig_pipe[0], &c, 1) == 1) {
             if (is_preempt (c) || is_interrupt (c))
                 return c;
+            if (c == SIGTSTP)
+                kill (getpid (), SIGSTOP);
+        }
         if (left <= 0)
             return 0;
         if (poll (&p, 1, (int)(left * 1000) + 1) < 0 && errno != EINTR)
@@ -114,17 +125,217 @@ static void write_all (int fd, const char *p, size_t n)
     }
 }
 
+/* The pids of our children other than those already reaped: processes of
+ * the job that outlived mpirun and were reparented to us.  Returns how
+ * many (at most max) it stored. */
+static int list_children (pid_t *pids, int max)
+{
+    DIR *d = opendir ("/proc");
+    struct dirent *e;
+    pid_t self = getpid ();
+    int n = 0;
+
+    if (!d)
+        return 0;
+    while (n < max && (e = readdir (d))) {
+        char path[64], buf[512], *p;
+        long ppid;
+        ssize_t len;
+        int fd;
+
+        if (!isdigit ((unsigned char)e->d_name[0]))
+            continue;
+        snprintf (path, sizeof (path), "/proc/%s/stat", e->d_name);
+        if ((fd = open (path, O_RDONLY | O_CLOEXEC)) < 0)
+            continue;
+        len = read (fd, buf, sizeof (buf) - 1);
+        close (fd);
+        if (len <= 0)
+            continue;
+        buf[len] = '\0';
+        /* "pid (comm) state ppid ...": comm may hold spaces and parentheses */
+        if (!(p = strrchr (buf, ')')) || sscanf (p + 1, " %*c %ld", &ppid) != 1)
+            continue;
+        if (ppid == self)
+            pids[n++] = (pid_t)atol (e->d_name);
+    }
+    closedir (d);
+    return n;
+}
+
+/* Reap every child that has exited.  Returns how many. */
+static int reap_exited (void)
+{
+    int n = 0;
+
+    while (waitpid (-1, NULL, WNOHANG) > 0)
+        n++;
+    return n;
+}
+
+/* Signal a reparented process and its process group (each rank of mpirun
+ * leads its own). */
+static void signal_orphan (pid_t pid, int sig)
+{
+    if (getpgid (pid) == pid)
+        kill (-pid, sig);
+    kill (pid, sig);
+}
+
+/* The /dev/shm files of the job's orphans, by prefix: the name up to its
+ * last '.', which holds the job's id in Open MPI's segment names
+ * (sm_segment.<host>.<uid>.<job id>.<local rank>); names with fewer fields
+ * are not per job.  mpirun removes them at the job's end; an mpirun that
+ * died first cannot.  (The same rule as elastic-exec's pmix_backend.c.) */
+#define SHM_MAX 16
+struct shm_prefixes {
+    int n;
+    char p[SHM_MAX][256];
+};
+
+static void shm_collect (struct shm_prefixes *sp, pid_t pid)
+{
+    char path[64], line[1024];
+    FILE *f;
+
+    snprintf (path, sizeof (path), "/proc/%d/maps", (int)pid);
+    if (!(f = fopen (path, "re")))
+        return;
+    while (fgets (line, sizeof (line), f)) {
+        char *p = strstr (line, " /dev/shm/"), *dot;
+        int known = 0, dots = 0;
+
+        if (!p)
+            continue;
+        p += strlen (" /dev/shm/");
+        p[strcspn (p, " \n")] = '\0';
+        if (!(dot = strrchr (p, '.')) || dot == p || strchr (p, '/'))
+            continue;
+        dot[1] = '\0';
+        for (const char *c = p; *c; c++)
+            dots += *c == '.';
+        if (dots < 4 || strlen (p) >= sizeof (sp->p[0]))
+            continue;
+        for (int k = 0; k < sp->n && !known; k++)
+            known = !strcmp (sp->p[k], p);
+        if (!known && sp->n < SHM_MAX)
+            strcpy (sp->p[sp->n++], p);
+    }
+    fclose (f);
+}
+
+static void shm_remove (const struct shm_prefixes *sp)
+{
+    struct dirent *de;
+    DIR *d;
+
+    if (sp->n == 0 || !(d = opendir ("/dev/shm")))
+        return;
+    while ((de = readdir (d)))
+        for (int k = 0; k < sp->n; k++)
+            if (!strncmp (de->d_name, sp->p[k], strlen (sp->p[k]))) {
+                log_warn ("/dev/shm/%s was left behind by the job: removing it",
+                          de->d_name);
+                unlinkat (dirfd (d), de->d_name, 0);
+                break;
+            }
+    closedir (d);
+}
+
+/* "pid (name), ..." of the first pids, into buf. */
+static void describe_pids (const pid_t *pids, int n, char *buf, size_t size)
+{
+    size_t used = 0;
+
+    buf[0] = '\0';
+    for (int i = 0; i < n && i < 4 && used < size; i++) {
+        char path[64], comm[64] = "?";
+        int fd, len;
+        snprintf (path, sizeof (path), "/proc/%d/comm", (int)pids[i]);
+        if ((fd = open (path, O_RDONLY | O_CLOEXEC)) >= 0) {
+            ssize_t r = read (fd, comm, sizeof (comm) - 1);
+            comm[r > 0 ? r : 0] = '\0';
+            comm[strcspn (comm, "\n")] = '\0';
+            close (fd);
+        }
+        len = snprintf (
+            buf + used, size - used, "%s%d %s", i ? ", " : "", (int)pids[i], comm);
+        used += len > 0 ? (size_t)len : 0;
+    }
+    if (n > 4 && used < size)
+        snprintf (buf + used, size - used, ", ...");
+}
+
+/* After mpirun ended: processes of the job that it left behind (it crashed
+ * or was SIGKILLed before its ranks exited, or they were still exiting) are
+ * our children as a subreaper.  They get until `wait_until` to exit by
+ * themselves (ranks still writing their suspend snapshot, a wrapper's
+ * guardian on its way out), then SIGTERM, 10 s later SIGKILL, and are
+ * reaped; `hard`: SIGKILL at once.  Returns how many had to be signalled. */
+static int sweep_orphans (double wait_until, int hard)
+{
+    struct shm_prefixes shm = {0};
+    pid_t pids[256];
+    char names[256];
+    int n, signalled = 0;
+
+    for (int phase = hard ? 2 : 0; phase < 3; phase++) {
+        /* 0: let them finish, 1: SIGTERM, 2: SIGKILL */
+        double deadline = phase == 0 ? wait_until : launch_now () + (phase == 1 ? 10 : 5);
+        reap_exited ();
+        if ((n = list_children (pids, 256)) == 0) {
+            shm_remove (&shm);
+            return signalled;
+        }
+        describe_pids (pids, n, names, sizeof (names));
+        if (phase == 0)
+            log_debug ("%d process%s of the job still exiting after mpirun (%s)",
+                       n,
+                       n == 1 ? "" : "es",
+                       names);
+        else {
+            log_warn ("%d process%s of the job outlived mpirun (%s): %s",
+                      n,
+                      n == 1 ? "" : "es",
+                      names,
+                      phase == 1 ? "stopping them (SIGTERM)" : "killing them (SIGKILL)");
+            signalled = signalled > n ? signalled : n;
+            for (int i = 0; i < n; i++) {
+                shm_collect (&shm, pids[i]);
+                signal_orphan (pids[i], phase == 1 ? SIGTERM : SIGKILL);
+            }
+        }
+        while (launch_now () < deadline) {
+            struct timespec ts = {0, 20 * 1000000L};
+            reap_exited ();
+            if (list_children (pids, 256) == 0) {
+                shm_remove (&shm);
+                return signalled;
+            }
+            nanosleep (&ts, NULL);
+        }
+    }
+    if ((n = list_children (pids, 256)) > 0) {
+        describe_pids (pids, n, names, sizeof (names));
+        log_err ("%d process%s of the job could not be stopped (%s)",
+                 n,
+                 n == 1 ? "" : "es",
+                 names);
+    }
+    return signalled;
+}
+
 int launch_run (char *const argv[],
                 double suspend_timeout,
                 struct launch_result *res,
                 char *err,
                 size_t errsz)
 {
-    int errp[2], status = 0, exited = 0, out_open = 1;
+    int errp[2], status = 0, exited = 0, out_open = 1, killed = 0;
     double suspend_deadline = 0, kill_deadline = 0, drain_deadline = 0;
     char line[2048];
     size_t llen = 0;
-    pid_t pid;
+    pid_t pid, self = getpid ();
 
     memset (res, 0, sizeof (*res));
     report_init (&res->rep);
@@ -149,6 +360,19 @@ int launch_run (char *const argv[],
         signal (SIGHUP, SIG_DFL);
         signal (SIGCHLD, SIG_DFL);
         signal (SIGPIPE, SIG_DFL);
+        signal (SIGTSTP, SIG_DFL);
+        signal (SIGCONT, SIG_DFL);
+        /* Out of reach of the signals meant for us: a signal to our process
+         * group (timeout(1), kill 0) or from the terminal (Ctrl-C, Ctrl-Z)
+         * would reach mpirun itself, which kills the job on SIGTERM and
+         * SIGINT, also while the ranks suspend.  Its own session: only we
+         * signal it (a terminal's input is then not forwarded to rank 0). */
+        if (setsid () < 0)
+            fprintf (stderr, "elastic-mpirun: setsid: %s\n", strerror (errno));
+        /* If we die, even by SIGKILL, mpirun gets SIGTERM and stops the
+         * ranks (a pending death is caught by the getppid check). */
+        if (prctl (PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid () != self)
+            _exit (127);
         dup2 (errp[1], 2);
         execvp (argv[0], argv);
         fprintf (
@@ -195,9 +419,17 @@ int launch_run (char *const argv[],
                               strsignal (c));
                     kill (pid, SIGTERM);
                     kill_deadline = launch_now () + 15;
-                } else
+                } else {
+                    log_warn ("%s received again: killing mpirun", strsignal (c));
                     kill (pid, SIGKILL);
-            }
+                    killed = 1;
+                }
+            } else if (c == SIGTSTP) {
+                /* job control: mpirun forwards SIGTSTP to the ranks */
+                kill (pid, SIGTSTP);
+                kill (self, SIGSTOP);
+            } else if (c == SIGCONT)
+                kill (pid, SIGCONT);
         }
         now = launch_now ();
         if (!exited && suspend_deadline && !kill_deadline && now > suspend_deadline) {
@@ -208,7 +440,9 @@ int launch_run (char *const argv[],
             kill_deadline = now + 15;
         }
         if (!exited && kill_deadline && now > kill_deadline) {
+            log_warn ("mpirun did not stop within 15 s: killing it");
             kill (pid, SIGKILL);
+            killed = 1;
             kill_deadline = now + 3600;
         }
         if (out_open && (p[1].revents & (POLLIN | POLLHUP | POLLERR))) {
@@ -238,6 +472,10 @@ int launch_run (char *const argv[],
             }
         }
     }
+    /* what mpirun left running: ranks still suspending get until the
+     * suspend deadline; after a SIGKILL to mpirun they go at once */
+    res->orphans = sweep_orphans (
+        suspend_deadline && !res->forced ? suspend_deadline : launch_now () + 2, killed);
     if (llen > 0) {
         line[llen] = '\0';
         if (report_feed_line (&res->rep, line) > 0 && res->t_failure == 0)

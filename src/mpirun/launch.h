@@ -2,9 +2,17 @@
  *
  * mpirun's stdout is the caller's; its stderr passes through a pipe so the
  * exit report can be parsed (report.h) and is copied to the caller's stderr
- * unchanged.  Preemption signals (SIGTERM, SIGUSR1) received meanwhile are
- * relayed to mpirun as SIGUSR1, which Open MPI forwards to every rank (a
- * SIGTERM would make mpirun kill the job); SIGINT/SIGHUP stop the job.
+ * unchanged.  mpirun runs in its own session, so that only elastic-mpirun
+ * signals it: a signal sent to elastic-mpirun's process group (timeout(1),
+ * kill 0) or by the terminal (Ctrl-C) reaches elastic-mpirun alone.
+ * Preemption signals (SIGTERM, SIGUSR1) are relayed to mpirun as SIGUSR1,
+ * which Open MPI forwards to every rank (a SIGTERM would make mpirun kill
+ * the job); a second one stops mpirun.  SIGINT/SIGHUP stop the job (SIGTERM
+ * to mpirun), a second one kills mpirun; SIGTSTP/SIGCONT are relayed (job
+ * control).  mpirun gets SIGTERM when elastic-mpirun dies, even by SIGKILL
+ * (PR_SET_PDEATHSIG), and stops the ranks then; processes of the job that
+ * outlive mpirun are reparented to elastic-mpirun (a child subreaper),
+ * which stops and reaps them.
  */
 #ifndef ELASTIC_MPIRUN_LAUNCH_H
 #define ELASTIC_MPIRUN_LAUNCH_H
@@ -19,12 +27,14 @@ struct launch_result {
     double t_failure;   /* when the first failure report was seen (0: none) */
     int preempt_signal; /* a preemption signal arrived (0: none) */
     int interrupt_signal;
-    int forced; /* mpirun had to be stopped after the suspend timeout */
+    int forced;  /* mpirun had to be stopped after the suspend timeout */
+    int orphans; /* processes of the job that outlived mpirun (stopped) */
     struct report rep;
 };
 
-/* Install the signal handlers (once).  Returns 0 or -1 with errno. */
-int launch_signals_init (void);
+/* Install the signal handlers and become the reaper of the job's orphans
+ * (once).  Returns 0 or -1 with errno. */
+int launch_init (void);
 
 /* A preemption (SIGTERM/SIGUSR1) or interrupt (SIGINT/SIGHUP) signal that
  * arrived while no mpirun ran, waiting at most `wait` seconds for one.

@@ -855,7 +855,7 @@ int main (int argc, char **argv)
             j->mi.path,
             j->mi.version);
 
-    if (launch_signals_init () < 0) {
+    if (launch_init () < 0) {
         fprintf (stderr, "%s: signals: %s\n", prog, strerror (errno));
         return EXIT_FAILED;
     }
@@ -870,8 +870,9 @@ int main (int argc, char **argv)
         char dir[PATH_MAX], hostfile[PATH_MAX + 16], evlog[PATH_MAX + 16], num[32],
             line[8192];
         const char *hf = NULL;
+        char evidence[4200];
         off_t ev_from = 0;
-        int np, resume = k > 0 || j->resume_first;
+        int np, suspended, resume = k > 0 || j->resume_first;
 
         memset (at, 0, sizeof (*at));
         at->number = j->prev_attempts + k + 1;
@@ -1060,6 +1061,17 @@ int main (int argc, char **argv)
             size_t used = strlen (at->why);
             snprintf (at->why + used, sizeof (at->why) - used, "; library: %s", ev.fatal);
         }
+        suspended = res.exit_code == ELASTIC_EXIT_SUSPENDED;
+        if (!suspended && events_suspended (&ev, np, evidence, sizeof (evidence))) {
+            /* the ranks' account wins over mpirun's exit code: it can be
+             * lost after they suspended (mpirun killed, or crashed in its
+             * teardown) */
+            log_warn ("mpirun exited %d%s, but %s: the attempt counts as suspended",
+                      res.exit_code,
+                      res.mpirun_signal ? " (killed by a signal)" : "",
+                      evidence);
+            suspended = 1;
+        }
         if (res.rep.text[0]) {
             char path[PATH_MAX + 16];
             FILE *f;
@@ -1081,7 +1093,7 @@ int main (int argc, char **argv)
             final_why = NULL;
             break;
         }
-        if (res.exit_code == ELASTIC_EXIT_SUSPENDED) {
+        if (suspended) {
             at->outcome = OUT_SUSPENDED;
             final = "suspended";
             status = ELASTIC_EXIT_SUSPENDED;
