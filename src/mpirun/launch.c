@@ -332,7 +332,7 @@ int launch_run (char *const argv[],
                 size_t errsz)
 {
     int errp[2], status = 0, exited = 0, out_open = 1, killed = 0;
-    double suspend_deadline = 0, kill_deadline = 0, drain_deadline = 0;
+    double suspend_deadline = 0, kill_deadline = 0, drain_deadline = 0, preempt_at = 0;
     char line[2048];
     size_t llen = 0;
     pid_t pid, self = getpid ();
@@ -396,8 +396,14 @@ int launch_run (char *const argv[],
             if (exited || c == SIGCHLD)
                 continue;
             if (is_preempt (c)) {
-                if (!res->preempt_signal) {
+                if (res->preempt_signal == c && launch_now () - preempt_at < 1.0) {
+                    /* the same notice twice: timeout(1) signals its child and
+                     * then its process group, Slurm every process of the step */
+                    log_info ("%s received again within 1 s: the same notice",
+                              strsignal (c));
+                } else if (!res->preempt_signal) {
                     res->preempt_signal = c;
+                    preempt_at = launch_now ();
                     suspend_deadline = launch_now () + suspend_timeout;
                     log_warn (
                         "%s received: asking the ranks to suspend to a snapshot (SIGUSR1 "

@@ -1061,17 +1061,26 @@ int main (int argc, char **argv)
             size_t used = strlen (at->why);
             snprintf (at->why + used, sizeof (at->why) - used, "; library: %s", ev.fatal);
         }
-        suspended = res.exit_code == ELASTIC_EXIT_SUSPENDED;
-        if (!suspended && events_suspended (&ev, np, evidence, sizeof (evidence))) {
-            /* the ranks' account wins over mpirun's exit code: it can be
-             * lost after they suspended (mpirun killed, or crashed in its
-             * teardown) */
+        /* a suspension by mpirun's code or by the ranks' account (mpirun's
+         * code can be lost after they suspended: mpirun killed, or crashed
+         * in its teardown); but when nobody preempted this job and no rank
+         * wrote a suspend snapshot, the 75s came from ranks' wrappers that
+         * took the SIGTERM of Open MPI's own abort for a preemption */
+        suspended = res.exit_code == ELASTIC_EXIT_SUSPENDED ||
+                    events_suspended (&ev, np, evidence, sizeof (evidence));
+        if (suspended && !res.preempt_signal && !(ev.nsuspend && ev.suspend_file[0])) {
+            log_warn ("mpirun exited %d and ranks exited %d, but this job was not "
+                      "preempted and no rank suspended to an L3 snapshot (Open MPI stops "
+                      "the ranks with SIGTERM when it aborts a job): the attempt counts "
+                      "as failed",
+                      res.exit_code,
+                      ELASTIC_EXIT_SUSPENDED);
+            suspended = 0;
+        } else if (suspended && res.exit_code != ELASTIC_EXIT_SUSPENDED)
             log_warn ("mpirun exited %d%s, but %s: the attempt counts as suspended",
                       res.exit_code,
                       res.mpirun_signal ? " (killed by a signal)" : "",
                       evidence);
-            suspended = 1;
-        }
         if (res.rep.text[0]) {
             char path[PATH_MAX + 16];
             FILE *f;
