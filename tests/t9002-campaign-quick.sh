@@ -1,15 +1,18 @@
 #!/bin/bash
 # t9002-campaign-quick.sh - a bounded fault campaign (bench/campaign/campaign.py):
 # random schedules of real faults against `elastic-exec --nproc-per-node 8
-# heat2d` - SIGKILLs from outside at random times, SIGKILLs at exact windows
+# heat2d` and `elastic-mpirun -n 8 heat2d` - SIGKILLs from outside at random times, SIGKILLs at exact windows
 # through libelastic's test hook (a snapshot, a recovery, the protecting
 # snapshot, an L3 write, MPI_Finalize), a SIGSTOPped rank with
-# --hang-timeout, a preemption (to elastic-exec or to its process group)
-# with a resume at another size, and a damaged newest snapshot before the
+# --hang-timeout (elastic-exec only), a preemption (to the launcher or to
+# its process group) with a resume at another size, and a damaged newest snapshot before the
 # resume.  Every run must end with an allowed exit code and the
 # failure-free checksum, hang nowhere and leave nothing behind.  The seed
 # is fixed, so the schedules are the same each time (their timing is not);
-# bench/campaign/campaign.py runs the long, random version.
+# each run has one fault (--max-faults 1): Open MPI 5.0.7's MPIX_Comm_shrink
+# can hang when a second rank dies right after a recovery (about 1 run in
+# 10 of that schedule; doc/reliability.md), which the long, random version
+# in bench/campaign/campaign.py counts instead.
 . "${srcdir:-.}/lib/tap.sh"
 
 [ "${HAVE_ULFM:-no}" = yes ] || skip_all "no ULFM Open MPI"
@@ -20,13 +23,16 @@ PY=/usr/bin/python3
 out=$(mktemp -d "${TMPDIR:-/tmp}/t9002.XXXXXX")
 trap 'rm -rf "$out"' EXIT
 
-"$PY" "$srcdir/../bench/campaign/campaign.py" --build "$build" --runs 10 --launchers exec \
-    --kinds kill,hook,stop,term,damage --nx 128 --steps 8000 --persist-period 1000 \
+"$PY" "$srcdir/../bench/campaign/campaign.py" --build "$build" --runs 18 --launchers exec,mpirun \
+    --kinds kill,hook,stop,term,damage --max-faults 1 --nx 128 --steps 8000 --persist-period 1000 \
     --seed 9002 --timeout 180 --out "$out" > "$out/log" 2>&1
 rc=$?
 sed 's/^/# /' "$out/log"
-is "$rc" 0 "10 random fault schedules under elastic-exec: every one right"
+is "$rc" 0 "18 random fault schedules under elastic-exec and elastic-mpirun: every one right"
 for kind in kill hook stop term damage; do
-    is "$(grep -c "^ *[0-9]* exec *$kind *exit .* ok" "$out/log")" 2 "$kind: 2 of 2 runs right"
+    is "$(grep -c "^ *[0-9]* exec *$kind *exit .* ok" "$out/log")" 2 "elastic-exec, $kind: 2 of 2 runs right"
+done
+for kind in kill hook term damage; do
+    is "$(grep -c "^ *[0-9]* mpirun *$kind *exit .* ok" "$out/log")" 2 "elastic-mpirun, $kind: 2 of 2 runs right"
 done
 done_testing

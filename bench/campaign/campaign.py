@@ -60,6 +60,8 @@ def parse_args():
     p.add_argument("--persist-period", type=int, default=2000)
     p.add_argument("--snapshot-period", type=int, default=100)
     p.add_argument("--hang-timeout", type=float, default=2.0)
+    p.add_argument("--max-faults", type=int, default=3,
+                   help="at most this many kills a run (kill: 1-N, hook: 1-min(2,N))")
     p.add_argument("--max-restarts", type=int, default=3,
                    help="elastic-exec's --max-restarts (0: a lost buddy pair ends with 76)")
     p.add_argument("--seed", type=int, default=None)
@@ -70,6 +72,8 @@ def parse_args():
         if getattr(a, name) < 1:
             p.error("--%s: '%s' is invalid (expected an integer >= 1)"
                     % (name.replace("_", "-"), getattr(a, name)))
+    if a.max_faults < 1:
+        p.error("--max-faults: '%d' is invalid (expected an integer >= 1)" % a.max_faults)
     if a.max_restarts < 0:
         p.error("--max-restarts: '%d' is invalid (expected an integer >= 0)" % a.max_restarts)
     if a.ranks < 3:
@@ -256,8 +260,9 @@ class Campaign:
         entry counts only when it is the run's: for elastic-exec, under a
         prefix its event log names (pmix_job_end: the namespaces' Open MPI
         segments; its run and PMIx directories are in the run's TMPDIR,
-        checked apart); for elastic-mpirun,
-        an entry nobody maps or holds open any more, 2 s after the end."""
+        checked apart); for elastic-mpirun, an MPI or PMIx segment
+        (sm_segment.*, vader_segment.*, pmix*) nobody maps or holds open any
+        more, 2 s after the end."""
         ev = os.path.join(d, "events")
         prefixes = []
         if os.path.exists(ev):
@@ -272,7 +277,9 @@ class Campaign:
                           any(f.startswith(p) for p in prefixes))
         time.sleep(2)
         used = self.in_use()
-        return sorted(f for f in new if os.path.exists("/dev/shm/" + f) and f not in used)
+        mpi = ("sm_segment.", "vader_segment.", "pmix", "elastic-pmix.")
+        return sorted(f for f in new if f.startswith(mpi) and os.path.exists("/dev/shm/" + f) and
+                      f not in used)
 
     # ---- faults ----------------------------------------------------------
 
@@ -327,7 +334,7 @@ class Campaign:
         extra, env = [], {}
         if kind == "hook":
             hooks = []
-            for _ in range(rng.randint(1, 2)):
+            for _ in range(rng.randint(1, min(2, a.max_faults))):
                 where = rng.choice(HOOK_WHERE)
                 step = 0 if where == "finalize" else (
                     rng.randrange(1, a.steps // a.persist_period) * a.persist_period
@@ -343,7 +350,8 @@ class Campaign:
         t0 = time.time()
         p = self.start(launcher, n, rid, d, mark, "run", extra, env)
         if kind == "kill":
-            times = sorted(rng.uniform(0.02, 0.98) * tref for _ in range(rng.randint(1, 3)))
+            times = sorted(rng.uniform(0.02, 0.98) * tref
+                           for _ in range(rng.randint(1, a.max_faults)))
             self.inject_kills(p, mark, t0, times, log)
         elif kind == "stop":
             t = rng.uniform(0.1, 0.9) * tref

@@ -50,6 +50,7 @@
 
 #include "agent_impl.h"
 #include "common/log.h"
+#include "common/shm.h"
 #include "guardian.h"
 #include "pmix_host.h"
 #include "util.h"
@@ -93,15 +94,6 @@ struct pmixb {
  * to its last '.', which holds the job's id in Open MPI's segment names
  * (sm_segment.<host>.<uid>.<job id>.<local rank>).  Names with fewer
  * fields are not per job (another job's could share the prefix). */
-static int dots (const char *s)
-{
-    int n = 0;
-
-    for (; *s; s++)
-        n += *s == '.';
-    return n;
-}
-
 static void shm_sample (struct pmixb *pb)
 {
     elastic_agent_t *agent = pb->agent;
@@ -116,21 +108,14 @@ static void shm_sample (struct pmixb *pb)
         if (!(f = fopen (path, "re")))
             continue;
         while (fgets (line, sizeof (line), f)) {
-            char *p = strstr (line, " /dev/shm/"), *dot;
+            char p[256];
             int known = 0;
 
-            if (!p)
-                continue;
-            p += strlen (" /dev/shm/");
-            p[strcspn (p, " \n")] = '\0';
-            if (!(dot = strrchr (p, '.')) || dot == p || strchr (p, '/'))
-                continue;
-            dot[1] = '\0';
-            if (dots (p) < 4)
+            if (!shm_prefix_of_maps_line (line, p, sizeof (p)))
                 continue;
             for (int k = 0; k < pb->nshm_prefix && !known; k++)
                 known = !strcmp (pb->shm_prefix[k], p);
-            if (!known && pb->nshm_prefix < SHM_MAX_PREFIX && strlen (p) < 256) {
+            if (!known && pb->nshm_prefix < SHM_MAX_PREFIX) {
                 strcpy (pb->shm_prefix[pb->nshm_prefix++], p);
                 /* removed by the guardian if the agent is killed */
                 guardian_add_shm (local_guardian (pb->local), p);

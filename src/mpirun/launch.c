@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/shm.h"
 #include "launch.h"
 
 static int sig_pipe[2] = {-1, -1};
@@ -202,19 +203,10 @@ static void shm_collect (struct shm_prefixes *sp, pid_t pid)
     if (!(f = fopen (path, "re")))
         return;
     while (fgets (line, sizeof (line), f)) {
-        char *p = strstr (line, " /dev/shm/"), *dot;
-        int known = 0, dots = 0;
+        char p[sizeof (sp->p[0])];
+        int known = 0;
 
-        if (!p)
-            continue;
-        p += strlen (" /dev/shm/");
-        p[strcspn (p, " \n")] = '\0';
-        if (!(dot = strrchr (p, '.')) || dot == p || strchr (p, '/'))
-            continue;
-        dot[1] = '\0';
-        for (const char *c = p; *c; c++)
-            dots += *c == '.';
-        if (dots < 4 || strlen (p) >= sizeof (sp->p[0]))
+        if (!shm_prefix_of_maps_line (line, p, sizeof (p)))
             continue;
         for (int k = 0; k < sp->n && !known; k++)
             known = !strcmp (sp->p[k], p);
