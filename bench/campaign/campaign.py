@@ -2,7 +2,7 @@
 """campaign.py - a fault campaign: random schedules against the real launchers
 
     bench/campaign/campaign.py --build DIR [--runs N] [--launchers exec,mpirun]
-        [--kinds kill,hook,stop,term,damage] [--ranks 8] [--steps N]
+        [--kinds kill,rank0,hook,stop,term,damage] [--ranks 8] [--steps N]
         [--persist-period N] [--seed S] [--out DIR] [--timeout SEC]
 
 Each run starts heat2d (examples/heat2d.c) under a launcher, injects one
@@ -12,6 +12,10 @@ against a failure-free run of the same configuration:
   kill    1-3 SIGKILLs of random ranks at random times, from outside (any
           window: MPI_Init, a step, a snapshot, an L3 write, a recovery,
           MPI_Finalize);
+  rank0   recoveries in quick succession with rank 0 among the victims
+          (the run of issue #18 defect 6): SIGKILL rank 0 at a random
+          time, then 1-2 random ranks, each 0.5-1.5 s after the one
+          before, from outside;
   hook    1-2 SIGKILLs at exact windows through libelastic's test hook
           (ELASTIC_TEST_KILL: snapshot, recovery, protect, persist,
           finalize) at random steps;
@@ -27,7 +31,9 @@ A run is right when its exit code is one the schedule allows (0 after
 in-place recoveries and relaunches - how many runs needed a group restart
 under elastic-exec is counted apart; 75 for a preemption, then 0 for the
 rerun), the final checksum is the failure-free one, nothing hung (the
-timeout), and nothing was left behind: no process carrying the run's mark,
+timeout), Open MPI did not abort a rank for a message from outside its
+communicator ("context id reused": a message of a freed communicator
+handed to a newer one), and nothing was left behind: no process carrying the run's mark,
 no file in its TMPDIR (run and PMIx session directories), no new /dev/shm
 entry.  The report (OUT/report.md, OUT/runs.jsonl) counts runs per launcher
 and fault kind.  Every loop is bounded; the campaign stops by itself.
@@ -53,7 +59,7 @@ def parse_args():
     p.add_argument("--build", required=True, help="a built elastic build tree")
     p.add_argument("--runs", type=int, default=40, help="schedules in all (default 40)")
     p.add_argument("--launchers", default="exec,mpirun")
-    p.add_argument("--kinds", default="kill,hook,stop,term,damage")
+    p.add_argument("--kinds", default="kill,rank0,hook,stop,term,damage")
     p.add_argument("--ranks", type=int, default=8)
     p.add_argument("--nx", type=int, default=256)
     p.add_argument("--steps", type=int, default=20000)
@@ -84,8 +90,9 @@ def parse_args():
             p.error("--launchers: '%s' is invalid (expected exec, mpirun)" % l)
     a.kinds = a.kinds.split(",")
     for k in a.kinds:
-        if k not in ("kill", "hook", "stop", "term", "damage"):
-            p.error("--kinds: '%s' is invalid (expected kill, hook, stop, term, damage)" % k)
+        if k not in ("kill", "rank0", "hook", "stop", "term", "damage"):
+            p.error("--kinds: '%s' is invalid (expected kill, rank0, hook, stop, term, damage)"
+                    % k)
     return a
 
 
@@ -301,9 +308,10 @@ class Campaign:
             print("reference %s n=%d: checksum %s in %.1f s" % (launcher, n, ck, secs), flush=True)
         return self.ref[key]
 
-    def inject_kills(self, p, mark, t0, times, log):
-        """SIGKILL a random live rank at each of the times (seconds after t0)."""
-        for t in times:
+    def inject_kills(self, p, mark, t0, times, log, first=None):
+        """SIGKILL a random live rank at each of the times (seconds after t0);
+        rank first (if not None) at the first time."""
+        for k, t in enumerate(times):
             while time.time() - t0 < t and p.poll() is None:
                 time.sleep(0.01)
             if p.poll() is not None:
@@ -313,7 +321,7 @@ class Campaign:
             if not live:
                 log.append("%.2f s: no rank alive to kill" % (time.time() - t0))
                 continue
-            r = self.rng.choice(sorted(live))
+            r = first if k == 0 and first in live else self.rng.choice(sorted(live))
             try:
                 os.kill(live[r], signal.SIGKILL)
                 log.append("%.2f s: SIGKILL rank %d (pid %d)" % (time.time() - t0, r, live[r]))
@@ -353,6 +361,11 @@ class Campaign:
             times = sorted(rng.uniform(0.02, 0.98) * tref
                            for _ in range(rng.randint(1, a.max_faults)))
             self.inject_kills(p, mark, t0, times, log)
+        elif kind == "rank0":
+            times = [rng.uniform(0.05, 0.5) * tref]
+            for _ in range(rng.randint(1, 2)):
+                times.append(times[-1] + rng.uniform(0.5, 1.5))
+            self.inject_kills(p, mark, t0, times, log, first=0)
         elif kind == "stop":
             t = rng.uniform(0.1, 0.9) * tref
             while time.time() - t0 < t and p.poll() is None:
@@ -383,6 +396,9 @@ class Campaign:
         res = {"run": i, "launcher": launcher, "kind": kind, "schedule": log, "exit": rc,
                "seconds": round(secs, 2), "dir": d}
         problems = []
+        if any(b"rank outside the valid range of the communicator" in
+               open(os.path.join(d, "run" + ext), "rb").read() for ext in (".out", ".err")):
+            problems.append("context id reused (Open MPI aborted a rank)")
         if rc is None:
             problems.append("hang")
         elif rc not in want:

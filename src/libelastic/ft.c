@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <mpi.h>
 #if HAVE_ULFM
@@ -218,6 +219,39 @@ int ft_waitall (int n, MPI_Request *reqs, MPI_Comm comm)
         }
     }
     return first;
+}
+
+int ft_drain (MPI_Comm comm, int tag)
+{
+    MPI_Request *reqs;
+    int size, rank, n = 0, rc = MPI_SUCCESS, wrc;
+
+    if ((rc = MPI_Comm_size (comm, &size)) != MPI_SUCCESS ||
+        (rc = MPI_Comm_rank (comm, &rank)) != MPI_SUCCESS)
+        return rc;
+    if (size == 1)
+        return MPI_SUCCESS;
+    if (!(reqs = malloc (2 * (size_t)(size - 1) * sizeof (*reqs)))) {
+        ft_revoke (comm);
+        return MPI_ERR_NO_MEM;
+    }
+    /* peers in rank + 1, rank + 2, ... order: no process is everyone's first */
+    for (int i = 1; i < size && rc == MPI_SUCCESS; i++) {
+        rc = MPI_Irecv (NULL, 0, MPI_BYTE, (rank + size - i) % size, tag, comm, &reqs[n]);
+        if (rc == MPI_SUCCESS)
+            n++;
+    }
+    for (int i = 1; i < size && rc == MPI_SUCCESS; i++) {
+        rc = MPI_Isend (NULL, 0, MPI_BYTE, (rank + i) % size, tag, comm, &reqs[n]);
+        if (rc == MPI_SUCCESS)
+            n++;
+    }
+    if (rc != MPI_SUCCESS)
+        ft_revoke (comm);
+    if ((wrc = ft_waitall (n, reqs, comm)) != MPI_SUCCESS && rc == MPI_SUCCESS)
+        rc = wrc;
+    free (reqs);
+    return rc;
 }
 
 void ft_free (MPI_Comm *comm)

@@ -49,6 +49,15 @@ int ft_shrink (MPI_Comm comm, MPI_Comm *out);
  * waits forever, then complete the rest.  Returns the first error. */
 int ft_waitall (int n, MPI_Request *reqs, MPI_Comm comm);
 
+/* Collective over comm: every process sends an empty message (tag) to
+ * every other one and receives one from each.  Open MPI's transports
+ * deliver one process's messages to another in order, so when it returns
+ * MPI_SUCCESS here every message any process of comm sent to this one
+ * before its call, on any communicator, has been received by this
+ * process's MPI library (see retire.h).  On an error comm is revoked (no
+ * peer waits forever) and the error returned. */
+int ft_drain (MPI_Comm comm, int tag);
+
 /* Free *comm unless it is MPI_COMM_NULL (revoked ones too). */
 void ft_free (MPI_Comm *comm);
 

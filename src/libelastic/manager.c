@@ -22,6 +22,7 @@
 #include "manager.h"
 #include "preempt.h"
 #include "registry.h"
+#include "retire.h"
 #include "snapshot.h"
 #include "common/heartbeat.h"
 #include "testhook.h"
@@ -109,6 +110,9 @@ void elastic_manager_destroy (elastic_manager_t *m)
     }
     ft_free (&m->work);
     ft_free (&m->world);
+    /* the job is over: no communicator of the library is created again */
+    retired_destroy (m->retired);
+    m->retired = NULL;
     if (m->started && ft_available ())
         ft_skip_finalize_fence ();
     if (m->orig_group != MPI_GROUP_NULL && m->orig_group != 0)
@@ -203,6 +207,7 @@ int elastic_manager_create (MPI_Comm comm,
         goto error;
     if (!(m->slot = calloc (n, sizeof (int))) || !(m->spare = calloc (n, sizeof (int))) ||
         !(m->buddy = calloc (n, sizeof (int))) || !(m->reg = registry_create ()) ||
+        !(m->retired = retired_create ()) ||
         !(m->store = snapstore_create (m->cfg.snapshot_buffer_size)))
         goto nomem;
     if (MPI_Comm_dup (comm, &m->world) != MPI_SUCCESS) {

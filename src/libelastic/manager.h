@@ -18,9 +18,16 @@
 
 struct l3_file;
 struct preempt;
+struct retired;
 
 /* Message tags on the manager's own communicators. */
-enum { TAG_WAKE = 7101, TAG_L2 = 7102, TAG_RESTORE = 7103, TAG_BLOB = 7104 };
+enum {
+    TAG_WAKE = 7101,
+    TAG_L2 = 7102,
+    TAG_RESTORE = 7103,
+    TAG_BLOB = 7104,
+    TAG_DRAIN = 7105,
+};
 
 /* Flags of the agreements on the working communicator (bitwise AND).
  *
@@ -46,8 +53,10 @@ struct elastic_manager {
     int norig;
     int me; /* original rank */
 
-    MPI_Comm world; /* live processes: workers and idle spares */
-    MPI_Comm work;  /* working ranks (MPI_COMM_NULL on idle spares) */
+    MPI_Comm world;          /* live processes: workers and idle spares */
+    MPI_Comm work;           /* working ranks (MPI_COMM_NULL on idle spares) */
+    struct retired *retired; /* communicators a failure ended, until drained
+                                (retire.h) */
 
     /* replicated membership */
     int nwork;

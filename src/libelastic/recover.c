@@ -5,7 +5,9 @@
  * revoke of the world.  One attempt is
  *
  *   revoke work and world; agree on the intent (done? failure? grow?);
- *   shrink the world; share the replicated state (spares lack it);
+ *   shrink the world; drain it (every message sent on the communicators
+ *   this one replaces has arrived: retire.h); share the replicated state
+ *   (spares lack it);
  *   decide the new membership and layout (or a final error), the same
  *   everywhere; split the new working communicator; exchange the snapshot
  *   into the new layout; agree that all of it worked -> commit.
@@ -35,6 +37,7 @@
 #include "manager.h"
 #include "preempt.h"
 #include "restore.h"
+#include "retire.h"
 #include "snapshot.h"
 #include "testhook.h"
 
@@ -377,8 +380,13 @@ static void commit (struct elastic_manager *m,
     int na = m->reg->na;
 
     preempt_world_changed (m->pre);
+    /* Every process used the old communicators for the last time before
+     * the drain of this attempt, and completed the drain (the commit
+     * agreement says so): nothing of theirs, nor of what earlier attempts
+     * retired, is still on its way here (retire.h). */
     ft_free (&m->work);
     ft_free (&m->world);
+    retired_release (m->retired);
     m->world = nw;
     m->work = newwork;
     m->nwork = p->n;
@@ -543,6 +551,17 @@ int event_run (struct elastic_manager *m,
         }
         for (int i = 0; ok && i < size; i++)
             alive[orig[i]] = 1;
+        /* the drain: what any process sent on an older communicator before
+         * this point has reached this one when it completes (retire.h) */
+        if (ok) {
+            retired_mark (m->retired);
+            if ((mrc = ft_drain (nw, TAG_DRAIN)) != MPI_SUCCESS) {
+                el_log (EL_DEBUG,
+                        "recovery: drain: %s",
+                        ft_strerror (mrc, ebuf, sizeof (ebuf)));
+                ok = 0; /* nw is revoked */
+            }
+        }
         /* 3. share the state, decide */
         if (ok && (mrc = sync_state (m, nw)) != MPI_SUCCESS) {
             if (mrc == MPI_ERR_PENDING) {
@@ -607,9 +626,9 @@ int event_run (struct elastic_manager *m,
                 snprintf (ev.fatal,
                           sizeof (ev.fatal),
                           "a final error was decided on another rank; relaunch needed");
-            ft_free (&newwork);
-            ft_free (&m->work);
-            ft_free (&m->world);
+            retired_add (m->retired, &newwork);
+            retired_add (m->retired, &m->work);
+            retired_add (m->retired, &m->world);
             m->world = nw;
             m->finished = 1;
             m->myslot = -1;
@@ -623,8 +642,9 @@ int event_run (struct elastic_manager *m,
         if (mrc != MPI_SUCCESS || !(cflags & C_OK)) {
             el_log (
                 EL_INFO, "recovery attempt %d interrupted; starting again", ev.attempts);
-            ft_free (&newwork);
-            ft_free (&m->world);
+            /* their messages may still arrive: freed after a drain */
+            retired_add (m->retired, &newwork);
+            retired_add (m->retired, &m->world);
             m->world = nw;
             ev.kind_failure |= mrc != MPI_SUCCESS;
             continue;

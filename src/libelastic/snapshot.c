@@ -18,6 +18,7 @@
 #include "log.h"
 #include "manager.h"
 #include "registry.h"
+#include "retire.h"
 #include "snapshot.h"
 #include "testhook.h"
 
@@ -268,7 +269,10 @@ static int node_ids (struct elastic_manager *m, int *node)
         return rc; /* nc is undefined: not freed */
     MPI_Comm_set_errhandler (nc, MPI_ERRORS_RETURN);
     rc = MPI_Allreduce (&m->me, &id, 1, MPI_INT, MPI_MIN, nc);
-    ft_free (&nc);
+    if (rc == MPI_SUCCESS)
+        ft_free (&nc);
+    else
+        retired_add (m->retired, &nc); /* its messages may still arrive */
     if (rc != MPI_SUCCESS)
         return rc;
     return MPI_Allgather (&id, 1, MPI_INT, node, 1, MPI_INT, m->work);
