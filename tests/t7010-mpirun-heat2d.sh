@@ -61,4 +61,17 @@ ok $? "the same command at 5 ranks completed" || tail -n 30 "$tmp/resume.out" | 
 tr -d '\0' < "$tmp/resume.out" | grep -a -q 'resumed from step [0-9]* (file .*world 8 -> 5)'
 ok $? "it resumed at the new world size"
 is "$(checksum_of "$tmp/resume.out")" "$ref" "the failure-free checksum"
+# a rank killed inside the very first snapshot (attempt 1 only): there is
+# no snapshot anywhere, libelastic asks for a relaunch (76), and the
+# relaunch must start fresh rather than fail on "no L3 snapshot"
+first=$tmp/first
+mkdir -p "$first"
+ELASTIC_SNAPSHOT_DIR=$first/snap "$empirun" -q --run-dir "$first/run" -n 4 sh -c \
+    'if [ "$ELASTIC_ATTEMPT" = 1 ]; then export ELASTIC_TEST_KILL=2:0:snapshot; fi; exec "$@"' \
+    sh "${app[@]}" > "$first/out" 2>&1
+rc=$?
+is "$rc" 0 "killed in the first snapshot: the relaunch started fresh and completed" || tail -n 30 "$first/out" | sed 's/^/# /'
+is "$(checksum_of "$first/out")" "$ref" "killed in the first snapshot: the failure-free checksum"
+grep -q "starting fresh" "$first/out"
+ok $? "killed in the first snapshot: the relaunch says it starts fresh" || tail -n 30 "$first/out" | sed 's/^/# /'
 done_testing

@@ -519,6 +519,10 @@ static void build_command (struct job *j, int np, const char *hostfile, struct a
         av_add (a, "-x");
         av_add (a, "ELASTIC_RESUME");
     }
+    if (getenv ("ELASTIC_RESUME_FRESH_OK")) {
+        av_add (a, "-x");
+        av_add (a, "ELASTIC_RESUME_FRESH_OK");
+    }
     if (o->wrap) {
         av_add (a, j->exec);
         for (int i = 0; i < o->nexec_opts; i++)
@@ -860,6 +864,9 @@ int main (int argc, char **argv)
         return EXIT_FAILED;
     }
 
+    /* the user's own ELASTIC_RESUME_FRESH_OK wins over the relaunches' */
+    int fresh_ok_given = getenv ("ELASTIC_RESUME_FRESH_OK") != NULL;
+
     for (int k = 0; k <= j->o.max_relaunches; k++) {
         struct attempt *at =
             &j->att[j->natt < MAX_ATTEMPTS_SHOWN ? j->natt : MAX_ATTEMPTS_SHOWN - 1];
@@ -964,6 +971,12 @@ int main (int argc, char **argv)
             setenv ("ELASTIC_RESUME", "1", 1);
         else
             unsetenv ("ELASTIC_RESUME");
+        /* a relaunch after a failure that came before the first L3 snapshot
+         * has nothing to resume from: it starts fresh (the library says
+         * so) instead of failing every relaunch on "no L3 snapshot"; a
+         * first launch asked to resume stays strict */
+        if (k > 0 && !fresh_ok_given)
+            setenv ("ELASTIC_RESUME_FRESH_OK", "1", 1);
 
         build_command (j, np, hf, &cmd);
         format_command (cmd.v, line, sizeof (line));
