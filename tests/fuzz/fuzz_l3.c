@@ -36,6 +36,14 @@ const char *__asan_default_suppressions (void)
 {
     return "interceptor_via_lib:libhdf5\n";
 }
+/* Full stacks at every allocation: HDF5 is built without frame pointers,
+ * and the suppressions below match only frames that the fast unwinder
+ * would not reach. */
+const char *__asan_default_options (void);
+const char *__asan_default_options (void)
+{
+    return "fast_unwind_on_malloc=0";
+}
 const char *__lsan_default_suppressions (void);
 const char *__lsan_default_suppressions (void)
 {
