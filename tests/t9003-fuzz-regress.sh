@@ -36,8 +36,9 @@ for prog in ${FUZZ_PROGS:-}; do
     is "$rc" 0 "$name: $n seed and regression inputs replay clean"
     mkdir -p "$tmp/$name"
     n=$runs
-    [ "$name" = l3 ] && n=50
-    "$prog" -runs="$n" -seed=9003 -max_total_time=5 -timeout=10 -rss_limit_mb=2048 \
+    extra=()
+    [ "$name" = l3 ] && n=50 && extra=(-malloc_limit_mb=65536) # see bench/fuzz.sh
+    "$prog" "${extra[@]}" -runs="$n" -seed=9003 -max_total_time=5 -timeout=10 -rss_limit_mb=2048 \
         -artifact_prefix="$tmp/$name-" "$tmp/$name" "${dirs[@]}" > "$tmp/$name.fuzz" 2>&1
     rc=$?
     [ $rc -eq 0 ] || tail -40 "$tmp/$name.fuzz" | sed 's/^/# /'

@@ -38,11 +38,12 @@ const char *__asan_default_suppressions (void)
 }
 /* Full stacks at every allocation: HDF5 is built without frame pointers,
  * and the suppressions below match only frames that the fast unwinder
- * would not reach. */
+ * would not reach.  A sanitizer report exits 86, so that one in l3_probe's
+ * child is told from the child's other ends. */
 const char *__asan_default_options (void);
 const char *__asan_default_options (void)
 {
-    return "fast_unwind_on_malloc=0";
+    return "fast_unwind_on_malloc=0:exitcode=86";
 }
 const char *__lsan_default_suppressions (void);
 const char *__lsan_default_suppressions (void)
@@ -78,10 +79,17 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     /* FUZZ_L3_NOPROBE=1: in this process only (faster; a crash of HDF5 then
      * stops the run) */
     if (!getenv ("FUZZ_L3_NOPROBE") &&
-        l3_probe (path, &hdr, why, sizeof (why)) == L3_DAMAGED &&
-        strncmp (why, "HDF5 crashed", 12) == 0) {
-        unlink (path); /* contained: the child died, not this process */
-        return 0;
+        l3_probe (path, &hdr, why, sizeof (why)) == L3_DAMAGED) {
+        /* a sanitizer report in the child is a finding, as here */
+        if (strstr (why, "exited with status 86"))
+            abort ();
+        /* contained: HDF5 killed the child (or libFuzzer's allocation
+         * limit did), not this process */
+        if (strncmp (why, "HDF5 crashed", 12) == 0 ||
+            strncmp (why, "HDF5 failed", 11) == 0) {
+            unlink (path);
+            return 0;
+        }
     }
     if ((fid = l3_file_open_serial (path, &kind, why, sizeof (why))) >= 0) {
         if (l3_catalog_load (fid, &c, why, sizeof (why)) == L3_GOOD) {
