@@ -803,6 +803,11 @@ int l3_probe (const char *path, struct l3_header *hdr, char *why, size_t len)
         goto out;
     }
     if (pid == 0) {
+        /* a fault in HDF5 ends the child by its signal, whatever handlers
+         * the application (or a sanitizer) installed */
+        static const int faults[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+        for (size_t i = 0; i < sizeof (faults) / sizeof (faults[0]); i++)
+            signal (faults[i], SIG_DFL);
         close (fd[0]);
         probe_load (path, &r);
         if (write (fd[1], &r, sizeof (r)) != (ssize_t)sizeof (r))
