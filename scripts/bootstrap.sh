@@ -61,6 +61,7 @@ PACKAGES=(
     procps psmisc iproute2 curl
     slurmctld slurmd slurm-client munge libslurm-dev
     gnuplot-nox hyperfine
+    clang-14 libclang-rt-14-dev
 )
 
 install_packages() {

@@ -133,6 +133,17 @@ static void test_slurm (void)
     is_str (state_of (hl, "n1"), "active", "n1 (idle) stays active");
     hostlist_destroy (hl);
 
+    /* one count for hosts that repeat (found by fuzz_slurm_hostlist: the
+     * count was patched into entries before the table) */
+    hl = hostlist_create ();
+    is_int (hostlist_add_slurm (hl, "n1\nn2\nn1\nn1\n", "4", err, sizeof (err)),
+            4,
+            "hostnames n1 n2 n1 n1 with one count: 4 names");
+    is_int ((int)hostlist_count (hl), 2, "two hosts");
+    is_int (hostlist_get (hl, 0)->slots, 12, "n1 repeated: 3 x 4 slots");
+    is_int (hostlist_get (hl, 1)->slots, 4, "n2: 4 slots");
+    hostlist_destroy (hl);
+
     hl = hostlist_create ();
     is_int (hostlist_add_slurm (hl, "a b c", "4", err, sizeof (err)),
             3,

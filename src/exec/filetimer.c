@@ -117,11 +117,14 @@ static int apply_line (struct filetimer *ft, const char *line, size_t len)
     double exp;
     long long pid;
     int sig;
+    /* the line is not NUL-terminated: show at most its first 80 bytes */
+    int shown = len < 80 ? (int)len : 80;
 
     if (len == 0)
         return 0;
     if (!(o = json_loadb (line, len, 0, &jerr)) || !json_is_object (o)) {
-        log_warn ("file timer: dropped a request that is not a JSON object: %.80s", line);
+        log_warn (
+            "file timer: dropped a request that is not a JSON object: %.*s", shown, line);
         json_decref (o);
         return 0;
     }
@@ -132,7 +135,8 @@ static int apply_line (struct filetimer *ft, const char *line, size_t len)
     if (!json_is_integer (jpid) || !json_is_string (jscope) || !json_is_number (jexp) ||
         (jsig && !json_is_integer (jsig))) {
         log_warn (
-            "file timer: dropped a request without pid/scope_id/expiration_time: %.80s",
+            "file timer: dropped a request without pid/scope_id/expiration_time: %.*s",
+            shown,
             line);
         json_decref (o);
         return 0;
@@ -143,7 +147,8 @@ static int apply_line (struct filetimer *ft, const char *line, size_t len)
     sig = jsig ? (int)json_integer_value (jsig) : 0;
     if (pid <= 0 || pid > INT_MAX || strlen (scope) >= sizeof (t->scope) || sig < 0 ||
         sig >= NSIG) {
-        log_warn ("file timer: dropped a request with a bad pid, scope or signal: %.80s",
+        log_warn ("file timer: dropped a request with a bad pid, scope or signal: %.*s",
+                  shown,
                   line);
         json_decref (o);
         return 0;

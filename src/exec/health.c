@@ -20,6 +20,49 @@
 #include "agent_impl.h"
 #include "health.h"
 
+#define TEXT "text/plain; charset=utf-8"
+
+int health_answer (elastic_agent_t *agent,
+                   const char *method,
+                   const char *url,
+                   unsigned int *status,
+                   const char **type,
+                   char **body)
+{
+    char text[512];
+
+    *type = TEXT;
+    *body = NULL;
+    if (strcmp (method, "GET") != 0 && strcmp (method, "HEAD") != 0) {
+        *status = 405;
+        snprintf (text, sizeof (text), "method not allowed: use GET\n");
+    } else if (strcmp (url, "/healthz") == 0) {
+        struct elastic_agent_group_info g;
+        double age;
+        int ok = agent_loop_healthy (agent, &age);
+        elastic_agent_group_info (agent, &g);
+        agent_health_observe (agent, ok, age);
+        *status = ok ? 200 : 503;
+        snprintf (text,
+                  sizeof (text),
+                  "%s: loop age %.3f s (timeout %.3f s), group %s, restarts %d/%d\n",
+                  ok ? "ok" : "unhealthy",
+                  age,
+                  agent->spec->health_timeout,
+                  elastic_agent_state_name (g.state),
+                  g.restart_count,
+                  g.max_restarts);
+    } else if (strcmp (url, "/metrics") == 0) {
+        *status = 200;
+        *type = "text/plain; version=0.0.4; charset=utf-8";
+        return (*body = agent_metrics (agent)) ? 0 : -1;
+    } else {
+        *status = 404;
+        snprintf (text, sizeof (text), "not found: try /healthz or /metrics\n");
+    }
+    return (*body = strdup (text)) ? 0 : -1;
+}
+
 #if HAVE_MICROHTTPD
 #include <microhttpd.h>
 
@@ -118,49 +161,18 @@ static mhd_result on_request (void *cls,
                               void **con_cls)
 {
     struct health *h = cls;
-    elastic_agent_t *agent = h->agent;
-    char body[512];
+    unsigned int status;
+    const char *type;
+    char *body, nomem[] = "out of memory\n";
+    mhd_result rc;
 
     /* Answer at the first call: request bodies are never read. */
-    if (strcmp (method, MHD_HTTP_METHOD_GET) != 0 &&
-        strcmp (method, MHD_HTTP_METHOD_HEAD) != 0) {
-        snprintf (body, sizeof (body), "method not allowed: use GET\n");
-        return reply (c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain; charset=utf-8", body);
-    }
-    if (strcmp (url, "/healthz") == 0) {
-        struct elastic_agent_group_info g;
-        double age;
-        int ok = agent_loop_healthy (agent, &age);
-        elastic_agent_group_info (agent, &g);
-        agent_health_observe (agent, ok, age);
-        snprintf (body,
-                  sizeof (body),
-                  "%s: loop age %.3f s (timeout %.3f s), group %s, restarts %d/%d\n",
-                  ok ? "ok" : "unhealthy",
-                  age,
-                  agent->spec->health_timeout,
-                  elastic_agent_state_name (g.state),
-                  g.restart_count,
-                  g.max_restarts);
-        return reply (c,
-                      ok ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE,
-                      "text/plain; charset=utf-8",
-                      body);
-    }
-    if (strcmp (url, "/metrics") == 0) {
-        char *text = agent_metrics (agent);
-        mhd_result rc;
-        if (!text) {
-            snprintf (body, sizeof (body), "out of memory\n");
-            return reply (
-                c, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain; charset=utf-8", body);
-        }
-        rc = reply (c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", text);
-        free (text);
-        return rc;
-    }
-    snprintf (body, sizeof (body), "not found: try /healthz or /metrics\n");
-    return reply (c, MHD_HTTP_NOT_FOUND, "text/plain; charset=utf-8", body);
+    if (health_answer (h->agent, method, url, &status, &type, &body) < 0)
+        return reply (
+            c, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain; charset=utf-8", nomem);
+    rc = reply (c, status, type, body);
+    free (body);
+    return rc;
 }
 
 static int listen_on (const char *addr, int port, int *portp, char *err, size_t errsz)

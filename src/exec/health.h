@@ -27,6 +27,18 @@ struct health *health_start (
 /* The port listened on. */
 int health_port (struct health *h);
 
+/* The answer to a request for url by method: the HTTP status, the content
+ * type (static) and the body (malloc'ed, the caller frees it).  Only GET
+ * and HEAD of /healthz and /metrics are served (405, 404 otherwise).
+ * Used by the server's handler; without libmicrohttpd too (tests, fuzzing).
+ * Returns 0, or -1 when out of memory. */
+int health_answer (elastic_agent_t *agent,
+                   const char *method,
+                   const char *url,
+                   unsigned int *status,
+                   const char **type,
+                   char **body);
+
 /* Stop the server (NULL-safe). */
 void health_stop (struct health *h);
 

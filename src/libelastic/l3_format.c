@@ -7,7 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <zlib.h>
 #if HAVE_LIBDEFLATE
 #include <libdeflate.h>
@@ -765,6 +768,88 @@ error:
     names_free (names, n);
     l3_catalog_destroy (c);
     return kind;
+}
+
+/* What the child of l3_probe reports. */
+struct probe_report {
+    int kind;
+    struct l3_header hdr;
+    char why[512];
+};
+
+static void probe_load (const char *path, struct probe_report *r)
+{
+    struct l3_catalog *c = NULL;
+    hid_t fid;
+
+    if ((fid = l3_file_open_serial (path, &r->kind, r->why, sizeof (r->why))) < 0)
+        return;
+    if ((r->kind = l3_catalog_load (fid, &c, r->why, sizeof (r->why))) == L3_GOOD) {
+        r->hdr = c->hdr;
+        l3_catalog_destroy (c);
+    }
+    H5Fclose (fid);
+}
+
+int l3_probe (const char *path, struct l3_header *hdr, char *why, size_t len)
+{
+    struct probe_report r = {.kind = L3_DAMAGED};
+    size_t got = 0;
+    int fd[2], status;
+    pid_t pid;
+
+    if (pipe (fd) < 0 || (pid = fork ()) < 0) {
+        probe_load (path, &r); /* cannot isolate it: load it here */
+        goto out;
+    }
+    if (pid == 0) {
+        /* a fault in HDF5 ends the child by its signal, whatever handlers
+         * the application (or a sanitizer) installed */
+        static const int faults[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+        for (size_t i = 0; i < sizeof (faults) / sizeof (faults[0]); i++)
+            signal (faults[i], SIG_DFL);
+        close (fd[0]);
+        probe_load (path, &r);
+        if (write (fd[1], &r, sizeof (r)) != (ssize_t)sizeof (r))
+            _exit (1);
+        _exit (0); /* no atexit handlers: MPI's, HDF5's belong to the parent */
+    }
+    close (fd[1]);
+    while (got < sizeof (r)) {
+        ssize_t n = read (fd[0], (char *)&r + got, sizeof (r) - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    close (fd[0]);
+    while (waitpid (pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (got != sizeof (r) || !WIFEXITED (status) || WEXITSTATUS (status) != 0) {
+        r.kind = L3_DAMAGED;
+        if (WIFSIGNALED (status))
+            snprintf (r.why,
+                      sizeof (r.why),
+                      "HDF5 crashed reading its metadata (signal %d, %s): the file "
+                      "is damaged",
+                      WTERMSIG (status),
+                      strsignal (WTERMSIG (status)));
+        else
+            snprintf (r.why,
+                      sizeof (r.why),
+                      "HDF5 failed reading its metadata (the reader exited with "
+                      "status %d): the file is damaged",
+                      WIFEXITED (status) ? WEXITSTATUS (status) : -1);
+    }
+    r.why[sizeof (r.why) - 1] = '\0';
+    r.hdr.run_id[sizeof (r.hdr.run_id) - 1] = '\0';
+out:
+    if (r.kind == L3_GOOD)
+        *hdr = r.hdr;
+    else
+        snprintf (why, len, "%s", r.why);
+    return r.kind;
 }
 
 void l3_catalog_destroy (struct l3_catalog *c)

@@ -129,6 +129,17 @@ hid_t l3_file_open_serial (const char *path, int *kind, char *why, size_t len);
  * mpio driver with collective metadata reads every rank must call it. */
 int l3_catalog_load (hid_t file, struct l3_catalog **out, char *why, size_t len);
 
+/* l3_file_open_serial and l3_catalog_load of path in a child process, for
+ * a file that may be damaged: HDF5 1.10 parses a malformed file's
+ * metadata with out-of-bounds reads that can crash the process (found by
+ * tests/fuzz/fuzz_l3).  The child loads the catalog and sends back its
+ * header; a child that dies (a signal, or any other end than its report)
+ * makes the file L3_DAMAGED ("HDF5 crashed reading it").  Once a file
+ * passed, the caller's own open parses the same metadata in the same way.
+ * Returns L3_GOOD with *hdr set, or another enum l3_fault_kind with why
+ * set.  Without fork (it failed) the load runs in this process. */
+int l3_probe (const char *path, struct l3_header *hdr, char *why, size_t len);
+
 /* Close the catalog's datasets and free it (NULL-safe). */
 void l3_catalog_destroy (struct l3_catalog *c);
 

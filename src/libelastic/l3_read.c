@@ -76,28 +76,24 @@ static int open_one (MPI_Comm comm,
     MPI_Comm_rank (comm, &rank);
     MPI_Comm_size (comm, &size);
     if (rank == 0) {
-        struct l3_catalog *c = NULL;
-        int kind;
-        hid_t fid = l3_file_open_serial (path, &kind, why, sizeof (why));
-        if (fid >= 0) {
-            kind = l3_catalog_load (fid, &c, why, sizeof (why));
-            H5Fclose (fid);
-        }
+        /* the structure first, in a child process that HDF5 may crash
+         * (l3_probe): a damaged file is then skipped, not fatal */
+        struct l3_header hdr;
+        int kind = l3_probe (path, &hdr, why, sizeof (why));
         if (kind == L3_GOOD) {
-            if (run_id && strcmp (run_id, c->hdr.run_id) != 0) {
+            if (run_id && strcmp (run_id, hdr.run_id) != 0) {
                 l3_errset (err,
                            "%s: snapshot of run '%s', not of '%s'",
                            path,
-                           c->hdr.run_id,
+                           hdr.run_id,
                            run_id);
                 rc = OTHER_RUN;
-            } else if (want_step >= 0 && c->hdr.step != want_step) {
+            } else if (want_step >= 0 && hdr.step != want_step) {
                 l3_errset (err,
                            "its step attribute (%lld) does not match its name",
-                           (long long)c->hdr.step);
+                           (long long)hdr.step);
                 rc = ELASTIC_ERR_CORRUPT;
             }
-            l3_catalog_destroy (c);
         } else {
             l3_errset (err, "%s", why);
             rc = kind == L3_FOREIGN   ? ELASTIC_ERR_NO_SNAPSHOT

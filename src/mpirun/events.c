@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,6 +152,19 @@ static int get_num (const char *obj, const char *key, double *out)
     return end == v ? -1 : 0;
 }
 
+/* An integer field in [min, max]: -1 when absent, not a number or out of
+ * range (a double outside the target type must not be converted). */
+static int
+get_int (const char *obj, const char *key, double min, double max, long long *out)
+{
+    double x;
+
+    if (get_num (obj, key, &x) < 0 || !(x >= min && x <= max))
+        return -1;
+    *out = (long long)x;
+    return 0;
+}
+
 /* Parse an array of integers; returns how many (up to max), or -1. */
 static int get_ints (const char *obj, const char *key, int *out, int max)
 {
@@ -170,7 +184,7 @@ static int get_ints (const char *obj, const char *key, int *out, int max)
         x = strtol (p, &e, 10);
         if (e == p)
             return -1;
-        if (n < max)
+        if (n < max && x >= 0 && x <= INT_MAX) /* ranks; others are skipped */
             out[n++] = (int)x;
         p = skip_ws (e);
         if (*p == ',')
@@ -215,13 +229,14 @@ static void parse_reshard (struct events *ev, const char *line, const char *name
 {
     struct reshard r;
     double x;
+    long long v;
     int failed[256], nf;
 
     memset (&r, 0, sizeof (r));
     snprintf (r.kind, sizeof (r.kind), "%s", name);
-    r.step = get_num (line, "step", &x) == 0 ? (long long)x : -1;
-    r.old_size = get_num (line, "old_size", &x) == 0 ? (int)x : -1;
-    r.new_size = get_num (line, "new_size", &x) == 0 ? (int)x : -1;
+    r.step = get_int (line, "step", 0, 9e18, &v) == 0 ? v : -1;
+    r.old_size = get_int (line, "old_size", 0, INT_MAX, &v) == 0 ? (int)v : -1;
+    r.new_size = get_int (line, "new_size", 0, INT_MAX, &v) == 0 ? (int)v : -1;
     r.total_ms = get_num (line, "t_total_ms", &x) == 0 ? x : -1;
     nf = get_ints (line, "failed", failed, 256);
     r.nfailed = nf > 0 ? nf : 0;
@@ -249,6 +264,7 @@ static void parse_line (struct events *ev, const char *line)
 {
     char name[64], host[256], state[32], sig[32];
     double x, r;
+    long long v;
 
     if (get_str (line, "event", name, sizeof (name)) < 0) {
         ev->bad_lines++;
@@ -288,14 +304,14 @@ static void parse_line (struct events *ev, const char *line)
             return;
         if (get_str (line, "signal", sig, sizeof (sig)) == 0)
             f.signal = signal_number (sig);
-        else if (get_num (line, "signal", &x) == 0)
-            f.signal = (int)x;
-        else if (get_num (line, "exitcode", &x) == 0 && x < 0)
-            f.signal = (int)-x;
+        else if (get_int (line, "signal", 1, INT_MAX, &v) == 0)
+            f.signal = (int)v;
+        else if (get_int (line, "exitcode", -INT_MAX, -1, &v) == 0)
+            f.signal = (int)-v;
         if (f.signal <= 0)
             return; /* an exit code is the program's doing, not its host's */
-        if (get_num (line, "rank", &x) == 0)
-            f.rank = (int)x;
+        if (get_int (line, "rank", 0, INT_MAX, &v) == 0)
+            f.rank = (int)v;
         if (get_str (line, "host", f.host, sizeof (f.host)) < 0)
             f.host[0] = '\0';
         report_add (&ev->failed, &f);
@@ -303,7 +319,7 @@ static void parse_line (struct events *ev, const char *line)
         ev->nsuspended++;
     } else if (strcmp (name, "suspend") == 0) {
         if (ev->nsuspend++ == 0) {
-            ev->suspend_step = get_num (line, "step", &x) == 0 ? (long long)x : -1;
+            ev->suspend_step = get_int (line, "step", 0, 9e18, &v) == 0 ? v : -1;
             if (get_str (line, "file", ev->suspend_file, sizeof (ev->suspend_file)) < 0)
                 ev->suspend_file[0] = '\0'; /* null: the L3 write failed */
         }

@@ -114,6 +114,11 @@ int hostlist_add (
     }
     if ((h = find (hl, name))) {
         /* Open MPI adds the slots of repeated lines */
+        if (h->slots > 0 && slots > INT_MAX - h->slots) {
+            snprintf (
+                err, errsz, "host %s: its slots add up to more than %d", name, INT_MAX);
+            return -1;
+        }
         if (h->slots > 0 && slots > 0)
             h->slots += slots;
         else if (slots > 0)
@@ -340,7 +345,10 @@ int hostlist_add_slurm (struct hostlist *hl,
     }
     for (tok = strtok_r (copy, " \t\r\n", &save); tok;
          tok = strtok_r (NULL, " \t\r\n", &save)) {
-        int slots = c && added < nc ? c[added] : 0;
+        /* one count for all hosts, or one per host; a repeated name adds
+         * its count to the host it repeats (hostlist_add), so the counts
+         * are given here and not patched into the list afterwards */
+        int slots = !c ? 0 : nc == 1 ? c[0] : added < nc ? c[added] : 0;
         if (hostlist_add (hl, tok, slots, 0, err, errsz) < 0)
             goto error;
         added++;
@@ -354,9 +362,6 @@ int hostlist_add_slurm (struct hostlist *hl,
                   added);
         goto error;
     }
-    if (c && nc == 1)
-        for (int i = 1; i < added; i++)
-            hl->h[hl->n - added + i].slots = c[0];
     free (c);
     free (copy);
     return added;

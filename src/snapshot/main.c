@@ -89,8 +89,22 @@ static int load (const char *path,
                  char *why,
                  size_t len)
 {
+    struct l3_header hdr;
     int kind;
 
+    /* the metadata in a child process first: HDF5 may crash on a damaged
+     * file (l3_probe); then here, where it parses the same way */
+    if ((kind = l3_probe (path, &hdr, why, len)) != L3_GOOD) {
+        *fid = -1;
+        if (!quiet)
+            fprintf (stderr,
+                     "%s: %s: %s%s\n",
+                     prog,
+                     path,
+                     kind == L3_DAMAGED ? "damaged snapshot: " : "",
+                     why);
+        return -1;
+    }
     if ((*fid = l3_file_open_serial (path, &kind, why, len)) < 0) {
         if (!quiet)
             fprintf (stderr,

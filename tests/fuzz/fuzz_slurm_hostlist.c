@@ -1,0 +1,28 @@
+/* fuzz_slurm_hostlist.c - the Slurm allocation as elastic-mpirun reads it
+ * (src/mpirun/hostlist.c): a count list such as SLURM_TASKS_PER_NODE
+ * "2(x3),1", the hosts of `scontrol show hostnames`, and the node states
+ * of `sinfo -h -N -o "%N %t"`
+ *
+ * Input: COUNTS, a line "%%", HOSTNAMES (one per line), a line "%%",
+ * SINFO text.
+ */
+#include "fuzz.h"
+#include "mpirun/hostlist.h"
+
+int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
+{
+    char *s = fuzz_str (data, size), *part[3], err[256], buf[1024];
+    int counts[64], np;
+    struct hostlist *hl = hostlist_create ();
+
+    fuzz_parts (s, part, 3);
+    slurm_expand_counts (part[0], counts, 64, err, sizeof (err));
+    if (hostlist_add_slurm (hl, part[1], part[0], err, sizeof (err)) < 0)
+        hostlist_add_slurm (hl, part[1], NULL, err, sizeof (err));
+    hostlist_mark_slurm_down (hl, part[2]);
+    hostlist_plan_np (hl, 0, 1, 0, 0, &np, err, sizeof (err));
+    hostlist_describe (hl, buf, sizeof (buf));
+    hostlist_destroy (hl);
+    free (s);
+    return 0;
+}
