@@ -651,6 +651,13 @@ struct dereg_wait {
     int gave_up;
 };
 
+static void dereg_free (struct dereg_wait *w)
+{
+    pthread_mutex_destroy (&w->lock);
+    pthread_cond_destroy (&w->cond);
+    free (w);
+}
+
 static void dereg_done (pmix_status_t status, void *cbdata)
 {
     struct dereg_wait *w = cbdata;
@@ -659,9 +666,7 @@ static void dereg_done (pmix_status_t status, void *cbdata)
     pthread_mutex_lock (&w->lock);
     if (w->gave_up) {
         pthread_mutex_unlock (&w->lock);
-        pthread_mutex_destroy (&w->lock);
-        pthread_cond_destroy (&w->cond);
-        free (w);
+        dereg_free (w);
         return;
     }
     w->done = 1;
@@ -694,11 +699,9 @@ static void deregister_nspace (struct pmixhost_job *job)
     done = w->done;
     w->gave_up = !done;
     pthread_mutex_unlock (&w->lock);
-    if (done) {
-        pthread_mutex_destroy (&w->lock);
-        pthread_cond_destroy (&w->cond);
-        free (w);
-    } else
+    if (done)
+        dereg_free (w);
+    else
         fprintf (stderr,
                  "elastic: warn: PMIx did not finish deregistering %s within 10 s\n",
                  job->nspace);

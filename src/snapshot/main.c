@@ -81,6 +81,16 @@ static void human (char *buf, size_t len, double bytes)
     snprintf (buf, len, u == 0 ? "%.0f%s" : "%.1f%s", bytes, unit[u]);
 }
 
+/* One line on stderr for a file load() refuses: "prog: path: [what]why",
+ * what only when the file is damaged (not when it cannot be read). */
+static void
+complain (const char *path, int kind, const char *what, const char *why, int quiet)
+{
+    if (!quiet)
+        fprintf (
+            stderr, "%s: %s: %s%s\n", prog, path, kind == L3_DAMAGED ? what : "", why);
+}
+
 /* Open path and load its catalog; on failure print one line and return -1. */
 static int load (const char *path,
                  hid_t *fid,
@@ -96,33 +106,15 @@ static int load (const char *path,
      * file (l3_probe); then here, where it parses the same way */
     if ((kind = l3_probe (path, &hdr, why, len)) != L3_GOOD) {
         *fid = -1;
-        if (!quiet)
-            fprintf (stderr,
-                     "%s: %s: %s%s\n",
-                     prog,
-                     path,
-                     kind == L3_DAMAGED ? "damaged snapshot: " : "",
-                     why);
+        complain (path, kind, "damaged snapshot: ", why, quiet);
         return -1;
     }
     if ((*fid = l3_file_open_serial (path, &kind, why, len)) < 0) {
-        if (!quiet)
-            fprintf (stderr,
-                     "%s: %s: %s%s\n",
-                     prog,
-                     path,
-                     kind == L3_DAMAGED ? "damaged HDF5 file: " : "",
-                     why);
+        complain (path, kind, "damaged HDF5 file: ", why, quiet);
         return -1;
     }
     if ((kind = l3_catalog_load (*fid, cat, why, len)) != L3_GOOD) {
-        if (!quiet)
-            fprintf (stderr,
-                     "%s: %s: %s%s\n",
-                     prog,
-                     path,
-                     kind == L3_DAMAGED ? "damaged snapshot: " : "",
-                     why);
+        complain (path, kind, "damaged snapshot: ", why, quiet);
         H5Fclose (*fid);
         *fid = -1;
         return -1;
