@@ -268,9 +268,9 @@ class Campaign:
         entry counts only when it is the run's: for elastic-exec, under a
         prefix its event log names (pmix_job_end: the namespaces' Open MPI
         segments; its run and PMIx directories are in the run's TMPDIR,
-        checked apart); for elastic-mpirun, an MPI or PMIx segment
-        (sm_segment.*, vader_segment.*, pmix*) nobody maps or holds open any
-        more, 2 s after the end."""
+        checked apart); for elastic-mpirun, an Open MPI segment
+        (sm_segment.*, vader_segment.*) nobody maps or holds open any more,
+        2 s after the end."""
         ev = os.path.join(d, "events")
         prefixes = []
         if os.path.exists(ev):
@@ -285,7 +285,9 @@ class Campaign:
                           any(f.startswith(p) for p in prefixes))
         time.sleep(2)
         used = self.in_use()
-        mpi = ("sm_segment.", "vader_segment.", "pmix", "elastic-pmix.")
+        # (PMIx and elastic-exec directories of the run go to its TMPDIR,
+        # checked apart; those in /dev/shm are other jobs')
+        mpi = ("sm_segment.", "vader_segment.")
         return sorted(f for f in new if f.startswith(mpi) and os.path.exists("/dev/shm/" + f) and
                       f not in used)
 
