@@ -126,7 +126,10 @@ static int check_value (int k, const char *value, char **out, char *err, size_t 
                           key->max);
                 return -1;
             }
-            if (parse_long (key->name, value, key->min, key->max, &n, err, errsz) < 0)
+            if (ERR_BRIDGE (err,
+                            errsz,
+                            parse_long (key->name, value, key->min, key->max, &n, &e_)) <
+                0)
                 return -1;
             snprintf (buf, sizeof (buf), "%ld", n);
             value = buf;
@@ -140,13 +143,14 @@ static int check_value (int k, const char *value, char **out, char *err, size_t 
                     key->name);
                 return -1;
             }
-            if (parse_seconds (key->name,
-                               value,
-                               (double)key->min,
-                               (double)key->max,
-                               &secs,
-                               err,
-                               errsz) < 0)
+            if (ERR_BRIDGE (err,
+                            errsz,
+                            parse_seconds (key->name,
+                                           value,
+                                           (double)key->min,
+                                           (double)key->max,
+                                           &secs,
+                                           &e_)) < 0)
                 return -1;
             break;
         case SNAPSHOT_DIR:

@@ -6,45 +6,29 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "parse.h"
 
-int parse_long (const char *what,
-                const char *s,
-                long min,
-                long max,
-                long *out,
-                char *err,
-                size_t errsz)
+int parse_long (
+    const char *what, const char *s, long min, long max, long *out, elastic_error_t *err)
 {
     char *end;
     long v;
 
     if (!s || *s == '\0') {
-        snprintf (err,
-                  errsz,
-                  "%s: empty value (expected an integer in %ld..%ld)",
-                  what,
-                  min,
-                  max);
-        return -1;
+        return errprintf (
+            err, "%s: empty value (expected an integer in %ld..%ld)", what, min, max);
     }
     errno = 0;
     v = strtol (s, &end, 10);
     if (errno != 0 || *end != '\0') {
-        snprintf (err,
-                  errsz,
-                  "%s: '%s' is not an integer (expected %ld..%ld)",
-                  what,
-                  s,
-                  min,
-                  max);
-        return -1;
+        return errprintf (
+            err, "%s: '%s' is not an integer (expected %ld..%ld)", what, s, min, max);
     }
     if (v < min || v > max) {
-        snprintf (
-            err, errsz, "%s: %ld is out of range (expected %ld..%ld)", what, v, min, max);
-        return -1;
+        return errprintf (
+            err, "%s: %ld is out of range (expected %ld..%ld)", what, v, min, max);
     }
     *out = v;
     return 0;
@@ -55,18 +39,16 @@ int parse_seconds (const char *what,
                    double min,
                    double max,
                    double *out,
-                   char *err,
-                   size_t errsz)
+                   elastic_error_t *err)
 {
     char *end;
     double v, scale = 1.0;
 
     if (!s || *s == '\0') {
-        snprintf (err,
-                  errsz,
-                  "%s: empty value (expected a duration such as 30, 2.5, 500ms, 2m)",
-                  what);
-        return -1;
+        return errprintf (
+            err,
+            "%s: empty value (expected a duration such as 30, 2.5, 500ms, 2m)",
+            what);
     }
     errno = 0;
     v = strtod (s, &end);
@@ -84,23 +66,36 @@ int parse_seconds (const char *what,
         goto bad;
     v *= scale;
     if (!(v >= min && v <= max)) {
-        snprintf (err,
-                  errsz,
-                  "%s: '%s' is out of range (expected %g..%g seconds)",
-                  what,
-                  s,
-                  min,
-                  max);
-        return -1;
+        return errprintf (
+            err, "%s: '%s' is out of range (expected %g..%g seconds)", what, s, min, max);
     }
     *out = v;
     return 0;
 bad:
-    snprintf (err,
-              errsz,
-              "%s: '%s' is not a duration (expected a number with an optional unit ms, "
-              "s, m, h)",
-              what,
-              s);
+    return errprintf (
+        err,
+        "%s: '%s' is not a duration (expected a number with an optional unit ms, "
+        "s, m, h)",
+        what,
+        s);
+}
+
+int parse_bool (const char *s, int *out)
+{
+    static const char *yes[] = {"1", "true", "yes", "on"};
+    static const char *no[] = {"0", "false", "no", "off"};
+
+    if (!s)
+        return -1;
+    for (size_t i = 0; i < 4; i++) {
+        if (strcasecmp (s, yes[i]) == 0) {
+            *out = 1;
+            return 0;
+        }
+        if (strcasecmp (s, no[i]) == 0) {
+            *out = 0;
+            return 0;
+        }
+    }
     return -1;
 }

@@ -9,14 +9,11 @@
 
 #include <stddef.h>
 
+#include "error.h"
+
 /* Parse a base-10 integer in [min, max] for the option or variable `what`. */
-int parse_long (const char *what,
-                const char *s,
-                long min,
-                long max,
-                long *out,
-                char *err,
-                size_t errsz);
+int parse_long (
+    const char *what, const char *s, long min, long max, long *out, elastic_error_t *err);
 
 /* Parse a duration in seconds ("30", "2.5", "500ms", "2m", "1h") into
  * seconds, accepting [min, max]. */
@@ -25,7 +22,9 @@ int parse_seconds (const char *what,
                    double min,
                    double max,
                    double *out,
-                   char *err,
-                   size_t errsz);
+                   elastic_error_t *err);
+
+/* Parse a boolean: 1/0, true/false, yes/no, on/off.  Returns 0 or -1. */
+int parse_bool (const char *s, int *out);
 
 #endif /* ELASTIC_COMMON_PARSE_H */

@@ -104,7 +104,7 @@ static int set_nproc (
         s->nproc = (int)sysconf (_SC_NPROCESSORS_ONLN);
         return 0;
     }
-    if (parse_long (key, v, 1, 4096, &n, err, errsz) < 0) {
+    if (ERR_BRIDGE (err, errsz, parse_long (key, v, 1, 4096, &n, &e_)) < 0) {
         size_t len = strlen (err);
         snprintf (err + len, errsz - len, " or one of auto, cpu, gpu");
         return -1;
@@ -117,7 +117,7 @@ static int set_int (
     int *dst, const char *key, const char *v, long min, long max, char *err, size_t errsz)
 {
     long n;
-    if (parse_long (key, v, min, max, &n, err, errsz) < 0)
+    if (ERR_BRIDGE (err, errsz, parse_long (key, v, min, max, &n, &e_)) < 0)
         return -1;
     *dst = (int)n;
     return 0;
@@ -132,7 +132,8 @@ static int set_max_restarts (
 static int set_monitor_interval (
     struct elastic_agent_spec *s, const char *key, const char *v, char *err, size_t errsz)
 {
-    return parse_seconds (key, v, 0.001, 3600, &s->monitor_interval, err, errsz);
+    return ERR_BRIDGE (
+        err, errsz, parse_seconds (key, v, 0.001, 3600, &s->monitor_interval, &e_));
 }
 
 static int set_master_addr (
@@ -283,7 +284,7 @@ static int set_dup_err (
 static int set_seconds (
     double *dst, const char *key, const char *v, double min, char *err, size_t errsz)
 {
-    return parse_seconds (key, v, min, 1e7, dst, err, errsz);
+    return ERR_BRIDGE (err, errsz, parse_seconds (key, v, min, 1e7, dst, &e_));
 }
 
 static int set_exit_barrier (
@@ -301,13 +302,13 @@ static int set_shutdown_timeout (
 static int set_handled (
     struct elastic_agent_spec *s, const char *key, const char *v, char *err, size_t errsz)
 {
-    return signal_list_parse (key, v, &s->handled, err, errsz);
+    return ERR_BRIDGE (err, errsz, signal_list_parse (key, v, &s->handled, &e_));
 }
 
 static int set_preempt (
     struct elastic_agent_spec *s, const char *key, const char *v, char *err, size_t errsz)
 {
-    return signal_list_parse (key, v, &s->preempt, err, errsz);
+    return ERR_BRIDGE (err, errsz, signal_list_parse (key, v, &s->preempt, &e_));
 }
 
 static int set_signal (int *dst, const char *key, const char *v, char *err, size_t errsz)
@@ -481,7 +482,8 @@ static int set_health_addr (
 static int set_health_timeout (
     struct elastic_agent_spec *s, const char *key, const char *v, char *err, size_t errsz)
 {
-    return parse_seconds (key, v, 0.01, 1e6, &s->health_timeout, err, errsz);
+    return ERR_BRIDGE (
+        err, errsz, parse_seconds (key, v, 0.01, 1e6, &s->health_timeout, &e_));
 }
 
 static int set_restart_policy (

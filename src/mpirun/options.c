@@ -345,13 +345,17 @@ static int parse_detector (struct options *o, const char *v, char *err, size_t e
     snprintf (buf, sizeof (buf), "%s", v);
     if ((comma = strchr (buf, ',')))
         *comma++ = '\0';
-    if (parse_seconds ("--detector period", buf, 0.01, 3600, &o->det_period, err, errsz) <
-        0)
+    if (ERR_BRIDGE (err,
+                    errsz,
+                    parse_seconds (
+                        "--detector period", buf, 0.01, 3600, &o->det_period, &e_)) < 0)
         return -1;
     if (comma) {
-        if (parse_seconds (
-                "--detector timeout", comma, 0.01, 36000, &o->det_timeout, err, errsz) <
-            0)
+        if (ERR_BRIDGE (
+                err,
+                errsz,
+                parse_seconds (
+                    "--detector timeout", comma, 0.01, 36000, &o->det_timeout, &e_)) < 0)
             return -1;
         if (o->det_timeout <= 3 * o->det_period) {
             snprintf (err,
@@ -376,19 +380,19 @@ static int apply_eopt (
 
     snprintf (what, sizeof (what), "--%s", e->name);
     if (strcmp (e->name, "max-relaunches") == 0) {
-        if (parse_long (what, v, 0, 10000, &n, err, errsz) < 0)
+        if (ERR_BRIDGE (err, errsz, parse_long (what, v, 0, 10000, &n, &e_)) < 0)
             return -1;
         o->max_relaunches = (int)n;
     } else if (strcmp (e->name, "spares") == 0) {
-        if (parse_long (what, v, 0, 100000, &n, err, errsz) < 0)
+        if (ERR_BRIDGE (err, errsz, parse_long (what, v, 0, 100000, &n, &e_)) < 0)
             return -1;
         o->spares = (int)n;
     } else if (strcmp (e->name, "np-min") == 0) {
-        if (parse_long (what, v, 1, 10000000, &n, err, errsz) < 0)
+        if (ERR_BRIDGE (err, errsz, parse_long (what, v, 1, 10000000, &n, &e_)) < 0)
             return -1;
         o->np_min = (int)n;
     } else if (strcmp (e->name, "np-max") == 0) {
-        if (parse_long (what, v, 1, 10000000, &n, err, errsz) < 0)
+        if (ERR_BRIDGE (err, errsz, parse_long (what, v, 1, 10000000, &n, &e_)) < 0)
             return -1;
         o->np_max = (int)n;
     } else if (strcmp (e->name, "no-wrap") == 0)
@@ -413,9 +417,11 @@ static int apply_eopt (
     } else if (strcmp (e->name, "resume") == 0)
         return tristate (what, v, &o->resume, err, errsz);
     else if (strcmp (e->name, "relaunch-delay") == 0)
-        return parse_seconds (what, v, 0, 86400, &o->relaunch_delay, err, errsz);
+        return ERR_BRIDGE (
+            err, errsz, parse_seconds (what, v, 0, 86400, &o->relaunch_delay, &e_));
     else if (strcmp (e->name, "suspend-timeout") == 0)
-        return parse_seconds (what, v, 0, 86400, &o->suspend_timeout, err, errsz);
+        return ERR_BRIDGE (
+            err, errsz, parse_seconds (what, v, 0, 86400, &o->suspend_timeout, &e_));
     else if (strcmp (e->name, "pass") == 0) {
         if (append (&o->pass, &o->npass, v) < 0)
             goto nomem;
@@ -438,13 +444,14 @@ note_mpirun (struct options *o, const char *name, char **values, char *err, size
     long n;
 
     if (!strcmp (name, "np") || !strcmp (name, "n") || !strcmp (name, "c")) {
-        if (parse_long ("-n", values[0], 1, 10000000, &n, err, errsz) < 0)
+        if (ERR_BRIDGE (err, errsz, parse_long ("-n", values[0], 1, 10000000, &n, &e_)) <
+            0)
             return -1;
         o->np = (int)n;
         return 1; /* consumed: elastic-mpirun passes its own -n */
     }
     if (!strcmp (name, "N") || !strcmp (name, "npernode")) {
-        if (parse_long ("-N", values[0], 1, 100000, &n, err, errsz) < 0)
+        if (ERR_BRIDGE (err, errsz, parse_long ("-N", values[0], 1, 100000, &n, &e_)) < 0)
             return -1;
         o->npernode = (int)n;
         return 0;

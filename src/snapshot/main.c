@@ -478,12 +478,16 @@ int main (int argc, char **argv)
             if (!strcmp (argv[i], "--keep")) {
                 if (i + 1 >= argc)
                     return usage_error ("%s", "prune: --keep needs a value");
-                if (parse_long (
-                        "--keep", argv[++i], 1, INT_MAX, &keep, err, sizeof (err)) < 0)
+                if (ERR_BRIDGE (
+                        err,
+                        sizeof (err),
+                        parse_long ("--keep", argv[++i], 1, INT_MAX, &keep, &e_)) < 0)
                     return usage_error ("prune: %s", err);
             } else if (!strncmp (argv[i], "--keep=", 7)) {
-                if (parse_long (
-                        "--keep", argv[i] + 7, 1, INT_MAX, &keep, err, sizeof (err)) < 0)
+                if (ERR_BRIDGE (
+                        err,
+                        sizeof (err),
+                        parse_long ("--keep", argv[i] + 7, 1, INT_MAX, &keep, &e_)) < 0)
                     return usage_error ("prune: %s", err);
             } else if (!strcmp (argv[i], "--run-id")) {
                 if (i + 1 >= argc)

@@ -130,19 +130,26 @@ int main (int argc, char **argv)
             if (binding_parse ("--numa-binding", val, &opts, err, sizeof (err)) < 0)
                 goto badarg;
         } else if ((val = optval (argc, argv, &i, "--cpus-per-rank"))) {
-            if (parse_long ("--cpus-per-rank", val, 1, 1 << 20, &v, err, sizeof (err)) <
-                0)
+            if (ERR_BRIDGE (err,
+                            sizeof (err),
+                            parse_long ("--cpus-per-rank", val, 1, 1 << 20, &v, &e_)) < 0)
                 goto badarg;
             opts.cpus_per_rank = (int)v;
         } else if ((val = optval (argc, argv, &i, "--nproc"))) {
-            if (parse_long ("--nproc", val, 1, 65536, &nproc, err, sizeof (err)) < 0)
+            if (ERR_BRIDGE (err,
+                            sizeof (err),
+                            parse_long ("--nproc", val, 1, 65536, &nproc, &e_)) < 0)
                 goto badarg;
         } else if ((val = optval (argc, argv, &i, "--rank-offset"))) {
-            if (parse_long (
-                    "--rank-offset", val, 0, 1 << 30, &offset, err, sizeof (err)) < 0)
+            if (ERR_BRIDGE (err,
+                            sizeof (err),
+                            parse_long ("--rank-offset", val, 0, 1 << 30, &offset, &e_)) <
+                0)
                 goto badarg;
         } else if ((val = optval (argc, argv, &i, "--apply"))) {
-            if (parse_long ("--apply", val, 0, 65535, &apply, err, sizeof (err)) < 0)
+            if (ERR_BRIDGE (err,
+                            sizeof (err),
+                            parse_long ("--apply", val, 0, 65535, &apply, &e_)) < 0)
                 goto badarg;
         } else if (strcmp (argv[i], "--virtual-local-rank") == 0)
             opts.virtual_local_rank = 1;

@@ -179,7 +179,9 @@ static int parse_args (struct launch *L, int argc, char **argv)
     while ((c = getopt_long (argc, argv, "+n:vh", longopts, NULL)) != -1) {
         switch (c) {
             case 'n':
-                if (parse_long ("-n", optarg, 1, 4096, &v, err, sizeof (err)) < 0)
+                if (ERR_BRIDGE (err,
+                                sizeof (err),
+                                parse_long ("-n", optarg, 1, 4096, &v, &e_)) < 0)
                     goto bad;
                 L->nranks = (int)v;
                 break;
@@ -196,19 +198,20 @@ static int parse_args (struct launch *L, int argc, char **argv)
                 L->event_log = optarg;
                 break;
             case 'r':
-                if (parse_long (
-                        "--max-restarts", optarg, 0, 1000, &v, err, sizeof (err)) < 0)
+                if (ERR_BRIDGE (err,
+                                sizeof (err),
+                                parse_long ("--max-restarts", optarg, 0, 1000, &v, &e_)) <
+                    0)
                     goto bad;
                 L->max_restarts = (int)v;
                 break;
             case 't':
-                if (parse_seconds ("--init-timeout",
-                                   optarg,
-                                   0,
-                                   86400,
-                                   &L->init_timeout,
-                                   err,
-                                   sizeof (err)) < 0)
+                if (ERR_BRIDGE (
+                        err,
+                        sizeof (err),
+                        parse_seconds (
+                            "--init-timeout", optarg, 0, 86400, &L->init_timeout, &e_)) <
+                    0)
                     goto bad;
                 break;
             case 'T':
