@@ -128,7 +128,15 @@ grep -q 'summary: completed (exit 0) after 1 attempt ' "$tmp/A.out" \
 ok $? "A: one in-place recovery, no relaunch"
 ev=$(grep '"event":"reshard_down"' "$tmp/run.A/attempt-1/events.jsonl" | head -n 1)
 echo "$ev" | grep -q '"old_size":6,"new_size":5,"failed":\[3\]'
-ok $? "A: libelastic's event: reshard_down 6 -> 5, rank 3 failed" || diag "$ev"
+ok $? "A: libelastic's event: reshard_down 6 -> 5, rank 3 failed" || {
+    # a second rank lost: say how it ended (its elastic-exec's worker_exit,
+    # PRRTE's and Open MPI's messages), to find the cause if it happens
+    diag "$ev"
+    diag "$(tr -d '\0' < "$tmp/A.out" | grep -Ei 'exit|signal|abort|error|fail|lost|killed' | head -n 40)"
+    for f in "$tmp"/run.A/attempt-1/*; do
+        [ -f "$f" ] && diag "$f: $(grep -Ei 'worker_exit|signal|abort' "$f" | head -n 10)"
+    done
+}
 grep -q '^\[n1:0\] final world 5' "$tmp/A.out"
 ok $? "A: 5 ranks on n1, n2, n3 finished the job"
 t_back=$(iso_ms "$(echo "$ev" | sed -n 's/.*"time":"\([^"]*\)".*/\1/p')")
