@@ -54,7 +54,7 @@ static int slurm_tasks_on_node (const char *s, int node)
 
 static int check (struct launcher_info *info, elastic_error_t *err)
 {
-    if (info->rank < 0 || info->size < 1 || info->rank >= info->size) {
+    if (info->rank < 0 || info->size < 1 || info->rank >= info->size)
         return errprintf (
             err,
             "%s launch: rank %d does not fit world size %d (check the launcher's "
@@ -62,18 +62,16 @@ static int check (struct launcher_info *info, elastic_error_t *err)
             info->name,
             info->rank,
             info->size);
-    }
     if (info->local_rank < 0)
         info->local_rank = 0;
     if (info->local_size < 1)
         info->local_size = 1;
-    if (info->local_rank >= info->local_size) {
+    if (info->local_rank >= info->local_size)
         return errprintf (err,
                           "%s launch: local rank %d does not fit local size %d",
                           info->name,
                           info->local_rank,
                           info->local_size);
-    }
     return 1;
 }
 

@@ -39,15 +39,13 @@ static int set_role (struct elastic_agent_spec *s,
                      const char *v,
                      elastic_error_t *err)
 {
-    if (*v == '\0' || strlen (v) > 64) {
+    if (*v == '\0' || strlen (v) > 64)
         return errprintf (
             err, "%s: '%s' is not a role name (expected 1-64 characters)", key, v);
-    }
     for (const char *p = v; *p; p++) {
-        if (isspace ((unsigned char)*p) || !isprint ((unsigned char)*p)) {
+        if (isspace ((unsigned char)*p) || !isprint ((unsigned char)*p))
             return errprintf (
                 err, "%s: '%s' contains white space or control characters", key, v);
-        }
     }
     return set_string (&s->role, v);
 }
@@ -92,9 +90,8 @@ static int set_nproc (struct elastic_agent_spec *s,
             s->nproc = gpus;
             return 0;
         }
-        if (strcmp (v, "gpu") == 0) {
+        if (strcmp (v, "gpu") == 0)
             return errprintf (err, "%s: 'gpu' but no GPU (/dev/nvidiaN) was found", key);
-        }
         s->nproc = (int)sysconf (_SC_NPROCESSORS_ONLN);
         return 0;
     }
@@ -135,9 +132,8 @@ static int set_master_addr (struct elastic_agent_spec *s,
                             const char *v,
                             elastic_error_t *err)
 {
-    if (*v == '\0' || strlen (v) > 255 || strchr (v, ' ')) {
+    if (*v == '\0' || strlen (v) > 255 || strchr (v, ' '))
         return errprintf (err, "%s: '%s' is not a host name or address", key, v);
-    }
     return set_string (&s->master_addr, v);
 }
 
@@ -146,9 +142,8 @@ static int set_local_addr (struct elastic_agent_spec *s,
                            const char *v,
                            elastic_error_t *err)
 {
-    if (*v == '\0' || strlen (v) > 255 || strchr (v, ' ')) {
+    if (*v == '\0' || strlen (v) > 255 || strchr (v, ' '))
         return errprintf (err, "%s: '%s' is not a host name or address", key, v);
-    }
     return set_string (&s->local_addr, v);
 }
 
@@ -178,9 +173,8 @@ static int set_tee (struct elastic_agent_spec *s,
 
 static int set_path (char **dst, const char *key, const char *v, elastic_error_t *err)
 {
-    if (*v == '\0' || strlen (v) >= PATH_MAX - 128) {
+    if (*v == '\0' || strlen (v) >= PATH_MAX - 128)
         return errprintf (err, "%s: '%s' is not a usable path", key, v);
-    }
     return set_string (dst, v);
 }
 
@@ -258,13 +252,12 @@ set_filters (char ***dst, int *ndst, const char *key, const char *v, elastic_err
         n++;
     }
     free (copy);
-    if (n == 0) {
+    if (n == 0)
         return errprintf (
             err,
             "%s: '%s' has no filter string (expected comma-separated substrings)",
             key,
             v);
-    }
     spec_strv_free (*dst, *ndst);
     *dst = a;
     *ndst = n;
@@ -328,14 +321,13 @@ static int set_preempt (struct elastic_agent_spec *s,
 static int set_signal (int *dst, const char *key, const char *v, elastic_error_t *err)
 {
     int sig = signal_parse (v);
-    if (sig <= 0 || sig == SIGSTOP || sig == SIGCHLD) {
+    if (sig <= 0 || sig == SIGSTOP || sig == SIGCHLD)
         return errprintf (
             err,
             "%s: '%s' is not a signal (expected a name such as SIGTERM or SIGKILL, "
             "or a number)",
             key,
             v);
-    }
     *dst = sig;
     return 0;
 }
@@ -358,13 +350,12 @@ static int set_hang_signal (struct elastic_agent_spec *s,
 
 static int set_boolean (int *dst, const char *key, const char *v, elastic_error_t *err)
 {
-    if (parse_bool (v, dst) < 0) {
+    if (parse_bool (v, dst) < 0)
         return errprintf (
             err,
             "%s: '%s' is not a boolean (expected 1, 0, true, false, yes, no)",
             key,
             v);
-    }
     return 0;
 }
 
@@ -455,15 +446,13 @@ static int set_run_id (struct elastic_agent_spec *s,
                        elastic_error_t *err)
 {
     if (*v == '\0' || strlen (v) > 100 || strchr (v, '/') || strcmp (v, ".") == 0 ||
-        strcmp (v, "..") == 0) {
+        strcmp (v, "..") == 0)
         return errprintf (
             err, "%s: '%s' is not a run id (expected 1-100 characters, no '/')", key, v);
-    }
     for (const char *p = v; *p; p++) {
-        if (!isprint ((unsigned char)*p) || isspace ((unsigned char)*p)) {
+        if (!isprint ((unsigned char)*p) || isspace ((unsigned char)*p))
             return errprintf (
                 err, "%s: '%s' contains white space or control characters", key, v);
-        }
     }
     return set_string (&s->run_id, v);
 }
@@ -494,9 +483,8 @@ static int set_health_addr (struct elastic_agent_spec *s,
                             const char *v,
                             elastic_error_t *err)
 {
-    if (*v == '\0' || strlen (v) > 255 || strchr (v, ' ')) {
+    if (*v == '\0' || strlen (v) > 255 || strchr (v, ' '))
         return errprintf (err, "%s: '%s' is not an address", key, v);
-    }
     return set_string (&s->health_addr, v);
 }
 
@@ -547,9 +535,8 @@ static int set_mpi_btl (struct elastic_agent_spec *s,
                         const char *v,
                         elastic_error_t *err)
 {
-    if (strcmp (v, "sm") != 0 && strcmp (v, "tcp") != 0) {
+    if (strcmp (v, "sm") != 0 && strcmp (v, "tcp") != 0)
         return errprintf (err, "%s: '%s' is not accepted (sm, tcp)", key, v);
-    }
     return set_string (&s->mpi_btl, v);
 }
 

@@ -50,14 +50,12 @@ int stdmap_parse (const char *what, const char *s, struct stdmap *m, elastic_err
         if (parse_uint (&p, 3, &v) < 0)
             goto bad;
         for (int i = 0; i < m->n; i++) {
-            if (m->rank[i] == r) {
+            if (m->rank[i] == r)
                 return errprintf (err, "%s: '%s' names local rank %ld twice", what, s, r);
-            }
         }
-        if (m->n == STDMAP_MAX) {
+        if (m->n == STDMAP_MAX)
             return errprintf (
                 err, "%s: '%s' has more than %d entries", what, s, STDMAP_MAX);
-        }
         m->rank[m->n] = (int)r;
         m->val[m->n] = (int)v;
         m->n++;

@@ -26,8 +26,10 @@ struct stdmap {
 };
 
 /* Parse s for option `what`.  Returns 0, or -1 with one line in err. */
-int stdmap_parse (
-    const char *what, const char *s, struct stdmap *m, elastic_error_t *err);
+int stdmap_parse (const char *what,
+                  const char *s,
+                  struct stdmap *m,
+                  elastic_error_t *err);
 
 /* The value for a local rank. */
 int stdmap_get (const struct stdmap *m, int local_rank);
