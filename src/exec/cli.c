@@ -38,8 +38,8 @@ void cli_usage (FILE *f)
         "one worker per task under mpirun or srun).  Each option can also be given as\n"
         "ELASTIC_<OPTION> in the environment (e.g. ELASTIC_MAX_RESTARTS=3).\n\n",
         prog);
-    for (int i = 0; i < nsettings; i++) {
-        const struct setting *o = &settings[i];
+    for (int i = 0; i < settings_count; i++) {
+        const struct setting *o = &settings_table[i];
         char flag[96];
         int n = 0;
 
@@ -125,14 +125,14 @@ apply_environment (elastic_agent_spec_t *spec, struct cli *cli, elastic_error_t 
 {
     const char *v;
 
-    for (int i = 0; i < nsettings; i++) {
-        const struct setting *o = &settings[i];
+    for (int i = 0; i < settings_count; i++) {
+        const struct setting *o = &settings_table[i];
         if (o->compat_env && (v = getenv (o->compat_env)) && *v &&
             apply (spec, cli, o, v, o->compat_env, err) < 0)
             return -1;
     }
-    for (int i = 0; i < nsettings; i++) {
-        const struct setting *o = &settings[i];
+    for (int i = 0; i < settings_count; i++) {
+        const struct setting *o = &settings_table[i];
         if (o->env && (v = getenv (o->env)) && *v &&
             apply (spec, cli, o, v, o->env, err) < 0)
             return -1;

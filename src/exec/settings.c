@@ -1,6 +1,6 @@
 /* settings.c - elastic-exec's settings: their parsers and the one table
  *
- * Every setting is a row of settings[] (settings.h): the command line,
+ * Every setting is a row of settings_table[] (settings.h): the command line,
  * the environment and elastic_agent_spec_set all find it there.  Each
  * parser checks a value and stores it in the spec; its message names the
  * key, the value and what is accepted (cli.c puts the flag or variable in
@@ -550,7 +550,7 @@ static int set_init_timeout (struct elastic_agent_spec *s,
 
 /* In --help order; a row without help is a spec key only, a row without
  * set is a flag of elastic-exec only (cli.c acts on it). */
-const struct setting settings[] = {
+const struct setting settings_table[] = {
     {.name = "nproc-per-node",
      .arg = SETTING_VALUE,
      .env = "ELASTIC_NPROC_PER_NODE",
@@ -770,9 +770,9 @@ const struct setting settings[] = {
     /* a spec key only: not a flag, not a variable */
     {.name = "subreaper", .arg = SETTING_BOOL, .set = set_subreaper},
 };
-const int nsettings = (int)(sizeof (settings) / sizeof (settings[0]));
+const int settings_count = (int)(sizeof (settings_table) / sizeof (settings_table[0]));
 
-_Static_assert(sizeof (settings) / sizeof (settings[0]) <= SPEC_NKEYS,
+_Static_assert(sizeof (settings_table) / sizeof (settings_table[0]) <= SPEC_NKEYS,
                "SPEC_NKEYS too small");
 
 /* name[0..len) with '_' as '-' into norm; -1 when it does not fit. */
@@ -792,9 +792,9 @@ const struct setting *settings_find_key (const char *key)
 
     if (!key || normalize (key, strlen (key), norm, sizeof (norm)) < 0)
         return NULL;
-    for (int i = 0; i < nsettings; i++)
-        if (settings[i].set && strcmp (settings[i].name, norm) == 0)
-            return &settings[i];
+    for (int i = 0; i < settings_count; i++)
+        if (settings_table[i].set && strcmp (settings_table[i].name, norm) == 0)
+            return &settings_table[i];
     return NULL;
 }
 
@@ -804,18 +804,19 @@ const struct setting *settings_find_flag (const char *name, size_t len)
 
     if (normalize (name, len, norm, sizeof (norm)) < 0)
         return NULL;
-    for (int i = 0; i < nsettings; i++)
-        if (settings[i].help &&
-            (strcmp (settings[i].name, norm) == 0 ||
-             (settings[i].alias && strcmp (settings[i].alias, norm) == 0)))
-            return &settings[i];
+    for (int i = 0; i < settings_count; i++)
+        if (settings_table[i].help &&
+            (strcmp (settings_table[i].name, norm) == 0 ||
+             (settings_table[i].alias && strcmp (settings_table[i].alias, norm) == 0)))
+            return &settings_table[i];
     return NULL;
 }
 
 const struct setting *settings_find_short (char c)
 {
-    for (int i = 0; i < nsettings; i++)
-        if (settings[i].help && settings[i].short_flag && settings[i].short_flag == c)
-            return &settings[i];
+    for (int i = 0; i < settings_count; i++)
+        if (settings_table[i].help && settings_table[i].short_flag &&
+            settings_table[i].short_flag == c)
+            return &settings_table[i];
     return NULL;
 }

@@ -43,11 +43,11 @@ struct setting {
 };
 
 /* The table, in --help order, and its length. */
-extern const struct setting settings[];
-extern const int nsettings;
+extern const struct setting settings_table[];
+extern const int settings_count;
 
 /* The spec key `key` ('_' may stand for '-'; aliases are not keys), or
- * NULL.  Its index in settings[] is (row - settings). */
+ * NULL.  Its index in settings_table[] is (row - settings_table). */
 const struct setting *settings_find_key (const char *key);
 
 /* The flag --name (name[0..len), '_' may stand for '-', aliases

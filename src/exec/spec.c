@@ -111,7 +111,7 @@ int elastic_agent_spec_set (elastic_agent_spec_t *s,
             return errcodef (err, ELASTIC_ERR_NOMEM, "out of memory");
         return errcodef (err, ELASTIC_ERR_INVAL, "%s", e.text);
     }
-    k = (int)(st - settings);
+    k = (int)(st - settings_table);
     if ((copy = strdup (value))) {
         free (s->text[k]);
         s->text[k] = copy;
@@ -125,7 +125,7 @@ const char *elastic_agent_spec_get (const elastic_agent_spec_t *s, const char *k
 
     if (!s || !(st = settings_find_key (key)))
         return NULL;
-    return s->text[st - settings];
+    return s->text[st - settings_table];
 }
 
 /* Find prog in PATH as execvp would; copy the found path into buf.
