@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "common/parse.h"
 #include "options.h"
@@ -75,21 +74,6 @@ const char *spank_opts_keys (void)
            "log-dir, verbose, wrap";
 }
 
-/* "1", "true", "yes", "on" -> 1; "0", "false", "no", "off" -> 0; else -1 */
-static int parse_boolean (const char *s)
-{
-    static const char *yes[] = {"1", "true", "yes", "on"};
-    static const char *no[] = {"0", "false", "no", "off"};
-
-    for (size_t i = 0; i < sizeof (yes) / sizeof (yes[0]); i++) {
-        if (strcasecmp (s, yes[i]) == 0)
-            return 1;
-        if (strcasecmp (s, no[i]) == 0)
-            return 0;
-    }
-    return -1;
-}
-
 static int find_key (const char *name, size_t len)
 {
     char norm[64];
@@ -106,7 +90,7 @@ static int find_key (const char *name, size_t len)
 }
 
 /* Check VALUE for key k; on success store its canonical text in *out. */
-static int check_value (int k, const char *value, char **out, char *err, size_t errsz)
+static int check_value (int k, const char *value, char **out, elastic_error_t *err)
 {
     const struct key *key = &keys[k];
     char buf[64];
@@ -117,99 +101,70 @@ static int check_value (int k, const char *value, char **out, char *err, size_t 
     switch (key->kind) {
         case LIB_INT:
         case EXEC_INT:
-            if (!value) {
-                snprintf (err,
-                          errsz,
-                          "%s needs a value (expected an integer in %ld..%ld)",
-                          key->name,
-                          key->min,
-                          key->max);
-                return -1;
-            }
-            if (ERR_BRIDGE (err,
-                            errsz,
-                            parse_long (key->name, value, key->min, key->max, &n, &e_)) <
-                0)
+            if (!value)
+                return errprintf (err,
+                                  "%s needs a value (expected an integer in %ld..%ld)",
+                                  key->name,
+                                  key->min,
+                                  key->max);
+            if (parse_long (key->name, value, key->min, key->max, &n, err) < 0)
                 return -1;
             snprintf (buf, sizeof (buf), "%ld", n);
             value = buf;
             break;
         case EXEC_SECONDS:
-            if (!value) {
-                snprintf (
+            if (!value)
+                return errprintf (
                     err,
-                    errsz,
                     "%s needs a value (expected a duration such as 30, 2.5, 500ms, 2m)",
                     key->name);
-                return -1;
-            }
-            if (ERR_BRIDGE (err,
-                            errsz,
-                            parse_seconds (key->name,
-                                           value,
-                                           (double)key->min,
-                                           (double)key->max,
-                                           &secs,
-                                           &e_)) < 0)
+            if (parse_seconds (
+                    key->name, value, (double)key->min, (double)key->max, &secs, err) < 0)
                 return -1;
             break;
         case SNAPSHOT_DIR:
         case EXEC_PATH:
-            if (!value || *value == '\0') {
-                snprintf (err, errsz, "%s needs a value (expected a path)", key->name);
-                return -1;
-            }
-            if (strlen (value) >= PATH_MAX - 64) {
-                snprintf (err,
-                          errsz,
-                          "%s: the path is too long (at most %d characters)",
-                          key->name,
-                          PATH_MAX - 65);
-                return -1;
-            }
+            if (!value || *value == '\0')
+                return errprintf (err, "%s needs a value (expected a path)", key->name);
+            if (strlen (value) >= PATH_MAX - 64)
+                return errprintf (err,
+                                  "%s: the path is too long (at most %d characters)",
+                                  key->name,
+                                  PATH_MAX - 65);
             for (const char *p = value; *p; p++) {
-                if (iscntrl ((unsigned char)*p)) {
-                    snprintf (err,
-                              errsz,
-                              "%s: '%s' contains a control character (expected a path)",
-                              key->name,
-                              value);
-                    return -1;
-                }
+                if (iscntrl ((unsigned char)*p))
+                    return errprintf (
+                        err,
+                        "%s: '%s' contains a control character (expected a path)",
+                        key->name,
+                        value);
             }
             break;
         case EXEC_FLAG:
         case WRAP:
-            b = value ? parse_boolean (value) : 1;
-            if (b < 0) {
-                snprintf (
+            b = 1;
+            if (value && parse_bool (value, &b) < 0)
+                return errprintf (
                     err,
-                    errsz,
                     "%s: '%s' is not a boolean (expected yes, no, true, false, 1 or 0)",
                     key->name,
                     value);
-                return -1;
-            }
             value = b ? "1" : "0";
             break;
     }
-    if (!(*out = strdup (value))) {
-        snprintf (err, errsz, "out of memory");
-        return -1;
-    }
+    if (!(*out = strdup (value)))
+        return errprintf (err, "out of memory");
     return 0;
 }
 
-int spank_opts_parse (struct spank_opts *o, const char *arg, char *err, size_t errsz)
+int spank_opts_parse (struct spank_opts *o, const char *arg, elastic_error_t *err)
 {
     char *next[NKEYS] = {0};
     const char *item = arg, *end, *eq;
     int rc = -1;
 
-    if (!o) {
-        snprintf (err, errsz, "no option set");
-        return -1;
-    }
+    if (!o)
+        return errprintf (err, "no option set");
     while (item && *item) {
         char value[PATH_MAX];
         size_t len;
@@ -218,26 +173,25 @@ int spank_opts_parse (struct spank_opts *o, const char *arg, char *err, size_t e
         end = strchr (item, ',');
         len = end ? (size_t)(end - item) : strlen (item);
         if (len == 0) {
-            snprintf (err,
-                      errsz,
-                      "empty item in '%s' (expected KEY=VALUE items separated by commas)",
-                      arg);
+            errprintf (
+                err,
+                "empty item in '%s' (expected KEY=VALUE items separated by commas)",
+                arg);
             goto out;
         }
         eq = memchr (item, '=', len);
         if ((k = find_key (item, eq ? (size_t)(eq - item) : len)) < 0) {
-            snprintf (err,
-                      errsz,
-                      "unknown option '%.*s' (accepted: %s)",
-                      (int)(eq ? eq - item : (ptrdiff_t)len),
-                      item,
-                      spank_opts_keys ());
+            errprintf (err,
+                       "unknown option '%.*s' (accepted: %s)",
+                       (int)(eq ? eq - item : (ptrdiff_t)len),
+                       item,
+                       spank_opts_keys ());
             goto out;
         }
         if (eq) {
             size_t vlen = len - (size_t)(eq + 1 - item);
             if (vlen >= sizeof (value)) {
-                snprintf (err, errsz, "%s: the value is too long", keys[k].name);
+                errprintf (err, "%s: the value is too long", keys[k].name);
                 goto out;
             }
             memcpy (value, eq + 1, vlen);
@@ -245,15 +199,15 @@ int spank_opts_parse (struct spank_opts *o, const char *arg, char *err, size_t e
         }
         free (next[k]);
         next[k] = NULL;
-        if (check_value (k, eq ? value : NULL, &next[k], err, errsz) < 0)
+        if (check_value (k, eq ? value : NULL, &next[k], err) < 0)
             goto out;
         item = end ? end + 1 : NULL;
         if (end && *item == '\0') {
-            snprintf (err,
-                      errsz,
-                      "empty item at the end of '%s' (expected KEY=VALUE items separated "
-                      "by commas)",
-                      arg);
+            errprintf (
+                err,
+                "empty item at the end of '%s' (expected KEY=VALUE items separated "
+                "by commas)",
+                arg);
             goto out;
         }
     }

@@ -27,6 +27,8 @@
 
 #include <stddef.h>
 
+#include "common/error.h"
+
 struct spank_opts;
 
 /* Create an empty option set (wrap on, nothing else set); NULL on ENOMEM. */
@@ -38,7 +40,7 @@ void spank_opts_destroy (struct spank_opts *o);
 /* Add the items of one `--elastic` value (NULL or "" for the bare flag);
  * later items win.  Returns 0, or -1 with one line in err (the set is then
  * unchanged). */
-int spank_opts_parse (struct spank_opts *o, const char *arg, char *err, size_t errsz);
+int spank_opts_parse (struct spank_opts *o, const char *arg, elastic_error_t *err);
 
 /* 1 if tasks are to run under elastic-exec, else 0. */
 int spank_opts_wrap (const struct spank_opts *o);

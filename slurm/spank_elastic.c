@@ -143,7 +143,7 @@ int slurm_spank_init (spank_t sp, int ac, char **av)
 /* --elastic: check the value where the user gave it; refuse a bad one. */
 static int elastic_opt_cb (int val, const char *optarg, int remote)
 {
-    char err[512];
+    elastic_error_t err;
 
     (void)val;
     state.given = 1;
@@ -152,16 +152,16 @@ static int elastic_opt_cb (int val, const char *optarg, int remote)
         state.broken = 1;
         return remote ? 0 : -1;
     }
-    if (spank_opts_parse (state.opts, optarg, err, sizeof (err)) < 0) {
+    if (spank_opts_parse (state.opts, optarg, &err) < 0) {
         if (remote) {
             /* never fail a launch on the node: report, run unwrapped */
             slurm_error ("elastic: --elastic=%s: %s; this job step runs without elastic",
                          optarg ? optarg : "",
-                         err);
+                         err.text);
             state.broken = 1;
             return 0;
         }
-        slurm_error ("elastic: --elastic=%s: %s", optarg ? optarg : "", err);
+        slurm_error ("elastic: --elastic=%s: %s", optarg ? optarg : "", err.text);
         return -1;
     }
     return 0;

@@ -291,7 +291,7 @@ static void sweep (const char *name)
     hwloc_topology_t ref = load_ref (name);
     int ncores =
         count_type (ref, hwloc_topology_get_allowed_cpuset (ref), HWLOC_OBJ_CORE);
-    char err[512];
+    elastic_error_t err;
 
     for (size_t p = 0; p < sizeof (pol) / sizeof (pol[0]); p++) {
         for (int virt = 0; virt <= 1; virt++) {
@@ -303,18 +303,18 @@ static void sweep (const char *name)
                 binding_opts_init (&o);
                 o.policy = pol[p];
                 o.virtual_local_rank = virt;
-                plan = binding_plan_create (&o, n, err, sizeof (err));
+                plan = binding_plan_create (&o, n, &err);
                 total++;
                 if (n > ncores && pol[p] != BINDING_AUTO) {
                     char want[64];
                     snprintf (want, sizeof (want), "%d local ranks", n);
-                    if (plan || !strstr (err, want)) {
+                    if (plan || !strstr (err.text, want)) {
                         diag ("%s --bind=%s n=%d: expected an error naming '%s', got %s",
                               name,
                               binding_policy_name (pol[p]),
                               n,
                               want,
-                              plan ? "a plan" : err);
+                              plan ? "a plan" : err.text);
                         failed++;
                     }
                     binding_plan_destroy (plan);
@@ -325,7 +325,7 @@ static void sweep (const char *name)
                           name,
                           binding_policy_name (pol[p]),
                           n,
-                          err);
+                          err.text);
                     failed++;
                     continue;
                 }
@@ -360,8 +360,7 @@ static struct binding_plan *plan_for (const char *xml,
                                       int n,
                                       int cpr,
                                       int virt,
-                                      char *err,
-                                      size_t errsz)
+                                      elastic_error_t *err)
 {
     struct binding_opts o;
 
@@ -370,7 +369,7 @@ static struct binding_plan *plan_for (const char *xml,
     o.policy = policy;
     o.cpus_per_rank = cpr;
     o.virtual_local_rank = virt;
-    return binding_plan_create (&o, n, err, errsz);
+    return binding_plan_create (&o, n, err);
 }
 
 #define SLOT(p, l) (binding_plan_slot ((p), (l)))
@@ -378,10 +377,11 @@ static struct binding_plan *plan_for (const char *xml,
 static void exact (void)
 {
     struct binding_plan *p;
-    char err[512], line[1024];
+    elastic_error_t err;
+    char line[1024];
 
-    p = plan_for ("2s64c-8gpu.xml", BINDING_CORE, 8, 0, 0, err, sizeof (err));
-    ok (p != NULL, "2s64c-8gpu core x8: plan (%s)", p ? "ok" : err);
+    p = plan_for ("2s64c-8gpu.xml", BINDING_CORE, 8, 0, 0, &err);
+    ok (p != NULL, "2s64c-8gpu core x8: plan (%s)", p ? "ok" : err.text);
     if (p) {
         binding_format (p, 3, 19, line, sizeof (line));
         is_str (line,
@@ -398,7 +398,7 @@ static void exact (void)
         binding_plan_destroy (p);
     }
 
-    p = plan_for ("2s64c-8gpu.xml", BINDING_NUMA, 2, 0, 0, err, sizeof (err));
+    p = plan_for ("2s64c-8gpu.xml", BINDING_NUMA, 2, 0, 0, &err);
     ok (p && strcmp (SLOT (p, 1)->cpus, "32-63,96-127") == 0 && SLOT (p, 1)->membind &&
             strcmp (SLOT (p, 1)->mems, "1") == 0 && SLOT (p, 1)->gpu == 4,
         "2s64c-8gpu numa x2: rank 1 = socket 1, memory bound to node 1, GPU 4");
@@ -408,20 +408,20 @@ static void exact (void)
                 "numa x2: device LOCAL_RANK is the rank's nearest GPU");
     binding_plan_destroy (p);
 
-    p = plan_for ("2s64c-8gpu.xml", BINDING_CORE, 4, 4, 0, err, sizeof (err));
+    p = plan_for ("2s64c-8gpu.xml", BINDING_CORE, 4, 4, 0, &err);
     ok (p && strcmp (SLOT (p, 0)->cpus, "0-3,64-67") == 0 &&
             strcmp (SLOT (p, 1)->cpus, "16-19,80-83") == 0 &&
             strcmp (SLOT (p, 2)->cpus, "32-35,96-99") == 0,
         "--cpus-per-rank 4 x4: 4 cores each, 2 per socket, spread inside it (%s)",
-        p ? SLOT (p, 1)->cpus : err);
+        p ? SLOT (p, 1)->cpus : err.text);
     binding_plan_destroy (p);
 
-    p = plan_for ("2s64c-8gpu.xml", BINDING_CORE, 3, 0, 0, err, sizeof (err));
+    p = plan_for ("2s64c-8gpu.xml", BINDING_CORE, 3, 0, 0, &err);
     ok (p && SLOT (p, 0)->ncores == 21 && SLOT (p, 2)->ncores == 21,
         "core x3 on 64 cores: 21 cores each, the remainder idle");
     binding_plan_destroy (p);
 
-    p = plan_for ("amd-4numa-l3.xml", BINDING_NUMA, 4, 0, 0, err, sizeof (err));
+    p = plan_for ("amd-4numa-l3.xml", BINDING_NUMA, 4, 0, 0, &err);
     ok (p && SLOT (p, 0)->gpu == 3 && SLOT (p, 1)->gpu == 2 && SLOT (p, 2)->gpu == 1 &&
             SLOT (p, 3)->gpu == 0,
         "amd-4numa numa x4: GPUs by locality, not by number (3,2,1,0)");
@@ -433,7 +433,7 @@ static void exact (void)
     }
     binding_plan_destroy (p);
 
-    p = plan_for ("amd-4numa-l3.xml", BINDING_L3, 4, 0, 1, err, sizeof (err));
+    p = plan_for ("amd-4numa-l3.xml", BINDING_L3, 4, 0, 1, &err);
     ok (p && strcmp (SLOT (p, 1)->cpus, "8-11,40-43") == 0 &&
             strcmp (SLOT (p, 1)->cuda_visible_devices, "2") == 0 &&
             SLOT (p, 1)->membind == 0,
@@ -441,22 +441,22 @@ static void exact (void)
         "alone, no memory binding");
     binding_plan_destroy (p);
 
-    p = plan_for ("2s64c-8gpu-slurm16.xml", BINDING_CORE, 8, 0, 0, err, sizeof (err));
+    p = plan_for ("2s64c-8gpu-slurm16.xml", BINDING_CORE, 8, 0, 0, &err);
     ok (p && strcmp (SLOT (p, 4)->cpus, "32-33,96-97") == 0 && SLOT (p, 4)->gpu == 4 &&
             strcmp (SLOT (p, 4)->gpu_busid, "0000:9a:00.0") == 0,
         "slurm16 (cgroup, bare PCI GPUs) core x8: 2 cores each inside the cgroup, "
         "GPUs found by PCI class (rank 4: %s gpu %d)",
-        p ? SLOT (p, 4)->cpus : err,
+        p ? SLOT (p, 4)->cpus : err.text,
         p ? SLOT (p, 4)->gpu : -9);
     binding_plan_destroy (p);
 
-    p = plan_for ("small-1s4c.xml", BINDING_NONE, 2, 0, 0, err, sizeof (err));
+    p = plan_for ("small-1s4c.xml", BINDING_NONE, 2, 0, 0, &err);
     ok (p && SLOT (p, 1)->cpus[0] == '\0' && SLOT (p, 1)->gpu == -1 &&
             SLOT (p, 1)->cuda_visible_devices[0] == '\0',
         "--bind=none: unbound, no GPU, CUDA_VISIBLE_DEVICES left alone");
     binding_plan_destroy (p);
 
-    p = plan_for ("2s64c-8gpu.xml", BINDING_NONE, 2, 0, 1, err, sizeof (err));
+    p = plan_for ("2s64c-8gpu.xml", BINDING_NONE, 2, 0, 1, &err);
     ok (p && SLOT (p, 1)->gpu == 1 &&
             strcmp (SLOT (p, 1)->cuda_visible_devices, "1") == 0,
         "--bind=none --virtual-local-rank: rank L gets GPU L as its device 0");
@@ -467,13 +467,13 @@ static void fallbacks_and_errors (void)
 {
     struct binding_opts o;
     struct binding_plan *p;
-    char err[512];
+    elastic_error_t err;
 
     use_xml ("small-1s4c.xml");
     binding_opts_init (&o);
     o.policy = BINDING_CORE;
     o.oversubscribe = 1;
-    p = binding_plan_create (&o, 8, err, sizeof (err));
+    p = binding_plan_create (&o, 8, &err);
     ok (p && strcmp (SLOT (p, 0)->cpus, "0,4") == 0 &&
             strcmp (SLOT (p, 1)->cpus, "0,4") == 0 &&
             strcmp (SLOT (p, 7)->cpus, "3,7") == 0,
@@ -481,27 +481,28 @@ static void fallbacks_and_errors (void)
     binding_plan_destroy (p);
 
     o.exclusive = 1; /* torchrun's exclusive ignores --oversubscribe */
-    p = binding_plan_create (&o, 5, err, sizeof (err));
-    ok (!p && strstr (err, "5 local ranks need 5 cores") && strstr (err, "has 4") &&
-            strstr (err, "never shares"),
+    p = binding_plan_create (&o, 5, &err);
+    ok (!p && strstr (err.text, "5 local ranks need 5 cores") &&
+            strstr (err.text, "has 4") && strstr (err.text, "never shares"),
         "exclusive x5 on 4 cores: error naming both counts (%s)",
-        err);
+        err.text);
     binding_plan_destroy (p);
 
     binding_opts_init (&o);
-    binding_parse ("--numa-binding", "node", &o, err, sizeof (err));
-    p = binding_plan_create (&o, 2, err, sizeof (err));
-    ok (!p && strstr (err, "--numa-binding=node") && strstr (err, "0 NVIDIA GPUs") &&
-            strstr (err, "2 local ranks") && strstr (err, "--bind=numa"),
+    binding_parse ("--numa-binding", "node", &o, &err);
+    p = binding_plan_create (&o, 2, &err);
+    ok (!p && strstr (err.text, "--numa-binding=node") &&
+            strstr (err.text, "0 NVIDIA GPUs") && strstr (err.text, "2 local ranks") &&
+            strstr (err.text, "--bind=numa"),
         "--numa-binding on a node without GPU: clear error (%s)",
-        err);
+        err.text);
 
     use_xml ("amd-4numa-l3.xml");
-    p = binding_plan_create (&o, 8, err, sizeof (err));
-    ok (!p && strstr (err, "8 local ranks but 4 GPUs"),
+    p = binding_plan_create (&o, 8, &err);
+    ok (!p && strstr (err.text, "8 local ranks but 4 GPUs"),
         "--numa-binding x8 with 4 GPUs: error naming the counts (%s)",
-        err);
-    p = binding_plan_create (&o, 4, err, sizeof (err));
+        err.text);
+    p = binding_plan_create (&o, 4, &err);
     ok (p && SLOT (p, 0)->gpu == 3 && SLOT (p, 0)->membind,
         "--numa-binding=node x4 with 4 GPUs: numa placement, nearest GPU");
     binding_plan_destroy (p);
@@ -509,47 +510,46 @@ static void fallbacks_and_errors (void)
     binding_opts_init (&o);
     o.policy = BINDING_NUMA;
     o.cpus_per_rank = 3;
-    p = binding_plan_create (&o, 12, err, sizeof (err));
-    ok (!p && strstr (err, "12 local ranks") && strstr (err, "only 8 fit") &&
-            strstr (err, "4 NUMA nodes"),
+    p = binding_plan_create (&o, 12, &err);
+    ok (!p && strstr (err.text, "12 local ranks") && strstr (err.text, "only 8 fit") &&
+            strstr (err.text, "4 NUMA nodes"),
         "numa --cpus-per-rank 3 x12 on 4 x 8 cores: error naming what fits (%s)",
-        err);
+        err.text);
 
     use_xml ("fake-2numa-2cpu.xml");
     o.policy = BINDING_L3;
     o.cpus_per_rank = 0;
-    p = binding_plan_create (&o, 1, err, sizeof (err));
-    ok (!p && strstr (err, "no L3 caches"),
+    p = binding_plan_create (&o, 1, &err);
+    ok (!p && strstr (err.text, "no L3 caches"),
         "--bind=l3 without L3 objects: error (%s)",
-        err);
+        err.text);
 
     setenv ("HWLOC_XMLFILE", "/nonexistent/topology.xml", 1);
     binding_opts_init (&o);
-    p = binding_plan_create (&o, 1, err, sizeof (err));
-    ok (!p && strstr (err, "HWLOC_XMLFILE=/nonexistent/topology.xml"),
+    p = binding_plan_create (&o, 1, &err);
+    ok (!p && strstr (err.text, "HWLOC_XMLFILE=/nonexistent/topology.xml"),
         "unreadable HWLOC_XMLFILE is an error, not this machine (%s)",
-        err);
+        err.text);
 
     use_xml ("small-1s4c.xml");
     o.policy = BINDING_NONE;
     o.cpus_per_rank = 2;
-    p = binding_plan_create (&o, 1, err, sizeof (err));
-    ok (!p && strstr (err, "--cpus-per-rank=2"),
+    p = binding_plan_create (&o, 1, &err);
+    ok (!p && strstr (err.text, "--cpus-per-rank=2"),
         "--cpus-per-rank with none: error (%s)",
-        err);
+        err.text);
     binding_opts_init (&o);
-    p = binding_plan_create (&o, 0, err, sizeof (err));
-    ok (!p && strstr (err, "0 local ranks"), "0 local ranks: error (%s)", err);
+    p = binding_plan_create (&o, 0, &err);
+    ok (!p && strstr (err.text, "0 local ranks"), "0 local ranks: error (%s)", err.text);
 
     o.policy = BINDING_CORE;
-    p = binding_plan_create (&o, 2, err, sizeof (err));
-    ok (p && binding_apply (p, 0, err, sizeof (err)) < 0 &&
-            strstr (err, "not this machine"),
+    p = binding_plan_create (&o, 2, &err);
+    ok (p && binding_apply (p, 0, &err) < 0 && strstr (err.text, "not this machine"),
         "binding_apply refuses a topology that is not this machine's (%s)",
-        err);
-    ok (p && binding_apply (p, 5, err, sizeof (err)) < 0 && strstr (err, "local rank 5"),
+        err.text);
+    ok (p && binding_apply (p, 5, &err) < 0 && strstr (err.text, "local rank 5"),
         "binding_apply: out-of-range rank (%s)",
-        err);
+        err.text);
     ok (p && binding_plan_slot (p, 2) == NULL && binding_plan_slot (p, -1) == NULL,
         "binding_plan_slot: out of range is NULL");
     binding_plan_destroy (p);
@@ -558,21 +558,21 @@ static void fallbacks_and_errors (void)
 static void inherited_cuda_visible_devices (void)
 {
     struct binding_plan *p;
-    char err[512];
+    elastic_error_t err;
 
     setenv ("CUDA_VISIBLE_DEVICES", "6,7,4,5", 1);
-    p = plan_for ("2s64c-8gpu.xml", BINDING_CORE, 2, 0, 0, err, sizeof (err));
+    p = plan_for ("2s64c-8gpu.xml", BINDING_CORE, 2, 0, 0, &err);
     ok (p && SLOT (p, 0)->gpu == 6 && SLOT (p, 1)->gpu == 7 &&
             strcmp (SLOT (p, 0)->cuda_visible_devices, "6,7,4,5") == 0,
         "inherited CUDA_VISIBLE_DEVICES=6,7,4,5: only those GPUs, in its order when "
         "equally near (%d %d '%s')",
         p ? SLOT (p, 0)->gpu : -9,
         p ? SLOT (p, 1)->gpu : -9,
-        p ? SLOT (p, 0)->cuda_visible_devices : err);
+        p ? SLOT (p, 0)->cuda_visible_devices : err.text);
     binding_plan_destroy (p);
 
     setenv ("CUDA_VISIBLE_DEVICES", "GPU-1c7d4a1e-56c2-3b4f-9d8e-0000005a0006", 1);
-    p = plan_for ("2s64c-8gpu.xml", BINDING_CORE, 1, 0, 1, err, sizeof (err));
+    p = plan_for ("2s64c-8gpu.xml", BINDING_CORE, 1, 0, 1, &err);
     ok (p && SLOT (p, 0)->gpu == 6 &&
             strcmp (SLOT (p, 0)->cuda_visible_devices,
                     "GPU-1c7d4a1e-56c2-3b4f-9d8e-0000005a0006") == 0,
@@ -580,15 +580,15 @@ static void inherited_cuda_visible_devices (void)
     binding_plan_destroy (p);
 
     setenv ("CUDA_VISIBLE_DEVICES", "MIG-4f3c2b1a-0000-1111-2222-333344445555", 1);
-    p = plan_for ("2s64c-8gpu.xml", BINDING_CORE, 2, 0, 1, err, sizeof (err));
+    p = plan_for ("2s64c-8gpu.xml", BINDING_CORE, 2, 0, 1, &err);
     ok (p && SLOT (p, 0)->gpu == -1 && SLOT (p, 0)->cuda_visible_devices[0] == '\0' &&
             strstr (binding_plan_note (p), "names no GPU"),
         "unmatched inherited entry: no GPU chosen, variable left alone, noted (%s)",
-        p ? binding_plan_note (p) : err);
+        p ? binding_plan_note (p) : err.text);
     binding_plan_destroy (p);
 
     setenv ("CUDA_VISIBLE_DEVICES", "", 1);
-    p = plan_for ("2s64c-8gpu.xml", BINDING_CORE, 2, 0, 0, err, sizeof (err));
+    p = plan_for ("2s64c-8gpu.xml", BINDING_CORE, 2, 0, 0, &err);
     ok (p && SLOT (p, 0)->gpu == -1, "CUDA_VISIBLE_DEVICES='' hides every GPU");
     binding_plan_destroy (p);
     unsetenv ("CUDA_VISIBLE_DEVICES");
@@ -597,7 +597,7 @@ static void inherited_cuda_visible_devices (void)
 static void parse (void)
 {
     struct binding_opts o;
-    char err[256];
+    elastic_error_t err;
     static const struct {
         const char *flag, *value;
         enum binding_policy policy;
@@ -618,7 +618,7 @@ static void parse (void)
 
     for (size_t i = 0; i < sizeof (good) / sizeof (good[0]); i++) {
         binding_opts_init (&o);
-        if (binding_parse (good[i].flag, good[i].value, &o, err, sizeof (err)) < 0 ||
+        if (binding_parse (good[i].flag, good[i].value, &o, &err) < 0 ||
             o.policy != good[i].policy || o.exclusive != good[i].exclusive ||
             o.require_gpu != good[i].gpu || o.respect_launcher != 0) {
             diag ("%s=%s parsed wrong", good[i].flag, good[i].value);
@@ -626,14 +626,14 @@ static void parse (void)
         }
     }
     ok (bad == 0, "binding_parse: every --bind and --numa-binding value");
-    ok (binding_parse ("--bind", "cores", &o, err, sizeof (err)) < 0 &&
-            strstr (err, "'cores'") && strstr (err, "none, core, l3, numa, socket, auto"),
+    ok (binding_parse ("--bind", "cores", &o, &err) < 0 && strstr (err.text, "'cores'") &&
+            strstr (err.text, "none, core, l3, numa, socket, auto"),
         "--bind=cores: error names the value and the accepted ones (%s)",
-        err);
-    ok (binding_parse ("--numa-binding", "numa", &o, err, sizeof (err)) < 0 &&
-            strstr (err, "node, socket, exclusive, core-complex"),
+        err.text);
+    ok (binding_parse ("--numa-binding", "numa", &o, &err) < 0 &&
+            strstr (err.text, "node, socket, exclusive, core-complex"),
         "--numa-binding=numa: error lists the accepted values (%s)",
-        err);
+        err.text);
     binding_opts_init (&o);
     ok (o.policy == BINDING_AUTO && o.respect_launcher == 1,
         "binding_opts_init: auto, launcher binding respected");
@@ -643,13 +643,12 @@ static void parse (void)
 static void cost (void)
 {
     struct timespec a, b;
-    char err[512];
+    elastic_error_t err;
     int n = 20, good = 0;
 
     clock_gettime (CLOCK_MONOTONIC, &a);
     for (int i = 0; i < n; i++) {
-        struct binding_plan *p =
-            plan_for ("2s64c-8gpu.xml", BINDING_CORE, 8, 0, 0, err, sizeof (err));
+        struct binding_plan *p = plan_for ("2s64c-8gpu.xml", BINDING_CORE, 8, 0, 0, &err);
         good += p && SLOT (p, 7)->gpu == 7;
         binding_plan_destroy (p);
     }

@@ -32,34 +32,34 @@ static const char *args_of (struct spank_opts *o)
 static void bad (const char *arg, const char *needle)
 {
     struct spank_opts *o = spank_opts_create ();
-    char err[512] = "";
+    elastic_error_t err = {{0}};
     int rc;
 
-    spank_opts_parse (o, "snapshot-period=7", err, sizeof (err));
-    rc = spank_opts_parse (o, arg, err, sizeof (err));
-    ok (rc == -1 && strstr (err, needle) != NULL, "'%s' refused: %s", arg, err);
-    if (!strstr (err, needle))
+    spank_opts_parse (o, "snapshot-period=7", &err);
+    rc = spank_opts_parse (o, arg, &err);
+    ok (rc == -1 && strstr (err.text, needle) != NULL, "'%s' refused: %s", arg, err.text);
+    if (!strstr (err.text, needle))
         diag ("  expected the message to contain '%s'", needle);
     is_str (env_of (o), "ELASTIC_SNAPSHOT_PERIOD=7 ", "'%s': the set is unchanged", arg);
-    ok (strchr (err, '\n') == NULL, "'%s': the message is one line", arg);
+    ok (strchr (err.text, '\n') == NULL, "'%s': the message is one line", arg);
     spank_opts_destroy (o);
 }
 
 int main (void)
 {
     struct spank_opts *o;
-    char err[512] = "", small[8];
+    elastic_error_t err = {{0}};
+    char small[8];
 
     /* the bare flag: wrap, nothing else */
     o = spank_opts_create ();
     ok (o != NULL, "create");
-    ok (spank_opts_parse (o, NULL, err, sizeof (err)) == 0, "bare --elastic is accepted");
+    ok (spank_opts_parse (o, NULL, &err) == 0, "bare --elastic is accepted");
     ok (spank_opts_wrap (o) == 1, "bare --elastic wraps the tasks");
     is_str (env_of (o), "", "bare --elastic sets no library setting");
     is_str (args_of (o), "", "bare --elastic gives elastic-exec no flag");
     ok (spank_opts_snapshot_dir (o) == NULL, "no snapshot-dir");
-    ok (spank_opts_parse (o, "", err, sizeof (err)) == 0,
-        "an empty value is the bare flag");
+    ok (spank_opts_parse (o, "", &err) == 0, "an empty value is the bare flag");
     spank_opts_destroy (o);
 
     /* a full value */
@@ -70,10 +70,9 @@ int main (void)
             "snapshot-dir=/scratch/snap,max-restarts=3,hang-timeout=2m,"
             "shutdown-timeout=500ms,exit-barrier-timeout=5,event-log=/tmp/ev.json,"
             "log-dir=/tmp/logs,verbose",
-            err,
-            sizeof (err)) == 0,
+            &err) == 0,
         "every key is accepted (%s)",
-        err);
+        err.text);
     is_str (env_of (o),
             "ELASTIC_SNAPSHOT_PERIOD=10 ELASTIC_PERSIST_PERIOD=100 ELASTIC_SPARE_RANKS=1 "
             "ELASTIC_MIN_WORLD_SIZE=2 ",
@@ -88,8 +87,7 @@ int main (void)
         "a too small buffer is an error");
 
     /* later values win; the numbers are canonical */
-    ok (spank_opts_parse (
-            o, "snapshot-period=+020,verbose=no,wrap=false", err, sizeof (err)) == 0,
+    ok (spank_opts_parse (o, "snapshot-period=+020,verbose=no,wrap=false", &err) == 0,
         "a second --elastic adds to the first");
     ok (strstr (env_of (o), "ELASTIC_SNAPSHOT_PERIOD=20 ") != NULL,
         "the later value wins, as a plain number");
@@ -115,7 +113,7 @@ int main (void)
     bad ("spare-ranks=1,bogus", "unknown option 'bogus'");
     /* the first items were good, the last bad: nothing of it is kept */
     o = spank_opts_create ();
-    ok (spank_opts_parse (o, "spare-ranks=3,persist-period=x", err, sizeof (err)) == -1 &&
+    ok (spank_opts_parse (o, "spare-ranks=3,persist-period=x", &err) == -1 &&
             strcmp (env_of (o), "") == 0,
         "a value with one bad item changes nothing");
     spank_opts_destroy (o);

@@ -128,13 +128,8 @@ elastic_agent_t *elastic_agent_create (const elastic_agent_spec_t *spec,
         errset (err, "no entrypoint: give the program to run and its arguments");
         return NULL;
     }
-    {
-        char msg[sizeof (err->text)];
-        if (spec_check (spec, msg, sizeof (msg)) < 0) {
-            errset (err, "%s", msg);
-            return NULL;
-        }
-    }
+    if (spec_check (spec, err) < 0)
+        return NULL;
     log_init_from_env ("elastic-agent", "ELASTIC_LOG");
     if (!(agent = calloc (1, sizeof (*agent))))
         goto nomem;

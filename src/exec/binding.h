@@ -83,6 +83,8 @@
 
 #include <stddef.h>
 
+#include "common/error.h"
+
 enum binding_policy {
     BINDING_NONE,   /* no binding */
     BINDING_CORE,   /* cpus_per_rank cores each */
@@ -127,18 +129,15 @@ void binding_opts_init (struct binding_opts *opts);
 int binding_parse (const char *flag,
                    const char *value,
                    struct binding_opts *opts,
-                   char *err,
-                   size_t errsz);
+                   elastic_error_t *err);
 
 /* The name --bind accepts for policy ("core", ...). */
 const char *binding_policy_name (enum binding_policy policy);
 
 /* Compute the placement of nlocal ranks.  NULL + err when the topology
  * cannot be loaded or the request does not fit (counts named). */
-struct binding_plan *binding_plan_create (const struct binding_opts *opts,
-                                          int nlocal,
-                                          char *err,
-                                          size_t errsz);
+struct binding_plan *
+binding_plan_create (const struct binding_opts *opts, int nlocal, elastic_error_t *err);
 
 /* The placement of one local rank (borrowed; NULL if out of range). */
 const struct binding_slot *binding_plan_slot (const struct binding_plan *plan,
@@ -157,10 +156,7 @@ int binding_plan_is_this_system (const struct binding_plan *plan);
  * for NUMA policies) as the plan says; report when the OS refuses.  The
  * child must be single-threaded (it is after fork).  -1 + err when the
  * OS refuses, naming the rank, cpus or nodes and errno's text. */
-int binding_apply (const struct binding_plan *plan,
-                   int local_rank,
-                   char *err,
-                   size_t errsz);
+int binding_apply (const struct binding_plan *plan, int local_rank, elastic_error_t *err);
 
 /* One human-readable line, e.g.
  * "rank 3 local 3 cpus 24-31,88-95 (8 cores) numa 0 gpu 3 (0000:20:00.0)".

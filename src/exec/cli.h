@@ -1,10 +1,12 @@
-/* cli.h - elastic-exec's command line and ELASTIC_* variables (cli.c) */
+/* cli.h - elastic-exec's command line and ELASTIC_* variables (cli.c, over
+ * the table of settings.h) */
 #ifndef ELASTIC_EXEC_CLI_H
 #define ELASTIC_EXEC_CLI_H
 
 #include <stddef.h>
 #include <stdio.h>
 
+#include "common/error.h"
 #include "elastic/agent.h"
 
 /* What the command line says beyond the spec's settings. */
@@ -26,8 +28,7 @@ int cli_parse (int argc,
                char **argv,
                elastic_agent_spec_t *spec,
                struct cli *cli,
-               char *err,
-               size_t errsz);
+               elastic_error_t *err);
 
 /* Print the usage text to f. */
 void cli_usage (FILE *f);

@@ -37,36 +37,35 @@ struct filetimer {
     int discarding; /* inside an oversized line */
 };
 
-struct filetimer *filetimer_create (const char *path, char *err, size_t errsz)
+struct filetimer *filetimer_create (const char *path, elastic_error_t *err)
 {
     struct filetimer *ft;
     struct stat st;
 
     if (!(ft = calloc (1, sizeof (*ft)))) {
-        snprintf (err, errsz, "file timer: out of memory");
+        errprintf (err, "file timer: out of memory");
         return NULL;
     }
     ft->fd = -1;
     if (snprintf (ft->path, sizeof (ft->path), "%s", path) >= (int)sizeof (ft->path)) {
-        snprintf (err, errsz, "file timer: path too long: %s", path);
+        errprintf (err, "file timer: path too long: %s", path);
         goto error;
     }
     if (lstat (path, &st) == 0) {
         if (!S_ISFIFO (st.st_mode) && !S_ISREG (st.st_mode)) {
-            snprintf (
-                err, errsz, "file timer: %s exists and is not a FIFO or a file", path);
+            errprintf (err, "file timer: %s exists and is not a FIFO or a file", path);
             goto error;
         }
         unlink (path);
     }
     if (mkfifo (path, 0600) < 0) {
-        snprintf (err, errsz, "file timer: mkfifo %s: %s", path, strerror (errno));
+        errprintf (err, "file timer: mkfifo %s: %s", path, strerror (errno));
         goto error;
     }
     /* O_RDWR keeps a writer open, so the FIFO never reports EOF between
      * clients and opening never blocks. */
     if ((ft->fd = open (path, O_RDWR | O_NONBLOCK | O_CLOEXEC)) < 0) {
-        snprintf (err, errsz, "file timer: open %s: %s", path, strerror (errno));
+        errprintf (err, "file timer: open %s: %s", path, strerror (errno));
         unlink (path);
         goto error;
     }

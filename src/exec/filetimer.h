@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "common/error.h"
+
 struct filetimer;
 
 struct filetimer_expired {
@@ -27,7 +29,7 @@ struct filetimer_expired {
 
 /* Create the FIFO at path (replacing what is there) and open it.  Returns
  * NULL with one line in err. */
-struct filetimer *filetimer_create (const char *path, char *err, size_t errsz);
+struct filetimer *filetimer_create (const char *path, elastic_error_t *err);
 
 /* Close and unlink the FIFO (NULL-safe). */
 void filetimer_destroy (struct filetimer *ft);

@@ -193,23 +193,23 @@ static void __attribute__ ((noreturn)) guardian_main (int rfd)
     _exit (0);
 }
 
-struct guardian *guardian_start (char *err, size_t errsz)
+struct guardian *guardian_start (elastic_error_t *err)
 {
     struct guardian *g;
     int p[2];
 
     if (!(g = calloc (1, sizeof (*g)))) {
-        snprintf (err, errsz, "guardian: out of memory");
+        errprintf (err, "guardian: out of memory");
         return NULL;
     }
     if (pipe2 (p, O_CLOEXEC) < 0) {
-        snprintf (err, errsz, "guardian: pipe: %s", strerror (errno));
+        errprintf (err, "guardian: pipe: %s", strerror (errno));
         free (g);
         return NULL;
     }
     g->pid = fork ();
     if (g->pid < 0) {
-        snprintf (err, errsz, "guardian: fork: %s", strerror (errno));
+        errprintf (err, "guardian: fork: %s", strerror (errno));
         close (p[0]);
         close (p[1]);
         free (g);

@@ -16,10 +16,12 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "common/error.h"
+
 struct guardian;
 
 /* Fork the guardian.  Returns NULL with one line in err. */
-struct guardian *guardian_start (char *err, size_t errsz);
+struct guardian *guardian_start (elastic_error_t *err);
 
 /* Add or remove a process group.  Returns 0 or -1 with errno. */
 int guardian_add (struct guardian *g, pid_t pgid);

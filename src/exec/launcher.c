@@ -52,35 +52,30 @@ static int slurm_tasks_on_node (const char *s, int node)
     return -1;
 }
 
-static int check (struct launcher_info *info, char *err, size_t errsz)
+static int check (struct launcher_info *info, elastic_error_t *err)
 {
-    if (info->rank < 0 || info->size < 1 || info->rank >= info->size) {
-        snprintf (err,
-                  errsz,
-                  "%s launch: rank %d does not fit world size %d (check the launcher's "
-                  "environment)",
-                  info->name,
-                  info->rank,
-                  info->size);
-        return -1;
-    }
+    if (info->rank < 0 || info->size < 1 || info->rank >= info->size)
+        return errprintf (
+            err,
+            "%s launch: rank %d does not fit world size %d (check the launcher's "
+            "environment)",
+            info->name,
+            info->rank,
+            info->size);
     if (info->local_rank < 0)
         info->local_rank = 0;
     if (info->local_size < 1)
         info->local_size = 1;
-    if (info->local_rank >= info->local_size) {
-        snprintf (err,
-                  errsz,
-                  "%s launch: local rank %d does not fit local size %d",
-                  info->name,
-                  info->local_rank,
-                  info->local_size);
-        return -1;
-    }
+    if (info->local_rank >= info->local_size)
+        return errprintf (err,
+                          "%s launch: local rank %d does not fit local size %d",
+                          info->name,
+                          info->local_rank,
+                          info->local_size);
     return 1;
 }
 
-int launcher_detect (struct launcher_info *info, char *err, size_t errsz)
+int launcher_detect (struct launcher_info *info, elastic_error_t *err)
 {
     const char *s;
 
@@ -95,7 +90,7 @@ int launcher_detect (struct launcher_info *info, char *err, size_t errsz)
             snprintf (info->job_id, sizeof (info->job_id), "%s", s);
         else if ((s = getenv ("OMPI_MCA_ess_base_jobid")) && *s)
             snprintf (info->job_id, sizeof (info->job_id), "ompi-%s", s);
-        return check (info, err, errsz);
+        return check (info, err);
     }
     if (env_int ("SLURM_PROCID") != -1 &&
         (getenv ("SLURM_STEP_ID") || getenv ("SLURM_STEPID"))) {
@@ -116,7 +111,7 @@ int launcher_detect (struct launcher_info *info, char *err, size_t errsz)
                   getenv ("SLURM_JOB_ID") ? getenv ("SLURM_JOB_ID") : "0",
                   getenv ("SLURM_STEP_ID") ? getenv ("SLURM_STEP_ID")
                                            : getenv ("SLURM_STEPID"));
-        return check (info, err, errsz);
+        return check (info, err);
     }
     if (env_int ("PMI_RANK") != -1 && env_int ("PMI_SIZE") != -1) {
         info->name = "MPICH Hydra";
@@ -126,12 +121,11 @@ int launcher_detect (struct launcher_info *info, char *err, size_t errsz)
         info->local_size = env_int ("MPI_LOCALNRANKS");
         if ((s = getenv ("PMI_KVSNAME")) && *s)
             snprintf (info->job_id, sizeof (info->job_id), "%s", s);
-        return check (info, err, errsz);
+        return check (info, err);
     }
     if (env_int ("PMIX_RANK") != -1) {
-        snprintf (
+        errprintf (
             err,
-            errsz,
             "PMIX_RANK is set but no world size was found (OMPI_COMM_WORLD_SIZE, "
             "SLURM_STEP_NUM_TASKS or PMI_SIZE); use --nproc-per-node for agent mode");
         return -1;

@@ -11,6 +11,8 @@
 
 #include <stddef.h>
 
+#include "common/error.h"
+
 struct launcher_info {
     const char *name; /* "Open MPI", "Slurm", ... */
     int rank;
@@ -22,6 +24,6 @@ struct launcher_info {
 
 /* Fill *info from the environment.  Returns 1 if a launcher was found, 0
  * if none, -1 with one line in err if its variables are inconsistent. */
-int launcher_detect (struct launcher_info *info, char *err, size_t errsz);
+int launcher_detect (struct launcher_info *info, elastic_error_t *err);
 
 #endif /* ELASTIC_EXEC_LAUNCHER_H */

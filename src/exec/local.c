@@ -821,11 +821,8 @@ static int binding_prepare (struct local *l, elastic_error_t *err)
         return ELASTIC_OK;
     nlocal = node_local_ranks (l);
     spec_binding_opts (spec, nlocal, l->n, &opts);
-    if (!(l->plan = binding_plan_create (&opts, nlocal, msg, sizeof (msg)))) {
-        if (err)
-            errfmt (err->text, sizeof (err->text), "%s", msg);
+    if (!(l->plan = binding_plan_create (&opts, nlocal, err)))
         return ELASTIC_ERR_INVAL;
-    }
     note = spec_binding_note (l->plan, l->agent->w[0].local_rank, msg, sizeof (msg));
     if (note[0] && strcmp (note, l->note) != 0) {
         if (spec->binding.policy != BINDING_NONE)
@@ -876,16 +873,17 @@ static void binding_apply_or_exit (struct local *l, int i)
 {
 #if HAVE_HWLOC
     const struct worker *w = &l->agent->w[i];
-    char msg[1024], line[1100];
+    elastic_error_t e;
+    char line[1100];
     int n;
 
-    if (!l->plan || binding_apply (l->plan, w->local_rank, msg, sizeof (msg)) == 0)
+    if (!l->plan || binding_apply (l->plan, w->local_rank, &e) == 0)
         return;
-    n = snprintf (line, sizeof (line), "elastic-exec: %s\n", msg);
+    n = snprintf (line, sizeof (line), "elastic-exec: %s\n", e.text);
     if (n < 0 || n >= (int)sizeof (line))
         n = (int)strlen (line);
     (void)write_all (STDERR_FILENO, line, (size_t)n);
-    (void)errorfile_write (w->error_file, msg, wall_now ());
+    (void)errorfile_write (w->error_file, e.text, wall_now ());
     _exit (126);
 #else
     (void)l;
@@ -1117,15 +1115,15 @@ static int local_start (elastic_agent_t *agent, void *ctx, elastic_error_t *err)
 {
     struct local *l = ctx;
     const struct elastic_agent_spec *spec = agent->spec;
-    char msg[256];
+    elastic_error_t gerr;
     int rc;
 
     l->agent_pid = getpid ();
     if (!l->guard) {
-        if (!(l->guard = guardian_start (msg, sizeof (msg))))
+        if (!(l->guard = guardian_start (&gerr)))
             log_warn ("%s: worker process groups will not be cleaned up if the agent is "
                       "killed",
-                      msg);
+                      gerr.text);
         else if (agent->base_is_tmp && agent->base_dir[0])
             guardian_add_dir (l->guard, agent->base_dir); /* if the agent is killed */
     }

@@ -74,15 +74,16 @@ static int binding_preflight (const struct elastic_agent_spec *spec,
 #if HAVE_HWLOC
     struct binding_plan *plan;
     struct binding_opts o;
-    char err[1024], line[2048], dev[64];
+    elastic_error_t err;
+    char note_buf[1024], line[2048], dev[64];
     int n = spec->nproc, base = li ? li->local_rank : 0, rank0 = li ? li->rank : 0;
     int nlocal = li ? li->local_size : n;
 
     if (base + n > nlocal)
         nlocal = base + n;
     spec_binding_opts (spec, nlocal, n, &o);
-    if (!(plan = binding_plan_create (&o, nlocal, err, sizeof (err)))) {
-        fprintf (stderr, "%s: %s\n", prog, err);
+    if (!(plan = binding_plan_create (&o, nlocal, &err))) {
+        fprintf (stderr, "%s: %s\n", prog, err.text);
         return EXIT_USAGE;
     }
     if (!print && !binding_plan_is_this_system (plan)) {
@@ -102,7 +103,7 @@ static int binding_preflight (const struct elastic_agent_spec *spec,
         }
     }
     if (print) {
-        const char *note = spec_binding_note (plan, base, err, sizeof (err));
+        const char *note = spec_binding_note (plan, base, note_buf, sizeof (note_buf));
         if (note[0])
             fprintf (stderr, "%s: note: %s\n", prog, note);
         for (int i = 0; i < n; i++) {
@@ -192,15 +193,118 @@ static void catch_late_signals (const elastic_agent_spec_t *spec)
     }
 }
 
+/* Wrapper mode (1) when a launcher started us and no agent-mode flag was
+ * given, else agent mode (0); li is filled either way when a launcher is
+ * found.  -1 after one line on stderr when the launcher's variables do
+ * not add up. */
+static int detect_mode (const struct cli *cli, struct launcher_info *li)
+{
+    elastic_error_t err;
+    int found;
+
+    if (!cli->standalone && !cli->nproc_given) {
+        if ((found = launcher_detect (li, &err)) < 0)
+            fprintf (stderr, "%s: %s\n", prog, err.text);
+        return found;
+    }
+    if (!cli->print_binding && launcher_detect (li, &err) > 0 && li->size > 1)
+        log_warn (
+            "agent mode under %s with %d tasks: each task runs its own single-node group "
+            "(multi-node rendezvous is not in this version)",
+            li->name,
+            li->size);
+    return 0;
+}
+
+/* The run id of wrapper mode without --run-id: the launcher's job id,
+ * made a file name. */
+static void set_run_id_from_job (elastic_agent_spec_t *spec,
+                                 const struct launcher_info *li)
+{
+    char id[101];
+    size_t n = 0;
+
+    for (const char *p = li->job_id; *p && n < sizeof (id) - 1; p++)
+        id[n++] =
+            (*p == '/' || isspace ((unsigned char)*p) || !isprint ((unsigned char)*p))
+                ? '_'
+                : *p;
+    id[n] = '\0';
+    elastic_agent_spec_set (spec, "run-id", id, NULL);
+}
+
+/* Wrapper mode: this task is one rank of the launcher's world. */
+static int set_wrapper_rendezvous (elastic_agent_t *agent,
+                                   const struct launcher_info *li,
+                                   const struct cli *cli,
+                                   elastic_error_t *err)
+{
+    struct elastic_agent_rdzv_info info = {
+        .group_rank = li->rank,
+        .group_world_size = li->size,
+        .rank_base = li->rank,
+        .world_size = li->size,
+        .local_rank_base = li->local_rank,
+        .node_local_size = li->local_size,
+        .master_port = cli->master_given ? 0 : -1,
+    };
+
+    if (elastic_agent_set_static_rendezvous (agent, &info, err) != ELASTIC_OK)
+        return -1;
+    log_info ("wrapper mode (%s): rank %d of %d, local rank %d of %d",
+              li->name,
+              li->rank,
+              li->size,
+              li->local_rank,
+              li->local_size);
+    return 0;
+}
+
+/* What a finished run says: the exit status; on a failure the report on
+ * stderr, our own error file for an enclosing agent, and in wrapper mode
+ * the signal to die by (*reraise) when the worker died by one. */
+static int finish_run (const elastic_agent_result_t *result,
+                       int wrapper,
+                       int slurm_pmix,
+                       const struct launcher_info *li,
+                       const char *own_error_file,
+                       int *reraise)
+{
+    struct elastic_agent_failure f;
+    int root_rank, status = elastic_agent_result_exit_status (result);
+
+    if (elastic_agent_result_failures (result, &root_rank) <= 0 ||
+        elastic_agent_result_state (result) != ELASTIC_AGENT_FAILED)
+        return status;
+    elastic_agent_result_report (result, STDERR_FILENO);
+    if (own_error_file[0] &&
+        elastic_agent_result_failure (result, root_rank, &f) == ELASTIC_OK) {
+        char text[1024];
+        snprintf (text, sizeof (text), "rank %d: %s", f.rank, f.message);
+        if (errorfile_write (own_error_file, text, f.timestamp) < 0)
+            log_warn ("cannot write %s: %s", own_error_file, strerror (errno));
+    }
+    if (slurm_pmix)
+        fprintf (stderr,
+                 "%s: rank %d failed under srun --mpi=pmix: %s\n",
+                 prog,
+                 li->rank,
+                 SLURM_PMIX_NOTE);
+    if (wrapper && elastic_agent_result_failure (result, root_rank, &f) == ELASTIC_OK &&
+        f.signal > 0 && status == 128 + f.signal && signal_default_terminates (f.signal))
+        *reraise = f.signal;
+    return status;
+}
+
 int main (int argc, char **argv)
 {
     elastic_agent_spec_t *spec;
     elastic_agent_t *agent = NULL;
     elastic_agent_result_t *result = NULL;
-    struct launcher_info li;
+    struct launcher_info li = {0};
     struct cli cli = {0};
     elastic_error_t err = {{0}};
-    char msg[256], usage_err[sizeof (err.text) + 128], own_error_file[PATH_MAX] = "";
+    char own_error_file[PATH_MAX] = "";
     const char *v;
     int wrapper = 0, rc, status = EXIT_USAGE, reraise = 0, slurm_pmix = 0;
 
@@ -213,9 +317,9 @@ int main (int argc, char **argv)
     if (((v = getenv ("ELASTIC_ERROR_FILE")) && *v) ||
         ((v = getenv ("TORCHELASTIC_ERROR_FILE")) && *v))
         snprintf (own_error_file, sizeof (own_error_file), "%s", v);
-    if ((rc = cli_parse (argc, argv, spec, &cli, usage_err, sizeof (usage_err))) != 0) {
+    if ((rc = cli_parse (argc, argv, spec, &cli, &err)) != 0) {
         if (rc < 0)
-            fprintf (stderr, "%s: %s\n", prog, usage_err);
+            fprintf (stderr, "%s: %s\n", prog, err.text);
         status = rc < 0 ? EXIT_USAGE : 0;
         goto out;
     }
@@ -232,22 +336,8 @@ int main (int argc, char **argv)
                  prog);
         goto out;
     }
-
-    /* wrapper mode: a launcher started us, and no agent-mode flag was given */
-    if (!cli.standalone && !cli.nproc_given) {
-        int found = launcher_detect (&li, msg, sizeof (msg));
-        if (found < 0) {
-            fprintf (stderr, "%s: %s\n", prog, msg);
-            goto out;
-        }
-        wrapper = found;
-    } else if (!cli.print_binding && launcher_detect (&li, msg, sizeof (msg)) > 0 &&
-               li.size > 1)
-        log_warn (
-            "agent mode under %s with %d tasks: each task runs its own single-node group "
-            "(multi-node rendezvous is not in this version)",
-            li.name,
-            li.size);
+    if ((wrapper = detect_mode (&cli, &li)) < 0)
+        goto out;
     if (cli.print_binding) {
         status = binding_preflight (spec, wrapper ? &li : NULL, 1);
         goto out;
@@ -258,23 +348,14 @@ int main (int argc, char **argv)
         goto out;
     }
     spec->wrapper = wrapper;
-    if (spec_check (spec, msg, sizeof (msg)) < 0) {
-        fprintf (stderr, "%s: --%s\n", prog, msg);
+    if (spec_check (spec, &err) < 0) {
+        fprintf (stderr, "%s: --%s\n", prog, err.text);
         goto out;
     }
     if (spec_binding_wanted (spec) && binding_preflight (spec, wrapper ? &li : NULL, 0))
         goto out;
-    if (wrapper && !cli.run_id_given && li.job_id[0]) {
-        char id[101];
-        size_t n = 0;
-        for (const char *p = li.job_id; *p && n < sizeof (id) - 1; p++)
-            id[n++] =
-                (*p == '/' || isspace ((unsigned char)*p) || !isprint ((unsigned char)*p))
-                    ? '_'
-                    : *p;
-        id[n] = '\0';
-        elastic_agent_spec_set (spec, "run-id", id, NULL);
-    }
+    if (wrapper && !cli.run_id_given && li.job_id[0])
+        set_run_id_from_job (spec, &li);
     slurm_pmix = wrapper && strcmp (li.name, "Slurm") == 0 && getenv ("PMIX_RANK");
     if (slurm_pmix && spec->max_restarts > 0) {
         if (li.rank == 0)
@@ -283,30 +364,10 @@ int main (int argc, char **argv)
                       SLURM_PMIX_NOTE);
         spec->max_restarts = 0;
     }
-    if (!(agent = elastic_agent_create (spec, &err))) {
+    if (!(agent = elastic_agent_create (spec, &err)) ||
+        (wrapper && set_wrapper_rendezvous (agent, &li, &cli, &err) < 0)) {
         fprintf (stderr, "%s: %s\n", prog, err.text);
         goto out;
-    }
-    if (wrapper) {
-        struct elastic_agent_rdzv_info info = {
-            .group_rank = li.rank,
-            .group_world_size = li.size,
-            .rank_base = li.rank,
-            .world_size = li.size,
-            .local_rank_base = li.local_rank,
-            .node_local_size = li.local_size,
-            .master_port = cli.master_given ? 0 : -1,
-        };
-        if (elastic_agent_set_static_rendezvous (agent, &info, &err) != ELASTIC_OK) {
-            fprintf (stderr, "%s: %s\n", prog, err.text);
-            goto out;
-        }
-        log_info ("wrapper mode (%s): rank %d of %d, local rank %d of %d",
-                  li.name,
-                  li.rank,
-                  li.size,
-                  li.local_rank,
-                  li.local_size);
     }
 
     catch_late_signals (spec);
@@ -314,33 +375,8 @@ int main (int argc, char **argv)
     if (rc != ELASTIC_OK) {
         fprintf (stderr, "%s: %s\n", prog, err.text);
         status = rc == ELASTIC_ERR_INVAL ? EXIT_USAGE : 1;
-    } else {
-        int root_rank;
-        status = elastic_agent_result_exit_status (result);
-        if (elastic_agent_result_failures (result, &root_rank) > 0 &&
-            elastic_agent_result_state (result) == ELASTIC_AGENT_FAILED) {
-            struct elastic_agent_failure f;
-            elastic_agent_result_report (result, STDERR_FILENO);
-            if (own_error_file[0] &&
-                elastic_agent_result_failure (result, root_rank, &f) == ELASTIC_OK) {
-                char text[1024];
-                snprintf (text, sizeof (text), "rank %d: %s", f.rank, f.message);
-                if (errorfile_write (own_error_file, text, f.timestamp) < 0)
-                    log_warn ("cannot write %s: %s", own_error_file, strerror (errno));
-            }
-            if (slurm_pmix)
-                fprintf (stderr,
-                         "%s: rank %d failed under srun --mpi=pmix: %s\n",
-                         prog,
-                         li.rank,
-                         SLURM_PMIX_NOTE);
-            if (wrapper &&
-                elastic_agent_result_failure (result, root_rank, &f) == ELASTIC_OK &&
-                f.signal > 0 && status == 128 + f.signal &&
-                signal_default_terminates (f.signal))
-                reraise = f.signal;
-        }
-    }
+    } else
+        status = finish_run (result, wrapper, slurm_pmix, &li, own_error_file, &reraise);
 out:
     elastic_agent_result_destroy (result);
     elastic_agent_destroy (agent);

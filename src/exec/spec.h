@@ -1,10 +1,14 @@
-/* spec.h - the agent's settings (internal layout of elastic_agent_spec_t) */
+/* spec.h - the agent's settings (internal layout of elastic_agent_spec_t)
+ *
+ * The settings are set by name through the table of settings.h.
+ */
 #ifndef ELASTIC_EXEC_SPEC_H
 #define ELASTIC_EXEC_SPEC_H
 
 #include <signal.h>
 
 #include "binding.h"
+#include "common/error.h"
 #include "elastic/agent.h"
 #include "stdmap.h"
 
@@ -24,6 +28,7 @@ enum wireup {
     WIREUP_INHERIT = 3, /* the workers keep a launcher's PMIx variables */
 };
 
+/* Room for one text per row of the settings table (settings.c). */
 #define SPEC_NKEYS 48
 
 struct elastic_agent_spec {
@@ -90,7 +95,10 @@ const char *spec_restart_policy_name (enum restart_policy p);
 /* Check the settings against each other (wrapper mode and --wireup pmix,
  * --restart-policy in-place without the hosted server, ...).  Returns 0,
  * or -1 with one line in err. */
-int spec_check (const struct elastic_agent_spec *spec, char *err, size_t errsz);
+int spec_check (const struct elastic_agent_spec *spec, elastic_error_t *err);
+
+/* Free the first n strings of a and a itself (NULL-safe). */
+void spec_strv_free (char **a, int n);
 
 /* 1 if local_rank's output may go to the console (--local-ranks-filter). */
 int spec_rank_on_console (const struct elastic_agent_spec *spec, int local_rank);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/error.h"
 #include "stdmap.h"
 
 static int parse_uint (const char **sp, long max, long *out)
@@ -28,8 +29,7 @@ static int parse_uint (const char **sp, long max, long *out)
     return 0;
 }
 
-int stdmap_parse (
-    const char *what, const char *s, struct stdmap *m, char *err, size_t errsz)
+int stdmap_parse (const char *what, const char *s, struct stdmap *m, elastic_error_t *err)
 {
     const char *p = s;
     long r, v;
@@ -50,16 +50,12 @@ int stdmap_parse (
         if (parse_uint (&p, 3, &v) < 0)
             goto bad;
         for (int i = 0; i < m->n; i++) {
-            if (m->rank[i] == r) {
-                snprintf (err, errsz, "%s: '%s' names local rank %ld twice", what, s, r);
-                return -1;
-            }
+            if (m->rank[i] == r)
+                return errprintf (err, "%s: '%s' names local rank %ld twice", what, s, r);
         }
-        if (m->n == STDMAP_MAX) {
-            snprintf (
-                err, errsz, "%s: '%s' has more than %d entries", what, s, STDMAP_MAX);
-            return -1;
-        }
+        if (m->n == STDMAP_MAX)
+            return errprintf (
+                err, "%s: '%s' has more than %d entries", what, s, STDMAP_MAX);
         m->rank[m->n] = (int)r;
         m->val[m->n] = (int)v;
         m->n++;
@@ -69,13 +65,12 @@ int stdmap_parse (
             goto bad;
     }
 bad:
-    snprintf (err,
-              errsz,
-              "%s: '%s' is not a value or a per-local-rank map (expected 0-3, "
-              "0=none 1=stdout 2=stderr 3=both, or LOCAL_RANK:VALUE,... such as 0:3,1:0)",
-              what,
-              s ? s : "");
-    return -1;
+    return errprintf (
+        err,
+        "%s: '%s' is not a value or a per-local-rank map (expected 0-3, "
+        "0=none 1=stdout 2=stderr 3=both, or LOCAL_RANK:VALUE,... such as 0:3,1:0)",
+        what,
+        s ? s : "");
 }
 
 int stdmap_get (const struct stdmap *m, int local_rank)
@@ -106,7 +101,7 @@ void stdmap_format (const struct stdmap *m, char *buf, size_t size)
     }
 }
 
-int ranklist_parse (const char *what, const char *s, int **out, char *err, size_t errsz)
+int ranklist_parse (const char *what, const char *s, int **out, elastic_error_t *err)
 {
     const char *p = s;
     int *a = NULL, n = 0;
@@ -123,7 +118,7 @@ int ranklist_parse (const char *what, const char *s, int **out, char *err, size_
         while (*p == ' ')
             p++;
         if (!(tmp = realloc (a, (size_t)(n + 1) * sizeof (*a)))) {
-            snprintf (err, errsz, "%s: out of memory", what);
+            errprintf (err, "%s: out of memory", what);
             free (a);
             return -1;
         }
@@ -138,12 +133,10 @@ int ranklist_parse (const char *what, const char *s, int **out, char *err, size_
     return n;
 bad:
     free (a);
-    snprintf (
+    return errprintf (
         err,
-        errsz,
         "%s: '%s' is not a list of local ranks (expected comma-separated integers such "
         "as 0,2)",
         what,
         s ? s : "");
-    return -1;
 }

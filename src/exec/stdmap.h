@@ -8,6 +8,8 @@
 
 #include <stddef.h>
 
+#include "common/error.h"
+
 #define STD_NONE 0
 #define STD_OUT  1
 #define STD_ERR  2
@@ -24,8 +26,10 @@ struct stdmap {
 };
 
 /* Parse s for option `what`.  Returns 0, or -1 with one line in err. */
-int stdmap_parse (
-    const char *what, const char *s, struct stdmap *m, char *err, size_t errsz);
+int stdmap_parse (const char *what,
+                  const char *s,
+                  struct stdmap *m,
+                  elastic_error_t *err);
 
 /* The value for a local rank. */
 int stdmap_get (const struct stdmap *m, int local_rank);
@@ -35,6 +39,6 @@ void stdmap_format (const struct stdmap *m, char *buf, size_t size);
 
 /* Parse a comma-separated list of non-negative integers ("0,1,3") into a
  * malloc'ed array.  Returns the count, or -1 with one line in err. */
-int ranklist_parse (const char *what, const char *s, int **out, char *err, size_t errsz);
+int ranklist_parse (const char *what, const char *s, int **out, elastic_error_t *err);
 
 #endif /* ELASTIC_EXEC_STDMAP_H */

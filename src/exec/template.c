@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/error.h"
 #include "template.h"
 
 static const char *vars[] = {"role_name", "local_rank", "rank", "hostname"};
@@ -17,32 +18,29 @@ static int var_index (const char *name, size_t len)
     return -1;
 }
 
-int template_check (const char *what, const char *tmpl, char *err, size_t errsz)
+int template_check (const char *what, const char *tmpl, elastic_error_t *err)
 {
     const char *p = tmpl;
 
     while ((p = strstr (p, "${"))) {
         const char *end = strchr (p + 2, '}');
         if (!end) {
-            snprintf (
+            return errprintf (
                 err,
-                errsz,
                 "%s: '%s' has an unclosed '${' (expected ${role_name}, ${local_rank}, "
                 "${rank}, ${hostname})",
                 what,
                 tmpl);
-            return -1;
         }
         if (var_index (p + 2, (size_t)(end - p - 2)) < 0) {
-            snprintf (err,
-                      errsz,
-                      "%s: '%s' uses unknown variable '%.*s' (expected ${role_name}, "
-                      "${local_rank}, ${rank}, ${hostname})",
-                      what,
-                      tmpl,
-                      (int)(end - p + 1),
-                      p);
-            return -1;
+            return errprintf (
+                err,
+                "%s: '%s' uses unknown variable '%.*s' (expected ${role_name}, "
+                "${local_rank}, ${rank}, ${hostname})",
+                what,
+                tmpl,
+                (int)(end - p + 1),
+                p);
         }
         p = end + 1;
     }

@@ -8,9 +8,11 @@
 
 #include <stddef.h>
 
+#include "common/error.h"
+
 /* Check a template.  Returns 0, or -1 with one line in err naming the
  * problem (unclosed "${", unknown variable) and the accepted variables. */
-int template_check (const char *what, const char *tmpl, char *err, size_t errsz);
+int template_check (const char *what, const char *tmpl, elastic_error_t *err);
 
 /* Expand a checked template into buf (truncated to size). */
 void template_expand (const char *tmpl,

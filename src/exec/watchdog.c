@@ -35,6 +35,7 @@ static void on_fifo (struct loop *loop, int fd, int revents, void *arg)
 int watchdog_setup (elastic_agent_t *agent, char *err, size_t errsz)
 {
     const struct elastic_agent_spec *spec = agent->spec;
+    elastic_error_t e;
 
     if (!spec->file_timer || agent->ft)
         return 0;
@@ -45,8 +46,11 @@ int watchdog_setup (elastic_agent_t *agent, char *err, size_t errsz)
                        sizeof (agent->timer_path),
                        "%s/watchdog.fifo",
                        agent->base_dir);
-    if (!(agent->ft = filetimer_create (agent->timer_path, err, errsz)))
+    if (!(agent->ft = filetimer_create (agent->timer_path, &e))) {
+        /* until watchdog_setup takes an elastic_error_t */
+        snprintf (err, errsz, "%s", e.text);
         return -1;
+    }
     if (loop_add (agent->loop, filetimer_fd (agent->ft), on_fifo, agent) < 0) {
         snprintf (err, errsz, "file timer: %s", strerror (errno));
         filetimer_destroy (agent->ft);

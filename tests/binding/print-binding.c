@@ -64,7 +64,7 @@ static const char *optval (int argc, char **argv, int *i, const char *name)
 static int run_applied (struct binding_plan *plan, int nproc, int local, char **cmd)
 {
     const struct binding_slot *s = binding_plan_slot (plan, local);
-    char err[512];
+    elastic_error_t err;
     int status;
     pid_t pid;
 
@@ -82,8 +82,8 @@ static int run_applied (struct binding_plan *plan, int nproc, int local, char **
         return 1;
     }
     if (pid == 0) {
-        if (binding_apply (plan, local, err, sizeof (err)) < 0) {
-            fprintf (stderr, "%s: %s\n", prog, err);
+        if (binding_apply (plan, local, &err) < 0) {
+            fprintf (stderr, "%s: %s\n", prog, err.text);
             _exit (1);
         }
         if (s->cuda_visible_devices[0])
@@ -107,7 +107,8 @@ int main (int argc, char **argv)
 {
     struct binding_opts opts;
     struct binding_plan *plan;
-    char err[1024], line[2048];
+    elastic_error_t err;
+    char line[2048];
     long nproc = 0, apply = -1, offset = 0, v;
     char **cmd = NULL;
     const char *val;
@@ -124,32 +125,23 @@ int main (int argc, char **argv)
             return 0;
         }
         if ((val = optval (argc, argv, &i, "--bind"))) {
-            if (binding_parse ("--bind", val, &opts, err, sizeof (err)) < 0)
+            if (binding_parse ("--bind", val, &opts, &err) < 0)
                 goto badarg;
         } else if ((val = optval (argc, argv, &i, "--numa-binding"))) {
-            if (binding_parse ("--numa-binding", val, &opts, err, sizeof (err)) < 0)
+            if (binding_parse ("--numa-binding", val, &opts, &err) < 0)
                 goto badarg;
         } else if ((val = optval (argc, argv, &i, "--cpus-per-rank"))) {
-            if (ERR_BRIDGE (err,
-                            sizeof (err),
-                            parse_long ("--cpus-per-rank", val, 1, 1 << 20, &v, &e_)) < 0)
+            if (parse_long ("--cpus-per-rank", val, 1, 1 << 20, &v, &err) < 0)
                 goto badarg;
             opts.cpus_per_rank = (int)v;
         } else if ((val = optval (argc, argv, &i, "--nproc"))) {
-            if (ERR_BRIDGE (err,
-                            sizeof (err),
-                            parse_long ("--nproc", val, 1, 65536, &nproc, &e_)) < 0)
+            if (parse_long ("--nproc", val, 1, 65536, &nproc, &err) < 0)
                 goto badarg;
         } else if ((val = optval (argc, argv, &i, "--rank-offset"))) {
-            if (ERR_BRIDGE (err,
-                            sizeof (err),
-                            parse_long ("--rank-offset", val, 0, 1 << 30, &offset, &e_)) <
-                0)
+            if (parse_long ("--rank-offset", val, 0, 1 << 30, &offset, &err) < 0)
                 goto badarg;
         } else if ((val = optval (argc, argv, &i, "--apply"))) {
-            if (ERR_BRIDGE (err,
-                            sizeof (err),
-                            parse_long ("--apply", val, 0, 65535, &apply, &e_)) < 0)
+            if (parse_long ("--apply", val, 0, 65535, &apply, &err) < 0)
                 goto badarg;
         } else if (strcmp (argv[i], "--virtual-local-rank") == 0)
             opts.virtual_local_rank = 1;
@@ -171,8 +163,8 @@ int main (int argc, char **argv)
         fprintf (stderr, "%s: --apply %ld needs a command after --\n", prog, apply);
         return 2;
     }
-    if (!(plan = binding_plan_create (&opts, (int)nproc, err, sizeof (err)))) {
-        fprintf (stderr, "%s: %s\n", prog, err);
+    if (!(plan = binding_plan_create (&opts, (int)nproc, &err))) {
+        fprintf (stderr, "%s: %s\n", prog, err.text);
         return 1;
     }
     if (binding_plan_note (plan)[0])
@@ -196,6 +188,6 @@ int main (int argc, char **argv)
     binding_plan_destroy (plan);
     return rc;
 badarg:
-    fprintf (stderr, "%s: %s\n", prog, err);
+    fprintf (stderr, "%s: %s\n", prog, err.text);
     return 2;
 }

@@ -53,7 +53,8 @@ int LLVMFuzzerInitialize (int *argc, char ***argv)
 
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
-    char *s = fuzz_str (data, size), *part[2], **env, **args, **argv, err[1024];
+    char *s = fuzz_str (data, size), *part[2], **env, **args, **argv;
+    elastic_error_t err;
     char buf[2048];
     int nenv, nargs;
     elastic_agent_spec_t *spec;
@@ -80,8 +81,8 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
         argv[i + 1] = args[i];
     if (!(spec = elastic_agent_spec_create ()))
         abort ();
-    if (cli_parse (nargs + 1, argv, spec, &cli, err, sizeof (err)) == 0) {
-        spec_check (spec, err, sizeof (err));
+    if (cli_parse (nargs + 1, argv, spec, &cli, &err) == 0) {
+        spec_check (spec, &err);
         for (size_t k = 0; k < sizeof (keys) / sizeof (keys[0]); k++)
             elastic_agent_spec_get (spec, keys[k]);
         stdmap_format (&spec->redirects, buf, sizeof (buf));

@@ -44,12 +44,12 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
     struct filetimer_expired ex[8];
     struct filetimer *ft;
-    char err[256];
+    elastic_error_t err;
     size_t off = 0;
     double next;
     int w;
 
-    if (!(ft = filetimer_create (path, err, sizeof (err))))
+    if (!(ft = filetimer_create (path, &err)))
         abort ();
     if ((w = open (path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)) < 0)
         abort ();

@@ -11,7 +11,8 @@
 
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
-    char *s = fuzz_str (data, size), **line, err[512], args[4096];
+    char *s = fuzz_str (data, size), **line, args[4096];
+    elastic_error_t err;
     struct spank_opts *o = spank_opts_create ();
     const char *name, *value;
     int n;
@@ -20,7 +21,7 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
         abort ();
     line = fuzz_lines (s, &n);
     for (int i = 0; i < n; i++)
-        spank_opts_parse (o, i == 0 && !*line[0] ? NULL : line[i], err, sizeof (err));
+        spank_opts_parse (o, i == 0 && !*line[0] ? NULL : line[i], &err);
     for (int i = 0; spank_opts_env (o, i, &name, &value) == 0; i++)
         ;
     spank_opts_exec_args (o, args, sizeof (args));

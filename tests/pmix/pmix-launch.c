@@ -172,16 +172,14 @@ static int parse_args (struct launch *L, int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    char err[256];
+    elastic_error_t err;
     long v;
     int c;
 
     while ((c = getopt_long (argc, argv, "+n:vh", longopts, NULL)) != -1) {
         switch (c) {
             case 'n':
-                if (ERR_BRIDGE (err,
-                                sizeof (err),
-                                parse_long ("-n", optarg, 1, 4096, &v, &e_)) < 0)
+                if (parse_long ("-n", optarg, 1, 4096, &v, &err) < 0)
                     goto bad;
                 L->nranks = (int)v;
                 break;
@@ -198,20 +196,13 @@ static int parse_args (struct launch *L, int argc, char **argv)
                 L->event_log = optarg;
                 break;
             case 'r':
-                if (ERR_BRIDGE (err,
-                                sizeof (err),
-                                parse_long ("--max-restarts", optarg, 0, 1000, &v, &e_)) <
-                    0)
+                if (parse_long ("--max-restarts", optarg, 0, 1000, &v, &err) < 0)
                     goto bad;
                 L->max_restarts = (int)v;
                 break;
             case 't':
-                if (ERR_BRIDGE (
-                        err,
-                        sizeof (err),
-                        parse_seconds (
-                            "--init-timeout", optarg, 0, 86400, &L->init_timeout, &e_)) <
-                    0)
+                if (parse_seconds (
+                        "--init-timeout", optarg, 0, 86400, &L->init_timeout, &err) < 0)
                     goto bad;
                 break;
             case 'T':
@@ -252,7 +243,7 @@ static int parse_args (struct launch *L, int argc, char **argv)
     L->argv = &argv[optind];
     return 0;
 bad:
-    fprintf (stderr, "pmix-launch: %s\n", err);
+    fprintf (stderr, "pmix-launch: %s\n", err.text);
     return -1;
 }
 
