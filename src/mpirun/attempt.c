@@ -48,22 +48,42 @@ struct attempt_run {
 
 /* ---- the policy -------------------------------------------------------- */
 
-static void __attribute__ ((format (printf, 6, 7))) decide (struct decision *d,
-                                                            enum next_action next,
-                                                            enum outcome outcome,
-                                                            const char *state,
-                                                            int status,
-                                                            const char *fmt,
-                                                            ...)
+/* Fill d: what comes next, the attempt's outcome, and how the job ends. */
+static void vdecide (struct decision *d,
+                     enum next_action next,
+                     enum outcome outcome,
+                     const char *state,
+                     int status,
+                     const char *fmt,
+                     va_list ap)
 {
-    va_list ap;
-
     d->next = next;
     d->outcome = outcome;
     d->end.state = state;
     d->end.status = status;
-    va_start (ap, fmt);
     vsnprintf (d->end.why, sizeof (d->end.why), fmt, ap);
+}
+
+static void decide (struct decision *d,
+                    enum next_action next,
+                    enum outcome outcome,
+                    const char *state,
+                    int status,
+                    const char *fmt,
+                    ...) __attribute__ ((format (printf, 6, 7)));
+
+static void decide (struct decision *d,
+                    enum next_action next,
+                    enum outcome outcome,
+                    const char *state,
+                    int status,
+                    const char *fmt,
+                    ...)
+{
+    va_list ap;
+
+    va_start (ap, fmt);
+    vdecide (d, next, outcome, state, status, fmt, ap);
     va_end (ap);
 }
 
@@ -157,18 +177,16 @@ void policy_between_attempts (int sig, struct decision *d)
 }
 
 /* An attempt that could not be launched ends the job as failed. */
-static void __attribute__ ((format (printf, 2, 3)))
-cannot_launch (struct decision *d, const char *fmt, ...)
+static void cannot_launch (struct decision *d, const char *fmt, ...)
+    __attribute__ ((format (printf, 2, 3)));
+
+static void cannot_launch (struct decision *d, const char *fmt, ...)
 {
     va_list ap;
 
     memset (d, 0, sizeof (*d));
-    d->next = NEXT_FAIL;
-    d->outcome = OUT_FAILED;
-    d->end.state = "failed";
-    d->end.status = EXIT_FAILED;
     va_start (ap, fmt);
-    vsnprintf (d->end.why, sizeof (d->end.why), fmt, ap);
+    vdecide (d, NEXT_FAIL, OUT_FAILED, "failed", EXIT_FAILED, fmt, ap);
     va_end (ap);
 }
 
