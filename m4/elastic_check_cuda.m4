@@ -4,4 +4,7 @@ AC_DEFUN([ELASTIC_CHECK_CUDA], [
         [with_cuda=/usr/local/cuda])
   ELASTIC_CHECK_LIB([cuda], [], [cuda_runtime_api.h], [cudaGetDeviceCount], [-lcudart],
                     [nvidia-cuda-toolkit], [CUDA runtime])
+  # found, but no code uses it yet (the GPU/NCCL work will): say so
+  AS_IF([test "x$elastic_have_cuda" = xyes],
+        [elastic_cuda_summary="$elastic_cuda_summary (not used yet)"])
 ])

@@ -17,7 +17,7 @@
 #include "mpirun/probe.h"
 #include "mpirun/report.h"
 
-static char err[1024];
+static elastic_error_t err;
 
 static const char *state_of (struct hostlist *hl, const char *name)
 {
@@ -49,7 +49,7 @@ static void test_hostfile (void)
                        "n4\n"
                        "n5 slots=4 spare\n"
                        "n1 slots=2\n";
-    int n = hostlist_parse_hostfile (hl, text, "hf", err, sizeof (err));
+    int n = hostlist_parse_hostfile (hl, text, "hf", &err);
     int slots;
 
     is_int (n, 6, "hostfile: 6 host lines parsed");
@@ -66,22 +66,22 @@ static void test_hostfile (void)
     hostlist_destroy (hl);
 
     hl = hostlist_create ();
-    ok (hostlist_parse_hostfile (hl, "n1 slots=zero\n", "hf", err, sizeof (err)) < 0 &&
-            strstr (err, "hf:1") && strstr (err, "'zero'"),
+    ok (hostlist_parse_hostfile (hl, "n1 slots=zero\n", "hf", &err) < 0 &&
+            strstr (err.text, "hf:1") && strstr (err.text, "'zero'"),
         "bad slots value: error names file:line and value (%s)",
-        err);
-    ok (hostlist_parse_hostfile (hl, "n1\nn2 gpus=2\n", "hf", err, sizeof (err)) < 0 &&
-            strstr (err, "hf:2") && strstr (err, "gpus"),
+        err.text);
+    ok (hostlist_parse_hostfile (hl, "n1\nn2 gpus=2\n", "hf", &err) < 0 &&
+            strstr (err.text, "hf:2") && strstr (err.text, "gpus"),
         "unknown key: error names it (%s)",
-        err);
-    ok (hostlist_parse_hostfile (hl, "n1\nn2 fast\n", "hf", err, sizeof (err)) < 0 &&
-            strstr (err, "'fast'"),
+        err.text);
+    ok (hostlist_parse_hostfile (hl, "n1\nn2 fast\n", "hf", &err) < 0 &&
+            strstr (err.text, "'fast'"),
         "unknown word: error names it (%s)",
-        err);
-    ok (hostlist_parse_hostfile (hl, "bad/name slots=2\n", "hf", err, sizeof (err)) < 0 &&
-            strstr (err, "bad/name"),
+        err.text);
+    ok (hostlist_parse_hostfile (hl, "bad/name slots=2\n", "hf", &err) < 0 &&
+            strstr (err.text, "bad/name"),
         "bad host name rejected (%s)",
-        err);
+        err.text);
     hostlist_destroy (hl);
 }
 
@@ -90,14 +90,12 @@ static void test_hosts_option (void)
     struct hostlist *hl = hostlist_create ();
     int slots;
 
-    is_int (hostlist_parse_hosts (hl, "a,b:4,c:2", err, sizeof (err)),
-            3,
-            "--host a,b:4,c:2: 3 hosts");
+    is_int (hostlist_parse_hosts (hl, "a,b:4,c:2", &err), 3, "--host a,b:4,c:2: 3 hosts");
     hostlist_count_state (hl, HOST_ACTIVE, &slots);
     is_int (slots, 7, "--host: a bare name is 1 slot (Open MPI's rule)");
-    ok (hostlist_parse_hosts (hl, "d:x", err, sizeof (err)) < 0 && strstr (err, "'x'"),
+    ok (hostlist_parse_hosts (hl, "d:x", &err) < 0 && strstr (err.text, "'x'"),
         "--host d:x rejected (%s)",
-        err);
+        err.text);
     hostlist_destroy (hl);
 }
 
@@ -106,20 +104,18 @@ static void test_slurm (void)
     int c[16];
     struct hostlist *hl;
 
-    is_int (slurm_expand_counts ("2(x3),1", c, 16, err, sizeof (err)),
-            4,
-            "2(x3),1 expands to 4 counts");
+    is_int (
+        slurm_expand_counts ("2(x3),1", c, 16, &err), 4, "2(x3),1 expands to 4 counts");
     ok (c[0] == 2 && c[1] == 2 && c[2] == 2 && c[3] == 1, "counts are 2 2 2 1");
-    is_int (slurm_expand_counts ("8", c, 16, err, sizeof (err)), 1, "a single count");
-    ok (slurm_expand_counts ("2(y3)", c, 16, err, sizeof (err)) < 0 &&
-            strstr (err, "2(y3)"),
+    is_int (slurm_expand_counts ("8", c, 16, &err), 1, "a single count");
+    ok (slurm_expand_counts ("2(y3)", c, 16, &err) < 0 && strstr (err.text, "2(y3)"),
         "malformed count list rejected (%s)",
-        err);
-    ok (slurm_expand_counts ("1(x20)", c, 16, err, sizeof (err)) < 0,
+        err.text);
+    ok (slurm_expand_counts ("1(x20)", c, 16, &err) < 0,
         "count list longer than the table rejected");
 
     hl = hostlist_create ();
-    is_int (hostlist_add_slurm (hl, "n1\nn2\nn3\nn4\n", "2(x3),1", err, sizeof (err)),
+    is_int (hostlist_add_slurm (hl, "n1\nn2\nn3\nn4\n", "2(x3),1", &err),
             4,
             "scontrol show hostnames: 4 hosts");
     is_int (hostlist_get (hl, 3)->slots, 1, "n4 gets the last count");
@@ -136,7 +132,7 @@ static void test_slurm (void)
     /* one count for hosts that repeat (found by fuzz_slurm_hostlist: the
      * count was patched into entries before the table) */
     hl = hostlist_create ();
-    is_int (hostlist_add_slurm (hl, "n1\nn2\nn1\nn1\n", "4", err, sizeof (err)),
+    is_int (hostlist_add_slurm (hl, "n1\nn2\nn1\nn1\n", "4", &err),
             4,
             "hostnames n1 n2 n1 n1 with one count: 4 names");
     is_int ((int)hostlist_count (hl), 2, "two hosts");
@@ -145,14 +141,12 @@ static void test_slurm (void)
     hostlist_destroy (hl);
 
     hl = hostlist_create ();
-    is_int (hostlist_add_slurm (hl, "a b c", "4", err, sizeof (err)),
-            3,
-            "one count for every node");
+    is_int (hostlist_add_slurm (hl, "a b c", "4", &err), 3, "one count for every node");
     is_int (hostlist_get (hl, 2)->slots, 4, "c gets 4 slots");
-    ok (hostlist_add_slurm (hl, "d e", "1,2,3", err, sizeof (err)) < 0 &&
-            strstr (err, "3 entries for 2"),
+    ok (hostlist_add_slurm (hl, "d e", "1,2,3", &err) < 0 &&
+            strstr (err.text, "3 entries for 2"),
         "count list of the wrong length rejected (%s)",
-        err);
+        err.text);
     hostlist_destroy (hl);
 }
 
@@ -166,25 +160,24 @@ static void test_exclude_and_spares (void)
         hl,
         "n1 slots=2\nn2 slots=2\nn3 slots=2\nn4 slots=2\nn5 slots=2 spare\n",
         "hf",
-        err,
-        sizeof (err));
-    ok (hostlist_set_spares (hl, 1, err, sizeof (err)) == 0, "--spares 1");
+        &err);
+    ok (hostlist_set_spares (hl, 1, &err) == 0, "--spares 1");
     is_str (state_of (hl, "n4"),
             "spare",
             "--spares 1 holds back the last non-spare host (n4)");
-    ok (hostlist_set_spares (hl, 3, err, sizeof (err)) < 0 && strstr (err, "--spares"),
+    ok (hostlist_set_spares (hl, 3, &err) < 0 && strstr (err.text, "--spares"),
         "--spares that leaves no host rejected (%s)",
-        err);
+        err.text);
 
-    ok (hostlist_plan_np (hl, 6, 6, 0, 0, &np, err, sizeof (err)) == 0 && np == 6,
+    ok (hostlist_plan_np (hl, 6, 6, 0, 0, &np, &err) == 0 && np == 6,
         "np 6 on 3 x 2 slots");
-    ok (hostlist_plan_np (hl, 8, 4, 0, 0, &np, err, sizeof (err)) == 0 && np == 6,
+    ok (hostlist_plan_np (hl, 8, 4, 0, 0, &np, &err) == 0 && np == 6,
         "np 8 asked, 6 slots, np-min 4: 6");
-    ok (hostlist_plan_np (hl, 8, 8, 0, 1, &np, err, sizeof (err)) == 0 && np == 8,
+    ok (hostlist_plan_np (hl, 8, 8, 0, 1, &np, &err) == 0 && np == 8,
         "--oversubscribe: np 8 on 6 slots");
-    ok (hostlist_plan_np (hl, 0, 0, 4, 0, &np, err, sizeof (err)) == 0 && np == 4,
+    ok (hostlist_plan_np (hl, 0, 0, 4, 0, &np, &err) == 0 && np == 4,
         "no -n: np-max 4 bounds the slots");
-    ok (hostlist_plan_np (hl, 0, 0, 0, 0, &np, err, sizeof (err)) == 0 && np == 6,
+    ok (hostlist_plan_np (hl, 0, 0, 0, 0, &np, &err) == 0 && np == 6,
         "no -n: all active slots");
 
     is_int (hostlist_fail (
@@ -199,7 +192,7 @@ static void test_exclude_and_spares (void)
     is_str (state_of (hl, "n4"), "active", "n4 active now");
     is_str (
         written (hl), "n1 slots=2\nn3 slots=2\nn4 slots=2\n", "next hostfile: n1 n3 n4");
-    ok (hostlist_plan_np (hl, 6, 6, 0, 0, &np, err, sizeof (err)) == 0 && np == 6,
+    ok (hostlist_plan_np (hl, 6, 6, 0, 0, &np, &err) == 0 && np == 6,
         "world size back to 6");
     is_int (hostlist_replace_failed (hl, log, sizeof (log)),
             0,
@@ -212,26 +205,26 @@ static void test_exclude_and_spares (void)
     is_str (state_of (hl, "n5"), "active", "n5 active now");
     hostlist_fail (hl, "n3", "attempt 3");
     is_int (hostlist_replace_failed (hl, log, sizeof (log)), 0, "no spare left");
-    ok (hostlist_plan_np (hl, 6, 4, 0, 0, &np, err, sizeof (err)) == 0 && np == 4,
+    ok (hostlist_plan_np (hl, 6, 4, 0, 0, &np, &err) == 0 && np == 4,
         "np shrinks to the 4 slots left (np-min 4)");
-    ok (hostlist_plan_np (hl, 6, 6, 0, 0, &np, err, sizeof (err)) < 0 &&
-            strstr (err, "--np-min 6") && strstr (err, "4 slots"),
+    ok (hostlist_plan_np (hl, 6, 6, 0, 0, &np, &err) < 0 &&
+            strstr (err.text, "--np-min 6") && strstr (err.text, "4 slots"),
         "np-min 6 cannot be met: clear error (%s)",
-        err);
-    ok (hostlist_plan_np (hl, 6, 2, 3, 0, &np, err, sizeof (err)) == 0 && np == 3,
+        err.text);
+    ok (hostlist_plan_np (hl, 6, 2, 3, 0, &np, &err) == 0 && np == 3,
         "np-max 3 bounds it");
     hostlist_fail (hl, "n4", "x");
     hostlist_fail (hl, "n5", "x");
-    ok (hostlist_plan_np (hl, 6, 1, 0, 0, &np, err, sizeof (err)) < 0 &&
-            strstr (err, "no usable host"),
+    ok (hostlist_plan_np (hl, 6, 1, 0, 0, &np, &err) < 0 &&
+            strstr (err.text, "no usable host"),
         "every host excluded: clear error (%s)",
-        err);
+        err.text);
     hostlist_destroy (hl);
 
     /* a Slurm-down host is replaced by a spare like a failed one */
     hl = hostlist_create ();
-    hostlist_add_slurm (hl, "a\nb\nc\n", "2(x3)", err, sizeof (err));
-    hostlist_set_spares (hl, 1, err, sizeof (err));
+    hostlist_add_slurm (hl, "a\nb\nc\n", "2(x3)", &err);
+    hostlist_set_spares (hl, 1, &err);
     hostlist_mark_slurm_down (hl, "b down\n");
     is_int (hostlist_replace_failed (hl, log, sizeof (log)),
             1,
@@ -241,11 +234,11 @@ static void test_exclude_and_spares (void)
 
     /* unknown slots: every host holds an equal share of -n */
     hl = hostlist_create ();
-    hostlist_parse_hostfile (hl, "u1\nu2\nu3\nu4\n", "hf", err, sizeof (err));
-    ok (hostlist_plan_np (hl, 8, 4, 0, 0, &np, err, sizeof (err)) == 0 && np == 8,
+    hostlist_parse_hostfile (hl, "u1\nu2\nu3\nu4\n", "hf", &err);
+    ok (hostlist_plan_np (hl, 8, 4, 0, 0, &np, &err) == 0 && np == 8,
         "unknown slots: -n 8 as asked");
     hostlist_fail (hl, "u2", "x");
-    ok (hostlist_plan_np (hl, 8, 4, 0, 0, &np, err, sizeof (err)) == 0 && np == 6,
+    ok (hostlist_plan_np (hl, 8, 4, 0, 0, &np, &err) == 0 && np == 6,
         "unknown slots, one of 4 hosts lost: 3/4 of 8 = 6");
     hostlist_destroy (hl);
 }
@@ -553,7 +546,7 @@ static int parse (const char *line, struct options *o)
     for (char *t = strtok (buf, " "); t && argc < 63; t = strtok (NULL, " "))
         argv[argc++] = t;
     argv[argc] = NULL;
-    return options_parse (o, argc, argv, err, sizeof (err));
+    return options_parse (o, argc, argv, &err);
 }
 
 static void test_options (void)
@@ -577,49 +570,50 @@ static void test_options (void)
     options_free (&o);
 
     ok (parse ("--max-relaunch 3 ./app", &o) < 0 &&
-            strstr (err, "did you mean --max-relaunches"),
+            strstr (err.text, "did you mean --max-relaunches"),
         "a typo of an elastic option: error with a suggestion (%s)",
-        err);
-    ok (parse ("--frobnicate ./app", &o) < 0 && strstr (err, "--frobnicate") &&
-            strstr (err, "--pass"),
+        err.text);
+    ok (parse ("--frobnicate ./app", &o) < 0 && strstr (err.text, "--frobnicate") &&
+            strstr (err.text, "--pass"),
         "an unknown option: error naming it and --pass (%s)",
-        err);
+        err.text);
     options_free (&o);
     ok (parse ("--pass --frobnicate ./app", &o) == 0 && o.npass == 1 &&
             !strcmp (o.pass[0], "--frobnicate"),
         "--pass hands an unlisted option to mpirun");
     options_free (&o);
-    ok (parse ("-n 4 --np-min 8 ./app", &o) < 0 && strstr (err, "--np-min 8"),
+    ok (parse ("-n 4 --np-min 8 ./app", &o) < 0 && strstr (err.text, "--np-min 8"),
         "np-min > -n rejected (%s)",
-        err);
+        err.text);
     options_free (&o);
-    ok (parse ("--np-min 8 --np-max 4 ./app", &o) < 0 && strstr (err, "--np-max 4"),
+    ok (parse ("--np-min 8 --np-max 4 ./app", &o) < 0 && strstr (err.text, "--np-max 4"),
         "np-min > np-max rejected (%s)",
-        err);
+        err.text);
     options_free (&o);
-    ok (parse ("--max-relaunches -1 ./app", &o) < 0 && strstr (err, "--max-relaunches"),
+    ok (parse ("--max-relaunches -1 ./app", &o) < 0 &&
+            strstr (err.text, "--max-relaunches"),
         "negative relaunches rejected (%s)",
-        err);
+        err.text);
     options_free (&o);
-    ok (parse ("--detector 1,2 ./app", &o) < 0 && strstr (err, "3 x period"),
+    ok (parse ("--detector 1,2 ./app", &o) < 0 && strstr (err.text, "3 x period"),
         "detector timeout <= 3 periods rejected (%s)",
-        err);
+        err.text);
     options_free (&o);
     ok (parse ("--detector 500ms ./app", &o) == 0 && o.det_period == 0.5 &&
             o.det_timeout == 1.75,
         "--detector 500ms: timeout 3.5 periods");
     options_free (&o);
-    ok (parse ("--ulfm maybe ./app", &o) < 0 && strstr (err, "'maybe'"),
+    ok (parse ("--ulfm maybe ./app", &o) < 0 && strstr (err.text, "'maybe'"),
         "--ulfm maybe rejected (%s)",
-        err);
+        err.text);
     options_free (&o);
-    ok (parse ("-n 4", &o) < 0 && strstr (err, "no program"),
+    ok (parse ("-n 4", &o) < 0 && strstr (err.text, "no program"),
         "no program: error (%s)",
-        err);
+        err.text);
     options_free (&o);
-    ok (parse ("--mca btl", &o) < 0 && strstr (err, "needs 2 values"),
+    ok (parse ("--mca btl", &o) < 0 && strstr (err.text, "needs 2 values"),
         "--mca with one value rejected (%s)",
-        err);
+        err.text);
     options_free (&o);
     ok (parse ("-n 2 -- --weird-program", &o) == 0 && o.napp == 1, "-- ends the options");
     options_free (&o);

@@ -13,6 +13,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "common/signame.h"
 #include "elastic.h"
 #include "events.h"
 
@@ -193,36 +194,16 @@ static int get_ints (const char *obj, const char *key, int *out, int max)
     return n;
 }
 
+/* The signal of a worker_exit event: a name as signal_name writes it
+ * ("SIGKILL", "SIG70"), "KILL", or a number; 0 when not a signal. */
 static int signal_number (const char *name)
 {
-    static const struct {
-        const char *n;
-        int s;
-    } t[] = {{"HUP", SIGHUP},
-             {"INT", SIGINT},
-             {"QUIT", SIGQUIT},
-             {"ILL", SIGILL},
-             {"ABRT", SIGABRT},
-             {"BUS", SIGBUS},
-             {"FPE", SIGFPE},
-             {"KILL", SIGKILL},
-             {"USR1", SIGUSR1},
-             {"SEGV", SIGSEGV},
-             {"USR2", SIGUSR2},
-             {"PIPE", SIGPIPE},
-             {"ALRM", SIGALRM},
-             {"TERM", SIGTERM},
-             {"XCPU", SIGXCPU},
-             {"SYS", SIGSYS}};
+    int sig;
 
-    if (strncasecmp (name, "SIG", 3) == 0)
+    if (strncasecmp (name, "SIG", 3) == 0 && isdigit ((unsigned char)name[3]))
         name += 3;
-    if (isdigit ((unsigned char)*name))
-        return atoi (name);
-    for (size_t i = 0; i < sizeof (t) / sizeof (t[0]); i++)
-        if (strcasecmp (name, t[i].n) == 0)
-            return t[i].s;
-    return 0;
+    sig = signal_parse (name);
+    return sig > 0 ? sig : 0;
 }
 
 static void parse_reshard (struct events *ev, const char *line, const char *name)

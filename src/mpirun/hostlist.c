@@ -95,30 +95,21 @@ static int valid_name (const char *s)
 }
 
 int hostlist_add (
-    struct hostlist *hl, const char *name, int slots, int spare, char *err, size_t errsz)
+    struct hostlist *hl, const char *name, int slots, int spare, elastic_error_t *err)
 {
     struct host *h;
 
-    if (!valid_name (name)) {
-        snprintf (
-            err, errsz, "'%s' is not a host name (letters, digits, '-', '.', '_')", name);
-        return -1;
-    }
-    if (slots < 0) {
-        snprintf (err,
-                  errsz,
-                  "host %s: slots %d is negative (expected 1 or more)",
-                  name,
-                  slots);
-        return -1;
-    }
+    if (!valid_name (name))
+        return errprintf (
+            err, "'%s' is not a host name (letters, digits, '-', '.', '_')", name);
+    if (slots < 0)
+        return errprintf (
+            err, "host %s: slots %d is negative (expected 1 or more)", name, slots);
     if ((h = find (hl, name))) {
         /* Open MPI adds the slots of repeated lines */
-        if (h->slots > 0 && slots > INT_MAX - h->slots) {
-            snprintf (
-                err, errsz, "host %s: its slots add up to more than %d", name, INT_MAX);
-            return -1;
-        }
+        if (h->slots > 0 && slots > INT_MAX - h->slots)
+            return errprintf (
+                err, "host %s: its slots add up to more than %d", name, INT_MAX);
         if (h->slots > 0 && slots > 0)
             h->slots += slots;
         else if (slots > 0)
@@ -128,19 +119,15 @@ int hostlist_add (
     if (hl->n == hl->cap) {
         size_t cap = hl->cap ? hl->cap * 2 : 8;
         struct host *p = realloc (hl->h, cap * sizeof (*p));
-        if (!p) {
-            snprintf (err, errsz, "out of memory");
-            return -1;
-        }
+        if (!p)
+            return errprintf (err, "out of memory");
         hl->h = p;
         hl->cap = cap;
     }
     h = &hl->h[hl->n];
     memset (h, 0, sizeof (*h));
-    if (!(h->name = strdup (name))) {
-        snprintf (err, errsz, "out of memory");
-        return -1;
-    }
+    if (!(h->name = strdup (name)))
+        return errprintf (err, "out of memory");
     h->slots = slots;
     h->state = spare ? HOST_SPARE : HOST_ACTIVE;
     h->was_active = !spare;
@@ -150,28 +137,24 @@ int hostlist_add (
 
 /* Parse "key=N" with N in 1..1e6 into *out. */
 static int parse_count (
-    const char *what, const char *v, const char *where, int *out, char *err, size_t errsz)
+    const char *what, const char *v, const char *where, int *out, elastic_error_t *err)
 {
     char *end;
     long n;
 
     errno = 0;
     n = strtol (v, &end, 10);
-    if (errno || end == v || *end || n < 1 || n > 1000000) {
-        snprintf (err,
-                  errsz,
-                  "%s: %s '%s' is not a count (expected 1..1000000)",
-                  where,
-                  what,
-                  v);
-        return -1;
-    }
+    if (errno || end == v || *end || n < 1 || n > 1000000)
+        return errprintf (
+            err, "%s: %s '%s' is not a count (expected 1..1000000)", where, what, v);
     *out = (int)n;
     return 0;
 }
 
-int hostlist_parse_hostfile (
-    struct hostlist *hl, const char *text, const char *source, char *err, size_t errsz)
+int hostlist_parse_hostfile (struct hostlist *hl,
+                             const char *text,
+                             const char *source,
+                             elastic_error_t *err)
 {
     const char *p = text;
     int lineno = 0, added = 0;
@@ -184,14 +167,11 @@ int hostlist_parse_hostfile (
 
         lineno++;
         snprintf (where, sizeof (where), "%s:%d", source ? source : "hostfile", lineno);
-        if (len >= sizeof (line)) {
-            snprintf (err,
-                      errsz,
-                      "%s: line too long (at most %zu characters)",
-                      where,
-                      sizeof (line) - 1);
-            return -1;
-        }
+        if (len >= sizeof (line))
+            return errprintf (err,
+                              "%s: line too long (at most %zu characters)",
+                              where,
+                              sizeof (line) - 1);
         memcpy (line, p, len);
         line[len] = '\0';
         p = eol ? eol + 1 : NULL;
@@ -205,39 +185,32 @@ int hostlist_parse_hostfile (
                 spare = 1;
                 continue;
             }
-            if (!eq) {
-                snprintf (
+            if (!eq)
+                return errprintf (
                     err,
-                    errsz,
                     "%s: unknown word '%s' (expected slots=N, max_slots=N or spare)",
                     where,
                     tok);
-                return -1;
-            }
             *eq = '\0';
             if (strcasecmp (tok, "slots") == 0 || strcasecmp (tok, "count") == 0 ||
                 strcasecmp (tok, "cpu") == 0) {
-                if (parse_count ("slots", eq + 1, where, &slots, err, errsz) < 0)
+                if (parse_count ("slots", eq + 1, where, &slots, err) < 0)
                     return -1;
             } else if (strcasecmp (tok, "max_slots") == 0 ||
                        strcasecmp (tok, "max-slots") == 0) {
-                if (parse_count ("max_slots", eq + 1, where, &max_slots, err, errsz) < 0)
+                if (parse_count ("max_slots", eq + 1, where, &max_slots, err) < 0)
                     return -1;
-            } else {
-                snprintf (err,
-                          errsz,
-                          "%s: unknown key '%s' (expected slots=N, max_slots=N or spare)",
-                          where,
-                          tok);
-                return -1;
-            }
+            } else
+                return errprintf (
+                    err,
+                    "%s: unknown key '%s' (expected slots=N, max_slots=N or spare)",
+                    where,
+                    tok);
         }
         if (max_slots > 0 && (slots == 0 || slots > max_slots))
             slots = max_slots;
-        if (hostlist_add (hl, name, slots, spare, err, errsz) < 0) {
-            char inner[512];
-            snprintf (inner, sizeof (inner), "%s", err);
-            snprintf (err, errsz, "%s: %s", where, inner);
+        if (hostlist_add (hl, name, slots, spare, err) < 0) {
+            errprefix (err, "%s", where);
             return -1;
         }
         added++;
@@ -245,28 +218,24 @@ int hostlist_parse_hostfile (
     return added;
 }
 
-int hostlist_parse_hosts (struct hostlist *hl, const char *list, char *err, size_t errsz)
+int hostlist_parse_hosts (struct hostlist *hl, const char *list, elastic_error_t *err)
 {
     char *copy, *save = NULL, *tok;
     int added = 0;
 
-    if (!list || !*list) {
-        snprintf (err, errsz, "--host: empty list (expected host[:slots],...)");
-        return -1;
-    }
-    if (!(copy = strdup (list))) {
-        snprintf (err, errsz, "out of memory");
-        return -1;
-    }
+    if (!list || !*list)
+        return errprintf (err, "--host: empty list (expected host[:slots],...)");
+    if (!(copy = strdup (list)))
+        return errprintf (err, "out of memory");
     for (tok = strtok_r (copy, ",", &save); tok; tok = strtok_r (NULL, ",", &save)) {
         char *colon = strrchr (tok, ':');
         int slots = 1;
         if (colon) {
             *colon = '\0';
-            if (parse_count ("slots", colon + 1, "--host", &slots, err, errsz) < 0)
+            if (parse_count ("slots", colon + 1, "--host", &slots, err) < 0)
                 goto error;
         }
-        if (hostlist_add (hl, tok, slots, 0, err, errsz) < 0)
+        if (hostlist_add (hl, tok, slots, 0, err) < 0)
             goto error;
         added++;
     }
@@ -277,15 +246,13 @@ error:
     return -1;
 }
 
-int slurm_expand_counts (const char *s, int *counts, int n, char *err, size_t errsz)
+int slurm_expand_counts (const char *s, int *counts, int n, elastic_error_t *err)
 {
     const char *p = s;
     int k = 0;
 
-    if (!s || !*s) {
-        snprintf (err, errsz, "empty Slurm count list (expected e.g. 2(x3),1)");
-        return -1;
-    }
+    if (!s || !*s)
+        return errprintf (err, "empty Slurm count list (expected e.g. 2(x3),1)");
     while (*p) {
         char *end;
         long v, rep = 1;
@@ -304,11 +271,9 @@ int slurm_expand_counts (const char *s, int *counts, int n, char *err, size_t er
             p = end + 1;
         }
         for (long i = 0; i < rep; i++) {
-            if (k >= n) {
-                snprintf (
-                    err, errsz, "Slurm count list '%s' has more than %d entries", s, n);
-                return -1;
-            }
+            if (k >= n)
+                return errprintf (
+                    err, "Slurm count list '%s' has more than %d entries", s, n);
             counts[k++] = (int)v;
         }
         if (*p == ',')
@@ -318,29 +283,25 @@ int slurm_expand_counts (const char *s, int *counts, int n, char *err, size_t er
     }
     return k;
 bad:
-    snprintf (err, errsz, "'%s' is not a Slurm count list (expected e.g. 2(x3),1)", s);
-    return -1;
+    return errprintf (err, "'%s' is not a Slurm count list (expected e.g. 2(x3),1)", s);
 }
 
 int hostlist_add_slurm (struct hostlist *hl,
                         const char *hostnames,
                         const char *counts,
-                        char *err,
-                        size_t errsz)
+                        elastic_error_t *err)
 {
     char *copy, *save = NULL, *tok;
     int *c = NULL, nc = 0, added = 0;
 
-    if (!(copy = strdup (hostnames ? hostnames : ""))) {
-        snprintf (err, errsz, "out of memory");
-        return -1;
-    }
+    if (!(copy = strdup (hostnames ? hostnames : "")))
+        return errprintf (err, "out of memory");
     if (counts && *counts) {
         if (!(c = calloc (65536, sizeof (int)))) {
-            snprintf (err, errsz, "out of memory");
+            errprintf (err, "out of memory");
             goto error;
         }
-        if ((nc = slurm_expand_counts (counts, c, 65536, err, errsz)) < 0)
+        if ((nc = slurm_expand_counts (counts, c, 65536, err)) < 0)
             goto error;
     }
     for (tok = strtok_r (copy, " \t\r\n", &save); tok;
@@ -349,17 +310,13 @@ int hostlist_add_slurm (struct hostlist *hl,
          * its count to the host it repeats (hostlist_add), so the counts
          * are given here and not patched into the list afterwards */
         int slots = !c ? 0 : nc == 1 ? c[0] : added < nc ? c[added] : 0;
-        if (hostlist_add (hl, tok, slots, 0, err, errsz) < 0)
+        if (hostlist_add (hl, tok, slots, 0, err) < 0)
             goto error;
         added++;
     }
     if (c && nc != 1 && nc != added) {
-        snprintf (err,
-                  errsz,
-                  "Slurm count list '%s' has %d entries for %d hosts",
-                  counts,
-                  nc,
-                  added);
+        errprintf (
+            err, "Slurm count list '%s' has %d entries for %d hosts", counts, nc, added);
         goto error;
     }
     free (c);
@@ -427,24 +384,22 @@ int hostlist_mark_slurm_down (struct hostlist *hl, const char *sinfo_text)
     return marked;
 }
 
-int hostlist_set_spares (struct hostlist *hl, int n, char *err, size_t errsz)
+int hostlist_set_spares (struct hostlist *hl, int n, elastic_error_t *err)
 {
     int usable = 0;
 
     for (size_t i = 0; i < hl->n; i++)
         if (hl->h[i].state == HOST_ACTIVE)
             usable++;
-    if (n < 0 || n >= usable) {
-        snprintf (err,
-                  errsz,
-                  "--spares: %d leaves no host to run on (%d host%s not already spare; "
-                  "expected 0..%d)",
-                  n,
-                  usable,
-                  usable == 1 ? "" : "s",
-                  usable > 0 ? usable - 1 : 0);
-        return -1;
-    }
+    if (n < 0 || n >= usable)
+        return errprintf (
+            err,
+            "--spares: %d leaves no host to run on (%d host%s not already spare; "
+            "expected 0..%d)",
+            n,
+            usable,
+            usable == 1 ? "" : "s",
+            usable > 0 ? usable - 1 : 0);
     for (size_t i = hl->n; i-- > 0 && n > 0;) {
         if (hl->h[i].state == HOST_ACTIVE) {
             hl->h[i].state = HOST_SPARE;
@@ -524,8 +479,7 @@ int hostlist_plan_np (const struct hostlist *hl,
                       int np_max,
                       int oversubscribe,
                       int *np,
-                      char *err,
-                      size_t errsz)
+                      elastic_error_t *err)
 {
     int nactive = 0, nunknown = 0, known = 0, ever = 0, target;
 
@@ -544,12 +498,8 @@ int hostlist_plan_np (const struct hostlist *hl,
     if (hl->n > 0 && nactive == 0) {
         int nf = hostlist_count_state (hl, HOST_FAILED, NULL);
         int nd = hostlist_count_state (hl, HOST_DOWN, NULL);
-        snprintf (err,
-                  errsz,
-                  "no usable host left (%d failed, %d down, no spare left)",
-                  nf,
-                  nd);
-        return -1;
+        return errprintf (
+            err, "no usable host left (%d failed, %d down, no spare left)", nf, nd);
     }
     target = desired > 0 ? desired : np_max;
     if (nunknown == 0 && hl->n > 0) {
@@ -572,21 +522,20 @@ int hostlist_plan_np (const struct hostlist *hl,
     if (target < (np_min > 0 ? np_min : 1)) {
         int nf = hostlist_count_state (hl, HOST_FAILED, NULL);
         int nd = hostlist_count_state (hl, HOST_DOWN, NULL);
-        snprintf (err,
-                  errsz,
-                  "world size %d is below --np-min %d: %d usable host%s with %d slot%s "
-                  "(%d failed, %d down, %d spare%s left)",
-                  target,
-                  np_min > 0 ? np_min : 1,
-                  nactive,
-                  nactive == 1 ? "" : "s",
-                  known,
-                  known == 1 ? "" : "s",
-                  nf,
-                  nd,
-                  hostlist_count_state (hl, HOST_SPARE, NULL),
-                  hostlist_count_state (hl, HOST_SPARE, NULL) == 1 ? "" : "s");
-        return -1;
+        return errprintf (
+            err,
+            "world size %d is below --np-min %d: %d usable host%s with %d slot%s "
+            "(%d failed, %d down, %d spare%s left)",
+            target,
+            np_min > 0 ? np_min : 1,
+            nactive,
+            nactive == 1 ? "" : "s",
+            known,
+            known == 1 ? "" : "s",
+            nf,
+            nd,
+            hostlist_count_state (hl, HOST_SPARE, NULL),
+            hostlist_count_state (hl, HOST_SPARE, NULL) == 1 ? "" : "s");
     }
     *np = target;
     return 0;

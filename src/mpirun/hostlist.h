@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "common/error.h"
+
 enum host_state {
     HOST_ACTIVE = 0, /* launched on */
     HOST_SPARE = 1,  /* held back until an active host fails */
@@ -41,23 +43,25 @@ void hostlist_destroy (struct hostlist *hl);
 /* Add a host (a repeated name adds its slots, as Open MPI does).  slots 0
  * means unknown.  Returns 0, or -1 with err. */
 int hostlist_add (
-    struct hostlist *hl, const char *name, int slots, int spare, char *err, size_t errsz);
+    struct hostlist *hl, const char *name, int slots, int spare, elastic_error_t *err);
 
 /* Parse the text of an Open MPI hostfile: "name [slots=N] [max_slots=M]
  * [spare]" per line, '#' comments.  `spare` (an elastic-mpirun keyword)
  * holds the host back as a spare.  source names the file in errors.
  * Returns the number of hosts added, or -1 with err. */
-int hostlist_parse_hostfile (
-    struct hostlist *hl, const char *text, const char *source, char *err, size_t errsz);
+int hostlist_parse_hostfile (struct hostlist *hl,
+                             const char *text,
+                             const char *source,
+                             elastic_error_t *err);
 
 /* Parse a --host list "a,b:4,c" (":N" slots; none means 1).
  * Returns the number of hosts added, or -1 with err. */
-int hostlist_parse_hosts (struct hostlist *hl, const char *list, char *err, size_t errsz);
+int hostlist_parse_hosts (struct hostlist *hl, const char *list, elastic_error_t *err);
 
 /* Expand a Slurm count list such as SLURM_TASKS_PER_NODE "2(x3),1" into
  * counts[0..n-1].  Returns how many counts it holds, or -1 with err (also
  * when it holds more than n). */
-int slurm_expand_counts (const char *s, int *counts, int n, char *err, size_t errsz);
+int slurm_expand_counts (const char *s, int *counts, int n, elastic_error_t *err);
 
 /* Add the hosts of `scontrol show hostnames` output (one per line) with
  * slots from a Slurm count list (NULL or "": unknown).
@@ -65,8 +69,7 @@ int slurm_expand_counts (const char *s, int *counts, int n, char *err, size_t er
 int hostlist_add_slurm (struct hostlist *hl,
                         const char *hostnames,
                         const char *counts,
-                        char *err,
-                        size_t errsz);
+                        elastic_error_t *err);
 
 /* Mark the nodes that `sinfo -h -N -o "%N %t"` output shows down, drained,
  * failing or not responding (a trailing '*') as HOST_DOWN.  Returns how
@@ -75,7 +78,7 @@ int hostlist_mark_slurm_down (struct hostlist *hl, const char *sinfo_text);
 
 /* Hold the last n non-spare hosts back as spares.  Returns 0, or -1 with
  * err when fewer than n + 1 hosts would remain. */
-int hostlist_set_spares (struct hostlist *hl, int n, char *err, size_t errsz);
+int hostlist_set_spares (struct hostlist *hl, int n, elastic_error_t *err);
 
 /* Exclude the host `name` (matched by hostlist_match) as failed, with a
  * reason.  Returns 1 if a listed host was excluded now, 0 if it was already
@@ -98,8 +101,7 @@ int hostlist_plan_np (const struct hostlist *hl,
                       int np_max,
                       int oversubscribe,
                       int *np,
-                      char *err,
-                      size_t errsz);
+                      elastic_error_t *err);
 
 /* Write an Open MPI hostfile of the active hosts.  Returns 0 or -1 (errno). */
 int hostlist_write (const struct hostlist *hl, FILE *f);

@@ -16,6 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
+#include "common/file.h"
 #include "common/log.h"
 #include "common/shm.h"
 #include "launch.h"
@@ -31,13 +33,6 @@ static void on_signal (int sig)
         /* the pipe is full: the signal is already pending in it */
     }
     errno = saved;
-}
-
-double launch_now (void)
-{
-    struct timespec ts;
-    clock_gettime (CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 int launch_init (void)
@@ -77,12 +72,12 @@ static int is_interrupt (int sig)
 
 int launch_wait_signal (double wait)
 {
-    double deadline = launch_now () + wait;
+    double deadline = mono_now () + wait;
 
     for (;;) {
         struct pollfd p = {.fd = sig_pipe[0], .events = POLLIN};
         unsigned char c;
-        double left = deadline - launch_now ();
+        double left = deadline - mono_now ();
         while (read (sig_pipe[0], &c, 1) == 1) {
             if (is_preempt (c) || is_interrupt (c))
                 return c;
@@ -104,25 +99,12 @@ feed (struct launch_result *res, char *line, size_t *len, const char *data, size
         if (data[i] == '\n' || *len + 1 >= 2048) {
             line[*len] = '\0';
             if (report_feed_line (&res->rep, line) > 0 && res->t_failure == 0)
-                res->t_failure = launch_now ();
+                res->t_failure = mono_now ();
             *len = 0;
             if (data[i] == '\n')
                 continue;
         }
         line[(*len)++] = data[i];
-    }
-}
-
-static void write_all (int fd, const char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write (fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return;
-        p += w;
-        n -= (size_t)w;
     }
 }
 
@@ -273,7 +255,7 @@ static int sweep_orphans (double wait_until, int hard)
 
     for (int phase = hard ? 2 : 0; phase < 3; phase++) {
         /* 0: let them finish, 1: SIGTERM, 2: SIGKILL */
-        double deadline = phase == 0 ? wait_until : launch_now () + (phase == 1 ? 10 : 5);
+        double deadline = phase == 0 ? wait_until : mono_now () + (phase == 1 ? 10 : 5);
         reap_exited ();
         if ((n = list_children (pids, 256)) == 0) {
             shm_remove (&shm);
@@ -297,7 +279,7 @@ static int sweep_orphans (double wait_until, int hard)
                 signal_orphan (pids[i], phase == 1 ? SIGTERM : SIGKILL);
             }
         }
-        while (launch_now () < deadline) {
+        while (mono_now () < deadline) {
             struct timespec ts = {0, 20 * 1000000L};
             reap_exited ();
             if (list_children (pids, 256) == 0) {
@@ -317,176 +299,218 @@ static int sweep_orphans (double wait_until, int hard)
     return signalled;
 }
 
+/* One mpirun being run: its deadlines and what its stderr pipe holds. */
+struct run {
+    pid_t pid;
+    int errfd;
+    double suspend_timeout;
+    double suspend_deadline, kill_deadline, drain_deadline, preempt_at;
+    int status, exited, out_open, killed;
+    char line[2048]; /* the partial last line of its stderr */
+    size_t llen;
+};
+
+/* Fork and exec argv with stderr into errfd_w, out of reach of the signals
+ * meant for us.  Returns the pid, or -1 with errno. */
+static pid_t start_mpirun (char *const argv[], int errfd_w)
+{
+    pid_t pid, self = getpid ();
+
+    if ((pid = fork ()) != 0)
+        return pid;
+    sigset_t none;
+    sigemptyset (&none);
+    sigprocmask (SIG_SETMASK, &none, NULL);
+    signal (SIGTERM, SIG_DFL);
+    signal (SIGUSR1, SIG_DFL);
+    signal (SIGINT, SIG_DFL);
+    signal (SIGHUP, SIG_DFL);
+    signal (SIGCHLD, SIG_DFL);
+    signal (SIGPIPE, SIG_DFL);
+    signal (SIGTSTP, SIG_DFL);
+    signal (SIGCONT, SIG_DFL);
+    /* Out of reach of the signals meant for us: a signal to our process
+     * group (timeout(1), kill 0) or from the terminal (Ctrl-C, Ctrl-Z)
+     * would reach mpirun itself, which kills the job on SIGTERM and
+     * SIGINT, also while the ranks suspend.  Its own session: only we
+     * signal it (a terminal's input is then not forwarded to rank 0). */
+    if (setsid () < 0)
+        fprintf (stderr, "elastic-mpirun: setsid: %s\n", strerror (errno));
+    /* If we die, even by SIGKILL, mpirun gets SIGTERM and stops the
+     * ranks (a pending death is caught by the getppid check). */
+    if (prctl (PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid () != self)
+        _exit (127);
+    dup2 (errfd_w, 2);
+    execvp (argv[0], argv);
+    fprintf (stderr, "elastic-mpirun: cannot run %s: %s\n", argv[0], strerror (errno));
+    _exit (127);
+}
+
+/* A preemption notice (SIGTERM, SIGUSR1): the first asks the ranks to
+ * suspend, a second one stops mpirun. */
+static void on_preempt (struct run *r, struct launch_result *res, int c)
+{
+    if (res->preempt_signal == c && mono_now () - r->preempt_at < 1.0) {
+        /* the same notice twice: timeout(1) signals its child and
+         * then its process group, Slurm every process of the step */
+        log_info ("%s received again within 1 s: the same notice", strsignal (c));
+    } else if (!res->preempt_signal) {
+        res->preempt_signal = c;
+        r->preempt_at = mono_now ();
+        r->suspend_deadline = mono_now () + r->suspend_timeout;
+        log_warn ("%s received: asking the ranks to suspend to a snapshot (SIGUSR1 "
+                  "through mpirun); waiting up to %.0f s for them to exit %d",
+                  strsignal (c),
+                  r->suspend_timeout,
+                  75);
+        kill (r->pid, SIGUSR1);
+    } else if (!r->kill_deadline) {
+        log_warn ("%s received again: stopping mpirun", strsignal (c));
+        kill (r->pid, SIGTERM);
+        res->forced = 1;
+        r->kill_deadline = mono_now () + 15;
+    }
+}
+
+/* The signals that arrived for us, while mpirun runs. */
+static void on_signals (struct run *r, struct launch_result *res)
+{
+    pid_t self = getpid ();
+    unsigned char c;
+
+    while (read (sig_pipe[0], &c, 1) == 1) {
+        if (r->exited || c == SIGCHLD)
+            continue;
+        if (is_preempt (c))
+            on_preempt (r, res, c);
+        else if (is_interrupt (c)) {
+            if (!res->interrupt_signal) {
+                res->interrupt_signal = c;
+                log_warn ("%s received: stopping the job (no relaunch)", strsignal (c));
+                kill (r->pid, SIGTERM);
+                r->kill_deadline = mono_now () + 15;
+            } else {
+                log_warn ("%s received again: killing mpirun", strsignal (c));
+                kill (r->pid, SIGKILL);
+                r->killed = 1;
+            }
+        } else if (c == SIGTSTP) {
+            /* job control: mpirun forwards SIGTSTP to the ranks */
+            kill (r->pid, SIGTSTP);
+            kill (self, SIGSTOP);
+        } else if (c == SIGCONT)
+            kill (r->pid, SIGCONT);
+    }
+}
+
+/* Stop mpirun when the ranks did not suspend in time, kill it when it
+ * does not stop. */
+static void check_deadlines (struct run *r, struct launch_result *res)
+{
+    double now = mono_now ();
+
+    if (!r->exited && r->suspend_deadline && !r->kill_deadline &&
+        now > r->suspend_deadline) {
+        log_warn ("the ranks did not suspend within %.0f s: stopping mpirun",
+                  r->suspend_timeout);
+        kill (r->pid, SIGTERM);
+        res->forced = 1;
+        r->kill_deadline = now + 15;
+    }
+    if (!r->exited && r->kill_deadline && now > r->kill_deadline) {
+        log_warn ("mpirun did not stop within 15 s: killing it");
+        kill (r->pid, SIGKILL);
+        r->killed = 1;
+        r->kill_deadline = now + 3600;
+    }
+}
+
+/* Copy what mpirun wrote to its stderr to ours and through the parser. */
+static void copy_stderr (struct run *r, struct launch_result *res)
+{
+    char buf[8192];
+    ssize_t n = read (r->errfd, buf, sizeof (buf));
+
+    if (n > 0) {
+        /* PRRTE 3.0 writes the terminating NUL of each help message:
+         * drop NULs, which would put binary bytes in the job's log
+         * and hide the dashed line that opens the next message */
+        size_t k = 0;
+        for (ssize_t i = 0; i < n; i++)
+            if (buf[i] != '\0')
+                buf[k++] = buf[i];
+        (void)write_all (STDERR_FILENO, buf, k);
+        feed (res, r->line, &r->llen, buf, k);
+    } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+        r->out_open = 0;
+    }
+}
+
+/* After mpirun's end: its orphans, the last line, its exit status. */
+static void finish_run (struct run *r, struct launch_result *res)
+{
+    /* what mpirun left running: ranks still suspending get until the
+     * suspend deadline; after a SIGKILL to mpirun they go at once */
+    res->orphans = sweep_orphans (
+        r->suspend_deadline && !res->forced ? r->suspend_deadline : mono_now () + 2,
+        r->killed);
+    if (r->llen > 0) {
+        r->line[r->llen] = '\0';
+        if (report_feed_line (&res->rep, r->line) > 0 && res->t_failure == 0)
+            res->t_failure = mono_now ();
+    }
+    if (report_finish (&res->rep) > 0 && res->t_failure == 0)
+        res->t_failure = res->t_end;
+    close (r->errfd);
+    if (WIFEXITED (r->status))
+        res->exit_code = WEXITSTATUS (r->status);
+    else if (WIFSIGNALED (r->status)) {
+        res->mpirun_signal = WTERMSIG (r->status);
+        res->exit_code = 128 + res->mpirun_signal;
+    }
+}
+
 int launch_run (char *const argv[],
                 double suspend_timeout,
                 struct launch_result *res,
-                char *err,
-                size_t errsz)
+                elastic_error_t *err)
 {
-    int errp[2], status = 0, exited = 0, out_open = 1, killed = 0;
-    double suspend_deadline = 0, kill_deadline = 0, drain_deadline = 0, preempt_at = 0;
-    char line[2048];
-    size_t llen = 0;
-    pid_t pid, self = getpid ();
+    struct run r = {.out_open = 1, .suspend_timeout = suspend_timeout};
+    int errp[2];
 
     memset (res, 0, sizeof (*res));
     report_init (&res->rep);
-    if (pipe2 (errp, O_CLOEXEC) < 0) {
-        snprintf (err, errsz, "pipe: %s", strerror (errno));
-        return -1;
-    }
-    res->t_start = launch_now ();
-    if ((pid = fork ()) < 0) {
-        snprintf (err, errsz, "fork: %s", strerror (errno));
+    if (pipe2 (errp, O_CLOEXEC) < 0)
+        return errprintf (err, "pipe: %s", strerror (errno));
+    res->t_start = mono_now ();
+    if ((r.pid = start_mpirun (argv, errp[1])) < 0) {
+        errprintf (err, "fork: %s", strerror (errno));
         close (errp[0]);
         close (errp[1]);
         return -1;
     }
-    if (pid == 0) {
-        sigset_t none;
-        sigemptyset (&none);
-        sigprocmask (SIG_SETMASK, &none, NULL);
-        signal (SIGTERM, SIG_DFL);
-        signal (SIGUSR1, SIG_DFL);
-        signal (SIGINT, SIG_DFL);
-        signal (SIGHUP, SIG_DFL);
-        signal (SIGCHLD, SIG_DFL);
-        signal (SIGPIPE, SIG_DFL);
-        signal (SIGTSTP, SIG_DFL);
-        signal (SIGCONT, SIG_DFL);
-        /* Out of reach of the signals meant for us: a signal to our process
-         * group (timeout(1), kill 0) or from the terminal (Ctrl-C, Ctrl-Z)
-         * would reach mpirun itself, which kills the job on SIGTERM and
-         * SIGINT, also while the ranks suspend.  Its own session: only we
-         * signal it (a terminal's input is then not forwarded to rank 0). */
-        if (setsid () < 0)
-            fprintf (stderr, "elastic-mpirun: setsid: %s\n", strerror (errno));
-        /* If we die, even by SIGKILL, mpirun gets SIGTERM and stops the
-         * ranks (a pending death is caught by the getppid check). */
-        if (prctl (PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid () != self)
-            _exit (127);
-        dup2 (errp[1], 2);
-        execvp (argv[0], argv);
-        fprintf (
-            stderr, "elastic-mpirun: cannot run %s: %s\n", argv[0], strerror (errno));
-        _exit (127);
-    }
     close (errp[1]);
+    r.errfd = errp[0];
 
     for (;;) {
         struct pollfd p[2] = {{.fd = sig_pipe[0], .events = POLLIN},
-                              {.fd = errp[0], .events = POLLIN}};
-        double now = launch_now ();
-        unsigned char c;
-        int timeout = 200;
+                              {.fd = r.errfd, .events = POLLIN}};
 
-        if (exited && (!out_open || now > drain_deadline))
+        if (r.exited && (!r.out_open || mono_now () > r.drain_deadline))
             break;
-        if (poll (p, out_open ? 2 : 1, timeout) < 0 && errno != EINTR)
+        if (poll (p, r.out_open ? 2 : 1, 200) < 0 && errno != EINTR)
             break;
-        while (read (sig_pipe[0], &c, 1) == 1) {
-            if (exited || c == SIGCHLD)
-                continue;
-            if (is_preempt (c)) {
-                if (res->preempt_signal == c && launch_now () - preempt_at < 1.0) {
-                    /* the same notice twice: timeout(1) signals its child and
-                     * then its process group, Slurm every process of the step */
-                    log_info ("%s received again within 1 s: the same notice",
-                              strsignal (c));
-                } else if (!res->preempt_signal) {
-                    res->preempt_signal = c;
-                    preempt_at = launch_now ();
-                    suspend_deadline = launch_now () + suspend_timeout;
-                    log_warn (
-                        "%s received: asking the ranks to suspend to a snapshot (SIGUSR1 "
-                        "through mpirun); waiting up to %.0f s for them to exit %d",
-                        strsignal (c),
-                        suspend_timeout,
-                        75);
-                    kill (pid, SIGUSR1);
-                } else if (!kill_deadline) {
-                    log_warn ("%s received again: stopping mpirun", strsignal (c));
-                    kill (pid, SIGTERM);
-                    res->forced = 1;
-                    kill_deadline = launch_now () + 15;
-                }
-            } else if (is_interrupt (c)) {
-                if (!res->interrupt_signal) {
-                    res->interrupt_signal = c;
-                    log_warn ("%s received: stopping the job (no relaunch)",
-                              strsignal (c));
-                    kill (pid, SIGTERM);
-                    kill_deadline = launch_now () + 15;
-                } else {
-                    log_warn ("%s received again: killing mpirun", strsignal (c));
-                    kill (pid, SIGKILL);
-                    killed = 1;
-                }
-            } else if (c == SIGTSTP) {
-                /* job control: mpirun forwards SIGTSTP to the ranks */
-                kill (pid, SIGTSTP);
-                kill (self, SIGSTOP);
-            } else if (c == SIGCONT)
-                kill (pid, SIGCONT);
-        }
-        now = launch_now ();
-        if (!exited && suspend_deadline && !kill_deadline && now > suspend_deadline) {
-            log_warn ("the ranks did not suspend within %.0f s: stopping mpirun",
-                      suspend_timeout);
-            kill (pid, SIGTERM);
-            res->forced = 1;
-            kill_deadline = now + 15;
-        }
-        if (!exited && kill_deadline && now > kill_deadline) {
-            log_warn ("mpirun did not stop within 15 s: killing it");
-            kill (pid, SIGKILL);
-            killed = 1;
-            kill_deadline = now + 3600;
-        }
-        if (out_open && (p[1].revents & (POLLIN | POLLHUP | POLLERR))) {
-            char buf[8192];
-            ssize_t n = read (errp[0], buf, sizeof (buf));
-            if (n > 0) {
-                /* PRRTE 3.0 writes the terminating NUL of each help message:
-                 * drop NULs, which would put binary bytes in the job's log
-                 * and hide the dashed line that opens the next message */
-                size_t k = 0;
-                for (ssize_t i = 0; i < n; i++)
-                    if (buf[i] != '\0')
-                        buf[k++] = buf[i];
-                write_all (STDERR_FILENO, buf, k);
-                feed (res, line, &llen, buf, k);
-            } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
-                out_open = 0;
-            }
-        }
-        if (!exited) {
-            pid_t w = waitpid (pid, &status, WNOHANG);
-            if (w == pid) {
-                exited = 1;
-                res->t_end = launch_now ();
-                /* ranks that outlive mpirun may hold the pipe: drain briefly */
-                drain_deadline = res->t_end + 2;
-            }
+        on_signals (&r, res);
+        check_deadlines (&r, res);
+        if (r.out_open && (p[1].revents & (POLLIN | POLLHUP | POLLERR)))
+            copy_stderr (&r, res);
+        if (!r.exited && waitpid (r.pid, &r.status, WNOHANG) == r.pid) {
+            r.exited = 1;
+            res->t_end = mono_now ();
+            /* ranks that outlive mpirun may hold the pipe: drain briefly */
+            r.drain_deadline = res->t_end + 2;
         }
     }
-    /* what mpirun left running: ranks still suspending get until the
-     * suspend deadline; after a SIGKILL to mpirun they go at once */
-    res->orphans = sweep_orphans (
-        suspend_deadline && !res->forced ? suspend_deadline : launch_now () + 2, killed);
-    if (llen > 0) {
-        line[llen] = '\0';
-        if (report_feed_line (&res->rep, line) > 0 && res->t_failure == 0)
-            res->t_failure = launch_now ();
-    }
-    if (report_finish (&res->rep) > 0 && res->t_failure == 0)
-        res->t_failure = res->t_end;
-    close (errp[0]);
-    if (WIFEXITED (status))
-        res->exit_code = WEXITSTATUS (status);
-    else if (WIFSIGNALED (status)) {
-        res->mpirun_signal = WTERMSIG (status);
-        res->exit_code = 128 + res->mpirun_signal;
-    }
+    finish_run (&r, res);
     return 0;
 }

@@ -17,12 +17,13 @@
 #ifndef ELASTIC_MPIRUN_LAUNCH_H
 #define ELASTIC_MPIRUN_LAUNCH_H
 
+#include "common/error.h"
 #include "report.h"
 
 struct launch_result {
     int exit_code;     /* mpirun's exit code, or 128 + the signal that killed it */
     int mpirun_signal; /* that signal, or 0 */
-    double t_start;    /* monotonic seconds */
+    double t_start;    /* monotonic seconds (mono_now) */
     double t_end;
     double t_failure;   /* when the first failure report was seen (0: none) */
     int preempt_signal; /* a preemption signal arrived (0: none) */
@@ -41,15 +42,11 @@ int launch_init (void);
  * Returns the signal, or 0. */
 int launch_wait_signal (double wait);
 
-/* Monotonic seconds. */
-double launch_now (void);
-
 /* Run argv (mpirun ...) to its end.  Returns 0 with res filled, or -1
  * with err if it could not be started. */
 int launch_run (char *const argv[],
                 double suspend_timeout,
                 struct launch_result *res,
-                char *err,
-                size_t errsz);
+                elastic_error_t *err);
 
 #endif /* ELASTIC_MPIRUN_LAUNCH_H */

@@ -312,7 +312,7 @@ static const struct eopt *find_eopt (const char *name, size_t len)
     return NULL;
 }
 
-static int tristate (const char *what, const char *v, int *out, char *err, size_t errsz)
+static int tristate (const char *what, const char *v, int *out, elastic_error_t *err)
 {
     if (strcasecmp (v, "auto") == 0)
         *out = TRI_AUTO;
@@ -322,14 +322,12 @@ static int tristate (const char *what, const char *v, int *out, char *err, size_
     else if (strcasecmp (v, "no") == 0 || strcmp (v, "0") == 0 ||
              strcasecmp (v, "false") == 0)
         *out = TRI_NO;
-    else {
-        snprintf (err, errsz, "%s: '%s' is not auto, yes or no", what, v);
-        return -1;
-    }
+    else
+        return errprintf (err, "%s: '%s' is not auto, yes or no", what, v);
     return 0;
 }
 
-static int parse_detector (struct options *o, const char *v, char *err, size_t errsz)
+static int parse_detector (struct options *o, const char *v, elastic_error_t *err)
 {
     char buf[128], *comma;
 
@@ -345,54 +343,46 @@ static int parse_detector (struct options *o, const char *v, char *err, size_t e
     snprintf (buf, sizeof (buf), "%s", v);
     if ((comma = strchr (buf, ',')))
         *comma++ = '\0';
-    if (ERR_BRIDGE (err,
-                    errsz,
-                    parse_seconds (
-                        "--detector period", buf, 0.01, 3600, &o->det_period, &e_)) < 0)
+    if (parse_seconds ("--detector period", buf, 0.01, 3600, &o->det_period, err) < 0)
         return -1;
     if (comma) {
-        if (ERR_BRIDGE (
+        if (parse_seconds (
+                "--detector timeout", comma, 0.01, 36000, &o->det_timeout, err) < 0)
+            return -1;
+        if (o->det_timeout <= 3 * o->det_period)
+            return errprintf (
                 err,
-                errsz,
-                parse_seconds (
-                    "--detector timeout", comma, 0.01, 36000, &o->det_timeout, &e_)) < 0)
-            return -1;
-        if (o->det_timeout <= 3 * o->det_period) {
-            snprintf (err,
-                      errsz,
-                      "--detector: timeout %g s must exceed 3 x period (%g s), as Open "
-                      "MPI requires",
-                      o->det_timeout,
-                      3 * o->det_period);
-            return -1;
-        }
+                "--detector: timeout %g s must exceed 3 x period (%g s), as Open "
+                "MPI requires",
+                o->det_timeout,
+                3 * o->det_period);
     } else
         o->det_timeout = 3.5 * o->det_period;
     o->det_mode = 2;
     return 0;
 }
 
-static int apply_eopt (
-    struct options *o, const struct eopt *e, const char *v, char *err, size_t errsz)
+static int
+apply_eopt (struct options *o, const struct eopt *e, const char *v, elastic_error_t *err)
 {
     long n;
     char what[64];
 
     snprintf (what, sizeof (what), "--%s", e->name);
     if (strcmp (e->name, "max-relaunches") == 0) {
-        if (ERR_BRIDGE (err, errsz, parse_long (what, v, 0, 10000, &n, &e_)) < 0)
+        if (parse_long (what, v, 0, 10000, &n, err) < 0)
             return -1;
         o->max_relaunches = (int)n;
     } else if (strcmp (e->name, "spares") == 0) {
-        if (ERR_BRIDGE (err, errsz, parse_long (what, v, 0, 100000, &n, &e_)) < 0)
+        if (parse_long (what, v, 0, 100000, &n, err) < 0)
             return -1;
         o->spares = (int)n;
     } else if (strcmp (e->name, "np-min") == 0) {
-        if (ERR_BRIDGE (err, errsz, parse_long (what, v, 1, 10000000, &n, &e_)) < 0)
+        if (parse_long (what, v, 1, 10000000, &n, err) < 0)
             return -1;
         o->np_min = (int)n;
     } else if (strcmp (e->name, "np-max") == 0) {
-        if (ERR_BRIDGE (err, errsz, parse_long (what, v, 1, 10000000, &n, &e_)) < 0)
+        if (parse_long (what, v, 1, 10000000, &n, err) < 0)
             return -1;
         o->np_max = (int)n;
     } else if (strcmp (e->name, "no-wrap") == 0)
@@ -405,23 +395,19 @@ static int apply_eopt (
     } else if (strcmp (e->name, "mpirun") == 0)
         o->mpirun = v;
     else if (strcmp (e->name, "ulfm") == 0)
-        return tristate (what, v, &o->ulfm, err, errsz);
+        return tristate (what, v, &o->ulfm, err);
     else if (strcmp (e->name, "detector") == 0)
-        return parse_detector (o, v, err, errsz);
+        return parse_detector (o, v, err);
     else if (strcmp (e->name, "run-dir") == 0) {
-        if (!*v) {
-            snprintf (err, errsz, "--run-dir: empty path");
-            return -1;
-        }
+        if (!*v)
+            return errprintf (err, "--run-dir: empty path");
         o->run_dir = v;
     } else if (strcmp (e->name, "resume") == 0)
-        return tristate (what, v, &o->resume, err, errsz);
+        return tristate (what, v, &o->resume, err);
     else if (strcmp (e->name, "relaunch-delay") == 0)
-        return ERR_BRIDGE (
-            err, errsz, parse_seconds (what, v, 0, 86400, &o->relaunch_delay, &e_));
+        return parse_seconds (what, v, 0, 86400, &o->relaunch_delay, err);
     else if (strcmp (e->name, "suspend-timeout") == 0)
-        return ERR_BRIDGE (
-            err, errsz, parse_seconds (what, v, 0, 86400, &o->suspend_timeout, &e_));
+        return parse_seconds (what, v, 0, 86400, &o->suspend_timeout, err);
     else if (strcmp (e->name, "pass") == 0) {
         if (append (&o->pass, &o->npass, v) < 0)
             goto nomem;
@@ -433,39 +419,34 @@ static int apply_eopt (
         o->verbose = -1;
     return 0;
 nomem:
-    snprintf (err, errsz, "out of memory");
-    return -1;
+    return errprintf (err, "out of memory");
 }
 
 /* An mpirun option elastic-mpirun acts on; values[] are its arguments. */
 static int
-note_mpirun (struct options *o, const char *name, char **values, char *err, size_t errsz)
+note_mpirun (struct options *o, const char *name, char **values, elastic_error_t *err)
 {
     long n;
 
     if (!strcmp (name, "np") || !strcmp (name, "n") || !strcmp (name, "c")) {
-        if (ERR_BRIDGE (err, errsz, parse_long ("-n", values[0], 1, 10000000, &n, &e_)) <
-            0)
+        if (parse_long ("-n", values[0], 1, 10000000, &n, err) < 0)
             return -1;
         o->np = (int)n;
         return 1; /* consumed: elastic-mpirun passes its own -n */
     }
     if (!strcmp (name, "N") || !strcmp (name, "npernode")) {
-        if (ERR_BRIDGE (err, errsz, parse_long ("-N", values[0], 1, 100000, &n, &e_)) < 0)
+        if (parse_long ("-N", values[0], 1, 100000, &n, err) < 0)
             return -1;
         o->npernode = (int)n;
         return 0;
     }
     if (!strcmp (name, "hostfile") || !strcmp (name, "machinefile") ||
         !strcmp (name, "default-hostfile")) {
-        if (o->hostfile) {
-            snprintf (err,
-                      errsz,
-                      "--%s: only one hostfile is supported (already have %s)",
-                      name,
-                      o->hostfile);
-            return -1;
-        }
+        if (o->hostfile)
+            return errprintf (err,
+                              "--%s: only one hostfile is supported (already have %s)",
+                              name,
+                              o->hostfile);
         o->hostfile = values[0];
         return 1;
     }
@@ -497,11 +478,103 @@ note_mpirun (struct options *o, const char *name, char **values, char *err, size
     }
     return 0;
 nomem:
-    snprintf (err, errsz, "out of memory");
-    return -1;
+    return errprintf (err, "out of memory");
 }
 
-int options_parse (struct options *o, int argc, char **argv, char *err, size_t errsz)
+/* The mpirun option argv[*ip] (name: after its dashes, len: up to '='), with
+ * its values: noted where elastic-mpirun acts on it and passed on unless
+ * consumed.  Advances *ip past its values.  Returns 0, or -1 with err. */
+static int parse_mpirun_option (struct options *o,
+                                int argc,
+                                char **argv,
+                                int *ip,
+                                const char *name,
+                                size_t len,
+                                int dashes,
+                                elastic_error_t *err)
+{
+    const char *a = argv[*ip];
+    char key[64], *vals[2] = {NULL, NULL};
+    int arity, start = *ip, i = *ip, r;
+    if (len >= sizeof (key))
+        return errprintf (err, "unknown option '%s' (see elastic-mpirun --help)", a);
+    memcpy (key, name, len);
+    key[len] = '\0';
+    if ((arity = mpirun_option_arity (key)) < 0) {
+        const char *best = NULL;
+        int bd = 3;
+        for (int k = 0; k < NEOPTS; k++) {
+            int d = distance (key, eopts[k].name);
+            if (d < bd) {
+                bd = d;
+                best = eopts[k].name;
+            }
+        }
+        if (best)
+            return errprintf (err,
+                              "unknown option '%s' (did you mean --%s? see "
+                              "elastic-mpirun --help)",
+                              a,
+                              best);
+        else
+            return errprintf (err,
+                              "unknown option '%s': not an elastic-mpirun option nor a "
+                              "known mpirun "
+                              "option (hand it to mpirun with --pass '%s')",
+                              a,
+                              a);
+    }
+    if (name[len] == '=') {
+        if (arity != 1)
+            return errprintf (err,
+                              "%.*s takes %d values, not '=': '%s'",
+                              (int)len + dashes,
+                              a,
+                              arity,
+                              a);
+        vals[0] = (char *)name + len + 1;
+    } else {
+        if (i + arity >= argc)
+            return errprintf (err,
+                              "mpirun option '%s' needs %d value%s",
+                              a,
+                              arity,
+                              arity == 1 ? "" : "s");
+        for (int k = 0; k < arity; k++)
+            vals[k] = argv[++i];
+    }
+    if ((r = note_mpirun (o, key, vals, err)) < 0)
+        return -1;
+    if (r == 0)
+        for (int k = start; k <= i; k++)
+            if (append (&o->pass, &o->npass, argv[k]) < 0)
+                return errprintf (err, "out of memory");
+    *ip = i;
+    return 0;
+}
+
+/* The world-size bounds against each other.  Returns 0, or -1 with err. */
+static int check_bounds (struct options *o, elastic_error_t *err)
+{
+    if (o->np_min && o->np_max && o->np_min > o->np_max)
+        return errprintf (
+            err, "--np-min %d is larger than --np-max %d", o->np_min, o->np_max);
+    if (o->np && o->np_min > o->np)
+        return errprintf (err,
+                          "--np-min %d is larger than -n %d (the world size asked for)",
+                          o->np_min,
+                          o->np);
+    if (o->np && o->np_max && o->np_max < o->np)
+        return errprintf (err, "--np-max %d is smaller than -n %d", o->np_max, o->np);
+    if (o->np && !o->np_min)
+        o->np_min = o->np;
+    if (o->npernode && o->np_min && !o->np) {
+        /* -N sizes the job by hosts; the floor applies to the result */
+    }
+    return 0;
+}
+
+int options_parse (struct options *o, int argc, char **argv, elastic_error_t *err)
 {
     int i;
 
@@ -540,16 +613,12 @@ int options_parse (struct options *o, int argc, char **argv, char *err, size_t e
         }
         if (e) {
             if (name[len] == '=') {
-                if (!e->arg) {
-                    snprintf (err, errsz, "--%s takes no value", e->name);
-                    return -1;
-                }
+                if (!e->arg)
+                    return errprintf (err, "--%s takes no value", e->name);
                 value = name + len + 1;
             } else if (e->arg) {
-                if (i + 1 >= argc) {
-                    snprintf (err, errsz, "--%s needs a value", e->name);
-                    return -1;
-                }
+                if (i + 1 >= argc)
+                    return errprintf (err, "--%s needs a value", e->name);
                 value = argv[++i];
             }
             if (strcmp (e->name, "help") == 0) {
@@ -560,115 +629,19 @@ int options_parse (struct options *o, int argc, char **argv, char *err, size_t e
                 printf ("elastic-mpirun (elastic) %s\n", PACKAGE_VERSION);
                 return 1;
             }
-            if (apply_eopt (o, e, value, err, errsz) < 0)
+            if (apply_eopt (o, e, value, err) < 0)
                 return -1;
             continue;
         }
         /* mpirun options: -np 4, --np 4, --map-by=x, -mca k v */
-        {
-            char key[64], *vals[2] = {NULL, NULL};
-            int arity, start = i, r;
-            if (len >= sizeof (key)) {
-                snprintf (
-                    err, errsz, "unknown option '%s' (see elastic-mpirun --help)", a);
-                return -1;
-            }
-            memcpy (key, name, len);
-            key[len] = '\0';
-            if ((arity = mpirun_option_arity (key)) < 0) {
-                const char *best = NULL;
-                int bd = 3;
-                for (int k = 0; k < NEOPTS; k++) {
-                    int d = distance (key, eopts[k].name);
-                    if (d < bd) {
-                        bd = d;
-                        best = eopts[k].name;
-                    }
-                }
-                if (best)
-                    snprintf (err,
-                              errsz,
-                              "unknown option '%s' (did you mean --%s? see "
-                              "elastic-mpirun --help)",
-                              a,
-                              best);
-                else
-                    snprintf (err,
-                              errsz,
-                              "unknown option '%s': not an elastic-mpirun option nor a "
-                              "known mpirun "
-                              "option (hand it to mpirun with --pass '%s')",
-                              a,
-                              a);
-                return -1;
-            }
-            if (name[len] == '=') {
-                if (arity != 1) {
-                    snprintf (err,
-                              errsz,
-                              "%.*s takes %d values, not '=': '%s'",
-                              (int)len + dashes,
-                              a,
-                              arity,
-                              a);
-                    return -1;
-                }
-                vals[0] = (char *)name + len + 1;
-            } else {
-                if (i + arity >= argc) {
-                    snprintf (err,
-                              errsz,
-                              "mpirun option '%s' needs %d value%s",
-                              a,
-                              arity,
-                              arity == 1 ? "" : "s");
-                    return -1;
-                }
-                for (int k = 0; k < arity; k++)
-                    vals[k] = argv[++i];
-            }
-            if ((r = note_mpirun (o, key, vals, err, errsz)) < 0)
-                return -1;
-            if (r == 0)
-                for (int k = start; k <= i; k++)
-                    if (append (&o->pass, &o->npass, argv[k]) < 0) {
-                        snprintf (err, errsz, "out of memory");
-                        return -1;
-                    }
-        }
+        if (parse_mpirun_option (o, argc, argv, &i, name, len, dashes, err) < 0)
+            return -1;
     }
-    if (i >= argc) {
-        snprintf (
-            err,
-            errsz,
-            "no program to run (usage: elastic-mpirun [options] program [args...])");
-        return -1;
-    }
+    if (i >= argc)
+        return errprintf (
+            err, "no program to run (usage: elastic-mpirun [options] program [args...])");
     o->app = argv + i;
     o->napp = argc - i;
 
-    /* bounds */
-    if (o->np_min && o->np_max && o->np_min > o->np_max) {
-        snprintf (
-            err, errsz, "--np-min %d is larger than --np-max %d", o->np_min, o->np_max);
-        return -1;
-    }
-    if (o->np && o->np_min > o->np) {
-        snprintf (err,
-                  errsz,
-                  "--np-min %d is larger than -n %d (the world size asked for)",
-                  o->np_min,
-                  o->np);
-        return -1;
-    }
-    if (o->np && o->np_max && o->np_max < o->np) {
-        snprintf (err, errsz, "--np-max %d is smaller than -n %d", o->np_max, o->np);
-        return -1;
-    }
-    if (o->np && !o->np_min)
-        o->np_min = o->np;
-    if (o->npernode && o->np_min && !o->np) {
-        /* -N sizes the job by hosts; the floor applies to the result */
-    }
-    return 0;
+    return check_bounds (o, err);
 }

@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "common/error.h"
+
 enum tristate { TRI_AUTO = -1, TRI_NO = 0, TRI_YES = 1 };
 
 struct options {
@@ -61,7 +63,7 @@ struct options {
 /* Parse argv into o (which it initialises).  On bad input returns -1 with
  * one line in err; returns 1 if --help or --version was handled (printed to
  * stdout), 0 otherwise. */
-int options_parse (struct options *o, int argc, char **argv, char *err, size_t errsz);
+int options_parse (struct options *o, int argc, char **argv, elastic_error_t *err);
 
 /* Free what options_parse allocated. */
 void options_free (struct options *o);

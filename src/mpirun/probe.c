@@ -13,23 +13,16 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "probe.h"
-
-static double mono (void)
-{
-    struct timespec ts;
-    clock_gettime (CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 int run_capture (char *const argv[], int merge, double timeout, char *out, size_t size)
 {
     int fd[2], status, err_pipe[2];
     size_t used = 0;
-    double deadline = mono () + timeout;
+    double deadline = mono_now () + timeout;
     pid_t pid;
     char drain[4096];
 
@@ -70,7 +63,7 @@ int run_capture (char *const argv[], int merge, double timeout, char *out, size_
     close (err_pipe[1]);
     for (;;) {
         struct pollfd p = {.fd = fd[0], .events = POLLIN};
-        double left = deadline - mono ();
+        double left = deadline - mono_now ();
         ssize_t n;
         if (left <= 0) {
             kill (pid, SIGKILL);
@@ -231,8 +224,7 @@ static void cache_write (const char *key, const struct mpi_info *mi)
         unlink (tmp);
 }
 
-int probe_mpi (
-    const char *path, int want_ulfm, struct mpi_info *mi, char *err, size_t errsz)
+int probe_mpi (const char *path, int want_ulfm, struct mpi_info *mi, elastic_error_t *err)
 {
     char out[8192], dir[PATH_MAX], info[PATH_MAX + 16], real[PATH_MAX];
     char key[3 * PATH_MAX + 600];
@@ -240,20 +232,15 @@ int probe_mpi (
     int rc;
 
     memset (mi, 0, sizeof (*mi));
-    if (!path || !*path) {
-        snprintf (err, errsz, "no mpirun: give --mpirun PATH or set ELASTIC_MPIRUN");
-        return -1;
-    }
+    if (!path || !*path)
+        return errprintf (err, "no mpirun: give --mpirun PATH or set ELASTIC_MPIRUN");
     snprintf (mi->path, sizeof (mi->path), "%s", path);
-    if (strchr (path, '/') && access (path, X_OK) < 0) {
-        snprintf (
+    if (strchr (path, '/') && access (path, X_OK) < 0)
+        return errprintf (
             err,
-            errsz,
             "mpirun '%s' is not executable (%s): give --mpirun PATH to Open MPI's mpirun",
             path,
             strerror (errno));
-        return -1;
-    }
     /* ompi_info beside the real mpirun knows whether ULFM was built in */
     if (!realpath (path, real))
         snprintf (real, sizeof (real), "%s", path);
@@ -277,25 +264,21 @@ int probe_mpi (
     argv[1] = "--version";
     argv[2] = NULL;
     rc = run_capture (argv, 1, 60, out, sizeof (out));
-    if (rc < 0) {
-        snprintf (
+    if (rc < 0)
+        return errprintf (
             err,
-            errsz,
             "cannot run '%s --version': %s (give --mpirun PATH to Open MPI's mpirun)",
             path,
             strerror (errno));
-        return -1;
-    }
     if (probe_parse_version (out, mi->version, sizeof (mi->version), &mi->major) < 0) {
         char first[128];
         snprintf (first, sizeof (first), "%.*s", (int)strcspn (out, "\n"), out);
-        snprintf (err,
-                  errsz,
-                  "'%s' is not Open MPI's mpirun ('--version' said: %s); elastic-mpirun "
-                  "supports Open MPI 4.1 and 5",
-                  path,
-                  first[0] ? first : "nothing");
-        return -1;
+        return errprintf (
+            err,
+            "'%s' is not Open MPI's mpirun ('--version' said: %s); elastic-mpirun "
+            "supports Open MPI 4.1 and 5",
+            path,
+            first[0] ? first : "nothing");
     }
     mi->ulfm = -1;
     if (access (info, X_OK) == 0) {
@@ -320,16 +303,14 @@ int probe_mpi (
     if (key[0])
         cache_write (key, mi);
 decided:
-    if (want_ulfm == 1 && !mi->ulfm) {
-        snprintf (err,
-                  errsz,
-                  "--ulfm yes: %s (Open MPI %s) has no ULFM (%s); use --ulfm auto for "
-                  "relaunch-only mode",
-                  path,
-                  mi->version,
-                  mi->how);
-        return -1;
-    }
+    if (want_ulfm == 1 && !mi->ulfm)
+        return errprintf (
+            err,
+            "--ulfm yes: %s (Open MPI %s) has no ULFM (%s); use --ulfm auto for "
+            "relaunch-only mode",
+            path,
+            mi->version,
+            mi->how);
     if (want_ulfm == 0)
         mi->ulfm = 0;
     if (mi->ulfm && mi->major < 5)
@@ -363,7 +344,7 @@ int slurm_refresh_down (struct hostlist *hl)
     return hostlist_mark_slurm_down (hl, out);
 }
 
-int slurm_load_hosts (struct hostlist *hl, char *err, size_t errsz)
+int slurm_load_hosts (struct hostlist *hl, elastic_error_t *err)
 {
     static char out[1 << 20];
     char *argv[] = {"scontrol", "show", "hostnames", (char *)nodelist (), NULL};
@@ -373,21 +354,16 @@ int slurm_load_hosts (struct hostlist *hl, char *err, size_t errsz)
     if (!counts || !*counts)
         counts = getenv ("SLURM_JOB_CPUS_PER_NODE");
     rc = run_capture (argv, 0, 60, out, sizeof (out));
-    if (rc != 0) {
-        snprintf (err,
-                  errsz,
-                  "inside Slurm job %s, 'scontrol show hostnames %s' failed (%s)",
-                  getenv ("SLURM_JOB_ID"),
-                  argv[3],
-                  rc < 0 ? strerror (errno) : "non-zero exit");
+    if (rc != 0)
+        return errprintf (err,
+                          "inside Slurm job %s, 'scontrol show hostnames %s' failed (%s)",
+                          getenv ("SLURM_JOB_ID"),
+                          argv[3],
+                          rc < 0 ? strerror (errno) : "non-zero exit");
+    if ((n = hostlist_add_slurm (hl, out, counts, err)) < 0)
         return -1;
-    }
-    if ((n = hostlist_add_slurm (hl, out, counts, err, errsz)) < 0)
-        return -1;
-    if (n == 0) {
-        snprintf (err, errsz, "Slurm node list '%s' names no hosts", argv[3]);
-        return -1;
-    }
+    if (n == 0)
+        return errprintf (err, "Slurm node list '%s' names no hosts", argv[3]);
     slurm_refresh_down (hl);
     return n;
 }

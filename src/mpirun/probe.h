@@ -31,8 +31,10 @@ int probe_parse_version (const char *text, char *version, size_t size, int *majo
  * the configure-time answer when path is the configured mpirun).  want_ulfm
  * is -1 auto, 0 no, 1 yes (an error if it has none).  Returns 0, or -1 with
  * err. */
-int probe_mpi (
-    const char *path, int want_ulfm, struct mpi_info *mi, char *err, size_t errsz);
+int probe_mpi (const char *path,
+               int want_ulfm,
+               struct mpi_info *mi,
+               elastic_error_t *err);
 
 /* Inside a Slurm allocation (SLURM_JOB_ID and a node list set)? */
 int slurm_inside (void);
@@ -40,7 +42,7 @@ int slurm_inside (void);
 /* Add the allocation's hosts (scontrol show hostnames) with slots from
  * SLURM_TASKS_PER_NODE, and mark those sinfo shows down.  Returns the
  * number of hosts, or -1 with err. */
-int slurm_load_hosts (struct hostlist *hl, char *err, size_t errsz);
+int slurm_load_hosts (struct hostlist *hl, elastic_error_t *err);
 
 /* Re-query sinfo and mark hosts Slurm now shows down.  Returns how many it
  * marked (0 when sinfo cannot be asked). */

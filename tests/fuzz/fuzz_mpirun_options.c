@@ -19,7 +19,8 @@ int LLVMFuzzerInitialize (int *argc, char ***argv)
 
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
-    char *s = fuzz_str (data, size), **line, **argv, err[512];
+    char *s = fuzz_str (data, size), **line, **argv;
+    elastic_error_t err;
     struct options o;
     int n;
 
@@ -29,7 +30,7 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     argv[0] = (char *)"elastic-mpirun";
     for (int i = 0; i < n; i++)
         argv[i + 1] = line[i];
-    if (options_parse (&o, n + 1, argv, err, sizeof (err)) >= 0)
+    if (options_parse (&o, n + 1, argv, &err) >= 0)
         options_has_mca (&o, "btl");
     options_free (&o); /* what it allocated, on success or not */
     free (argv);

@@ -11,16 +11,17 @@
 
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
-    char *s = fuzz_str (data, size), *part[3], err[256], buf[1024];
+    char *s = fuzz_str (data, size), *part[3], buf[1024];
+    elastic_error_t err;
     int counts[64], np;
     struct hostlist *hl = hostlist_create ();
 
     fuzz_parts (s, part, 3);
-    slurm_expand_counts (part[0], counts, 64, err, sizeof (err));
-    if (hostlist_add_slurm (hl, part[1], part[0], err, sizeof (err)) < 0)
-        hostlist_add_slurm (hl, part[1], NULL, err, sizeof (err));
+    slurm_expand_counts (part[0], counts, 64, &err);
+    if (hostlist_add_slurm (hl, part[1], part[0], &err) < 0)
+        hostlist_add_slurm (hl, part[1], NULL, &err);
     hostlist_mark_slurm_down (hl, part[2]);
-    hostlist_plan_np (hl, 0, 1, 0, 0, &np, err, sizeof (err));
+    hostlist_plan_np (hl, 0, 1, 0, 0, &np, &err);
     hostlist_describe (hl, buf, sizeof (buf));
     hostlist_destroy (hl);
     free (s);

@@ -1,0 +1,670 @@
+/* attempt.c - the attempts of a job, and the relaunch policy
+ *
+ * One attempt: plan its size and hosts (spares replace failed hosts),
+ * prepare RUNDIR/attempt-N (hostfile, the ranks' environment), run mpirun,
+ * read what happened (mpirun's exit report and the event log), and ask the
+ * policy what comes next.  The policy (policy_after_attempt,
+ * policy_between_attempts) decides; the loop only acts on its decision.
+ */
+#if HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "attempt.h"
+#include "command.h"
+#include "common/clock.h"
+#include "common/file.h"
+#include "common/log.h"
+#include "elastic.h"
+#include "events.h"
+#include "launch.h"
+#include "report.h"
+
+/* One attempt being run: what it needs beyond its struct attempt. */
+struct attempt_run {
+    int k;      /* 0: the first launch of this elastic-mpirun */
+    int resume; /* the ranks resume from the newest L3 snapshot */
+    int np;
+    char dir[PATH_MAX];
+    char hostfile[PATH_MAX + 16];
+    const char *hf; /* hostfile, or NULL: a local launch */
+    char evlog[PATH_MAX + 16];
+    off_t ev_from; /* where this attempt's events start in evlog */
+    char num[32];  /* ELASTIC_ATTEMPT */
+    char line[8192];
+    int exit_code; /* mpirun's */
+};
+
+/* ---- the policy -------------------------------------------------------- */
+
+/* Fill d: what comes next, the attempt's outcome, and how the job ends. */
+static void vdecide (struct decision *d,
+                     enum next_action next,
+                     enum outcome outcome,
+                     const char *state,
+                     int status,
+                     const char *fmt,
+                     va_list ap)
+{
+    d->next = next;
+    d->outcome = outcome;
+    d->end.state = state;
+    d->end.status = status;
+    vsnprintf (d->end.why, sizeof (d->end.why), fmt, ap);
+}
+
+static void decide (struct decision *d,
+                    enum next_action next,
+                    enum outcome outcome,
+                    const char *state,
+                    int status,
+                    const char *fmt,
+                    ...) __attribute__ ((format (printf, 6, 7)));
+
+static void decide (struct decision *d,
+                    enum next_action next,
+                    enum outcome outcome,
+                    const char *state,
+                    int status,
+                    const char *fmt,
+                    ...)
+{
+    va_list ap;
+
+    va_start (ap, fmt);
+    vdecide (d, next, outcome, state, status, fmt, ap);
+    va_end (ap);
+}
+
+void policy_after_attempt (const struct attempt_facts *f, struct decision *d)
+{
+    memset (d, 0, sizeof (*d));
+    /* PRRTE 3.0 under --with-ft ulfm exits 0 after it lost a daemon and
+     * terminated the job, so a lost host is a failure whatever mpirun's
+     * exit code */
+    if (f->exit_code == 0 && !f->lost_host)
+        decide (d, NEXT_DONE, OUT_COMPLETED, "completed", 0, "%s", "");
+    else if (f->suspended)
+        decide (d,
+                NEXT_SUSPEND_EXIT,
+                OUT_SUSPENDED,
+                "suspended",
+                ELASTIC_EXIT_SUSPENDED,
+                "the ranks suspended to an L3 snapshot; rerun the same command to "
+                "resume");
+    else if (f->interrupt_signal)
+        decide (d,
+                NEXT_INTERRUPT_EXIT,
+                OUT_INTERRUPTED,
+                "interrupted",
+                128 + f->interrupt_signal,
+                "stopped by %s",
+                strsignal (f->interrupt_signal));
+    else if (f->preempt_signal)
+        decide (d,
+                NEXT_FAIL,
+                OUT_FAILED,
+                "failed",
+                EXIT_FAILED,
+                "preempted (%s), but the ranks did not suspend (mpirun exit %d%s): "
+                "a rerun "
+                "resumes from the newest L3 snapshot, if any",
+                strsignal (f->preempt_signal),
+                f->exit_code,
+                f->forced ? ", stopped after --suspend-timeout" : "");
+    else if (f->not_relaunchable) {
+        decide (d,
+                NEXT_FAIL,
+                OUT_FAILED,
+                "failed",
+                EXIT_FAILED,
+                "not relaunched: %s",
+                f->why);
+        d->log_error = 1;
+    } else if (f->relaunch > f->max_relaunches) {
+        decide (d,
+                NEXT_FAIL,
+                OUT_FAILED,
+                "failed",
+                EXIT_FAILED,
+                "giving up: %d relaunch%s exhausted (--max-relaunches %d); last "
+                "failure: %s",
+                f->max_relaunches,
+                f->max_relaunches == 1 ? "" : "es",
+                f->max_relaunches,
+                f->why);
+        d->exclude_hosts = 1;
+        d->log_error = 1;
+    } else {
+        decide (d, NEXT_RELAUNCH, OUT_RELAUNCH, "failed", EXIT_FAILED, "%s", "");
+        d->exclude_hosts = 1;
+    }
+}
+
+void policy_between_attempts (int sig, struct decision *d)
+{
+    memset (d, 0, sizeof (*d));
+    if (sig == SIGTERM || sig == SIGUSR1)
+        decide (d,
+                NEXT_SUSPEND_EXIT,
+                OUT_RELAUNCH,
+                "suspended",
+                ELASTIC_EXIT_SUSPENDED,
+                "preempted (%s) between attempts: not relaunched; rerun the same "
+                "command to resume from the newest L3 snapshot",
+                strsignal (sig));
+    else if (sig)
+        decide (d,
+                NEXT_INTERRUPT_EXIT,
+                OUT_RELAUNCH,
+                "interrupted",
+                128 + sig,
+                "stopped by %s between attempts",
+                strsignal (sig));
+    else
+        decide (d, NEXT_RELAUNCH, OUT_RELAUNCH, "failed", EXIT_FAILED, "%s", "");
+}
+
+/* An attempt that could not be launched ends the job as failed. */
+static void cannot_launch (struct decision *d, const char *fmt, ...)
+    __attribute__ ((format (printf, 2, 3)));
+
+static void cannot_launch (struct decision *d, const char *fmt, ...)
+{
+    va_list ap;
+
+    memset (d, 0, sizeof (*d));
+    va_start (ap, fmt);
+    vdecide (d, NEXT_FAIL, OUT_FAILED, "failed", EXIT_FAILED, fmt, ap);
+    va_end (ap);
+}
+
+/* ---- what happened ----------------------------------------------------- */
+
+/* Hosts to exclude: failures that mean a bad host, with a known host. */
+static void exclude_hosts (struct job *j, struct attempt *at, const struct report *rep)
+{
+    size_t used = strlen (at->excluded);
+    int node_lost = 0;
+
+    for (int i = 0; i < rep->n; i++)
+        if (rep->f[i].kind == FAIL_NODE_LOST)
+            node_lost = 1;
+    for (int i = 0; i < rep->n; i++) {
+        const struct failure *f = &rep->f[i];
+        char why[160], d[256];
+        if (!failure_host_is_bad (f->kind) || !f->host[0])
+            continue;
+        /* A lost node ends the whole job: what else failed is its
+         * consequence (ranks whose peers vanished, the ranks libelastic
+         * gave up on, the teardown), not a fault of those hosts.  A rank
+         * killed by SIGPIPE wrote to a dead peer's connection. */
+        if ((node_lost && f->kind != FAIL_NODE_LOST) || f->signal == SIGPIPE) {
+            failure_describe (f, d, sizeof (d));
+            log_info (
+                "not excluding host %s: %s follows from another failure", f->host, d);
+            continue;
+        }
+        failure_describe (f, d, sizeof (d));
+        snprintf (why, sizeof (why), "attempt %d: %s", at->number, d);
+        if (j->local) {
+            log_info ("host %s had a failed process, but it is the only host: it stays",
+                      f->host);
+            continue;
+        }
+        if (hostlist_fail (j->hl, f->host, why) == 1) {
+            log_warn ("excluding host %s from the next launch (%s)", f->host, d);
+            if (used < sizeof (at->excluded)) {
+                int n = snprintf (at->excluded + used,
+                                  sizeof (at->excluded) - used,
+                                  "%s%s",
+                                  used ? " " : "",
+                                  f->host);
+                used += n > 0 ? (size_t)n : 0;
+            }
+        }
+    }
+}
+
+static void merge_reports (struct report *into, const struct report *from)
+{
+    for (int i = 0; i < from->n; i++)
+        report_add (into, &from->f[i]);
+}
+
+static void
+describe_failures (const struct report *rep, int exit_code, char *buf, size_t size)
+{
+    size_t used = 0;
+    int shown = 0;
+
+    buf[0] = '\0';
+    /* the causes first: signals and lost hosts, then exit codes */
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < rep->n && shown < 4; i++) {
+            const struct failure *f = &rep->f[i];
+            char d[256];
+            if ((pass == 0) != (failure_host_is_bad (f->kind) ||
+                                f->kind == FAIL_NO_EXEC || f->kind == FAIL_NO_SLOTS))
+                continue;
+            failure_describe (f, d, sizeof (d));
+            int n = snprintf (buf + used, size - used, "%s%s", used ? "; " : "", d);
+            used += n > 0 ? (size_t)n : 0;
+            shown++;
+            if (used >= size)
+                return;
+        }
+    if (rep->n > shown && used < size) {
+        int n = snprintf (buf + used, size - used, "; %d more", rep->n - shown);
+        used += n > 0 ? (size_t)n : 0;
+    }
+    if (used == 0 && exit_code == ELASTIC_EXIT_RELAUNCH)
+        snprintf (
+            buf, size, "the ranks exited %d (in-place recovery impossible)", exit_code);
+    else if (used == 0)
+        snprintf (buf, size, "mpirun exited with %d", exit_code);
+}
+
+/* Whether mpirun's report says a host was lost or could not be launched on. */
+static int lost_host (const struct report *rep)
+{
+    for (int i = 0; i < rep->n; i++)
+        if (rep->f[i].kind == FAIL_NODE_LOST || rep->f[i].kind == FAIL_LAUNCH_HOST)
+            return 1;
+    return 0;
+}
+
+static int not_relaunchable (const struct report *rep)
+{
+    for (int i = 0; i < rep->n; i++)
+        if (rep->f[i].kind == FAIL_NO_EXEC || rep->f[i].kind == FAIL_NO_SLOTS)
+            return 1;
+    return 0;
+}
+
+static void write_state (struct job *j, const char *state, int attempts)
+{
+    char path[PATH_MAX], tmp[PATH_MAX + 8];
+    FILE *f;
+
+    if (j->o.dry_run)
+        return;
+    snprintf (path, sizeof (path), "%s/state", j->run_dir);
+    snprintf (tmp, sizeof (tmp), "%s.tmp", path);
+    if (!(f = fopen (tmp, "w"))) {
+        log_warn ("%s: %s", tmp, strerror (errno));
+        return;
+    }
+    fprintf (f, "state=%s\nattempts=%d\ntime=%ld\n", state, attempts, (long)time (NULL));
+    if (fclose (f) != 0 || rename (tmp, path) < 0)
+        log_warn ("%s: %s", path, strerror (errno));
+}
+
+/* ---- one attempt ------------------------------------------------------- */
+
+/* Spares for failed hosts, the world size, the host list shown.  Returns 0,
+ * or -1 with d (the job cannot go on). */
+static int plan_attempt (struct job *j,
+                         struct attempt *at,
+                         struct attempt_run *r,
+                         struct decision *d)
+{
+    elastic_error_t err;
+
+    memset (at, 0, sizeof (*at));
+    at->number = j->prev_attempts + r->k + 1;
+    at->resumed = r->resume;
+    if (!j->local) {
+        char log[512];
+        if (j->slurm)
+            slurm_refresh_down (j->hl);
+        if (hostlist_replace_failed (j->hl, log, sizeof (log)) > 0) {
+            log_info ("%s", log);
+            snprintf (at->spares, sizeof (at->spares), "%s", log);
+        }
+    }
+    if (command_plan_np (j, &r->np, &err) < 0) {
+        cannot_launch (d, "cannot launch attempt %d: %s", at->number, err.text);
+        log_err ("%s", d->end.why);
+        return -1;
+    }
+    at->np = r->np;
+    if (j->local) {
+        char host[256] = "localhost";
+        gethostname (host, sizeof (host));
+        host[sizeof (host) - 1] = '\0';
+        snprintf (at->hosts, sizeof (at->hosts), "%s", host);
+        return 0;
+    }
+    size_t used = 0;
+    for (size_t i = 0; i < hostlist_count (j->hl) && used < sizeof (at->hosts); i++) {
+        const struct host *h = hostlist_get (j->hl, i);
+        if (h->state == HOST_ACTIVE) {
+            int n = snprintf (at->hosts + used,
+                              sizeof (at->hosts) - used,
+                              "%s%s",
+                              used ? "," : "",
+                              h->name);
+            used += n > 0 ? (size_t)n : 0;
+        }
+    }
+    return 0;
+}
+
+/* RUNDIR/attempt-N and its hostfile.  Returns 0, or -1 with d. */
+static int make_attempt_dir (struct job *j,
+                             const struct attempt *at,
+                             struct attempt_run *r,
+                             struct decision *d)
+{
+    FILE *f;
+
+    snprintf (r->dir, sizeof (r->dir), "%s/attempt-%d", j->run_dir, at->number);
+    if (!j->o.dry_run && mkdir_p (r->dir) < 0) {
+        cannot_launch (d, "%s: %s", r->dir, strerror (errno));
+        return -1;
+    }
+    if (j->local)
+        return 0;
+    snprintf (r->hostfile, sizeof (r->hostfile), "%s/hostfile", r->dir);
+    r->hf = r->hostfile;
+    if (j->o.dry_run)
+        return 0;
+    if (!(f = fopen (r->hostfile, "w")) || hostlist_write (j->hl, f) < 0 ||
+        fclose (f) != 0) {
+        cannot_launch (d, "%s: %s", r->hostfile, strerror (errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* The ranks' environment: where events go, the run, the attempt, resuming. */
+static void set_attempt_env (struct job *j,
+                             const struct attempt *at,
+                             struct attempt_run *r,
+                             int fresh_ok_given)
+{
+    if (j->user_event_log) {
+        struct stat st;
+        snprintf (r->evlog, sizeof (r->evlog), "%s", j->user_event_log);
+        r->ev_from = stat (r->evlog, &st) == 0 ? st.st_size : 0;
+    } else
+        snprintf (r->evlog, sizeof (r->evlog), "%s/events.jsonl", r->dir);
+    setenv ("ELASTIC_EVENT_LOG", r->evlog, 1);
+    setenv ("ELASTIC_RUN_DIR", j->run_dir, 1);
+    /* One run id for every attempt, so that a relaunch finds the
+     * snapshots of the earlier attempts (elastic-exec would otherwise
+     * derive one from each mpirun's namespace).  The library's own
+     * default is the same: SLURM_JOB_ID, else "default". */
+    if (!getenv ("ELASTIC_RUN_ID"))
+        setenv ("ELASTIC_RUN_ID",
+                getenv ("SLURM_JOB_ID") ? getenv ("SLURM_JOB_ID") : "default",
+                1);
+    snprintf (r->num, sizeof (r->num), "%d", at->number);
+    setenv ("ELASTIC_ATTEMPT", r->num, 1);
+    if (r->resume)
+        setenv ("ELASTIC_RESUME", "1", 1);
+    else
+        unsetenv ("ELASTIC_RESUME");
+    /* a relaunch after a failure that came before the first L3 snapshot
+     * has nothing to resume from: it starts fresh (the library says
+     * so) instead of failing every relaunch on "no L3 snapshot"; a
+     * first launch asked to resume stays strict */
+    if (r->k > 0 && !fresh_ok_given)
+        setenv ("ELASTIC_RESUME_FRESH_OK", "1", 1);
+}
+
+/* --dry-run: what the first attempt would run. */
+static void print_dry_run (struct job *j, const struct attempt_run *r)
+{
+    printf ("%s\n", r->line);
+    if (r->hf) {
+        printf ("# %s:\n", r->hostfile);
+        hostlist_write (j->hl, stdout);
+    }
+    printf ("# environment: ELASTIC_EVENT_LOG=%s ELASTIC_RUN_DIR=%s "
+            "ELASTIC_ATTEMPT=%s%s\n",
+            r->evlog,
+            j->run_dir,
+            r->num,
+            r->resume ? " ELASTIC_RESUME=1" : "");
+}
+
+/* RUNDIR/attempt-N/command, the log line, the state file: it starts. */
+static void record_start (struct job *j, const struct attempt *at, struct attempt_run *r)
+{
+    char path[PATH_MAX + 16];
+    FILE *f;
+
+    snprintf (path, sizeof (path), "%s/command", r->dir);
+    if ((f = fopen (path, "w"))) {
+        fprintf (f, "%s\n", r->line);
+        fclose (f);
+    }
+    if (j->o.verbose > 0)
+        log_info ("attempt %d: %s", at->number, r->line);
+    else
+        log_info ("attempt %d: %d rank%s on %s%s",
+                  at->number,
+                  r->np,
+                  r->np == 1 ? "" : "s",
+                  at->hosts,
+                  r->resume ? ", resuming from the newest L3 snapshot (ELASTIC_RESUME=1)"
+                            : "");
+    write_state (j, "running", at->number);
+    if (j->natt < MAX_ATTEMPTS_SHOWN)
+        j->natt++;
+}
+
+/* The attempt's events: its in-place recoveries, and its failed ranks
+ * (with their hosts) into ev. */
+static void
+read_events (struct attempt *at, const struct attempt_run *r, struct events *ev)
+{
+    size_t used = 0;
+
+    events_init (ev);
+    if (events_read_file (ev, r->evlog, r->ev_from) < 0 && errno != ENOENT)
+        log_warn ("event log %s: %s", r->evlog, strerror (errno));
+    events_resolve_hosts (ev);
+    if (ev->bad_lines)
+        log_debug ("event log %s: %d line%s ignored (not JSON events)",
+                   r->evlog,
+                   ev->bad_lines,
+                   ev->bad_lines == 1 ? "" : "s");
+    at->reshards = ev->nreshard;
+    at->reshards_down = ev->nreshard_down;
+    at->reshard_ms = ev->reshard_ms;
+    for (int i = 0;
+         i < ev->nreshard && i < EVENTS_MAX_RESHARDS && used < sizeof (at->reshard_lines);
+         i++) {
+        const struct reshard *rs = &ev->r[i];
+        int n = snprintf (at->reshard_lines + used,
+                          sizeof (at->reshard_lines) - used,
+                          "%s%s at step %lld: %d -> %d ranks, %.1f ms",
+                          used ? "; " : "",
+                          rs->kind,
+                          rs->step,
+                          rs->old_size,
+                          rs->new_size,
+                          rs->total_ms);
+        used += n > 0 ? (size_t)n : 0;
+    }
+}
+
+/* Whether the ranks suspended: by mpirun's code or by the ranks' account
+ * (mpirun's code can be lost after they suspended: mpirun killed, or
+ * crashed in its teardown); but when nobody preempted this job and no rank
+ * wrote a suspend snapshot, the 75s came from ranks' wrappers that took the
+ * SIGTERM of Open MPI's own abort for a preemption. */
+static int
+ranks_suspended (const struct launch_result *res, const struct events *ev, int np)
+{
+    char evidence[4200];
+    int suspended = res->exit_code == ELASTIC_EXIT_SUSPENDED ||
+                    events_suspended (ev, np, evidence, sizeof (evidence));
+
+    if (suspended && !res->preempt_signal && !(ev->nsuspend && ev->suspend_file[0])) {
+        log_warn ("mpirun exited %d and ranks exited %d, but this job was not "
+                  "preempted and no rank suspended to an L3 snapshot (Open MPI stops "
+                  "the ranks with SIGTERM when it aborts a job): the attempt counts "
+                  "as failed",
+                  res->exit_code,
+                  ELASTIC_EXIT_SUSPENDED);
+        suspended = 0;
+    } else if (suspended && res->exit_code != ELASTIC_EXIT_SUSPENDED)
+        log_warn ("mpirun exited %d%s, but %s: the attempt counts as suspended",
+                  res->exit_code,
+                  res->mpirun_signal ? " (killed by a signal)" : "",
+                  evidence);
+    return suspended;
+}
+
+/* What happened in the attempt that ran: its failures (mpirun's report and
+ * the event log) into all and at->why, and the facts the policy needs. */
+static void analyse (struct job *j,
+                     struct attempt *at,
+                     struct attempt_run *r,
+                     const struct launch_result *res,
+                     struct report *all,
+                     struct attempt_facts *f)
+{
+    struct events ev;
+
+    at->t_start = res->t_start;
+    at->t_end = res->t_end;
+    at->t_failure = res->t_failure;
+    at->exit_code = res->exit_code;
+    r->exit_code = res->exit_code;
+    read_events (at, r, &ev);
+    report_init (all);
+    merge_reports (all, &res->rep);
+    merge_reports (all, &ev.failed);
+    describe_failures (all, res->exit_code, at->why, sizeof (at->why));
+    if (ev.nfatal && ev.fatal[0]) {
+        size_t used = strlen (at->why);
+        snprintf (at->why + used, sizeof (at->why) - used, "; library: %s", ev.fatal);
+    }
+    memset (f, 0, sizeof (*f));
+    f->suspended = ranks_suspended (res, &ev, r->np);
+    if (res->rep.text[0]) {
+        char path[PATH_MAX + 16];
+        FILE *fp;
+        snprintf (path, sizeof (path), "%s/report.txt", r->dir);
+        if ((fp = fopen (path, "w"))) {
+            fprintf (fp, "%s\n", res->rep.text);
+            fclose (fp);
+        }
+    }
+    events_clear (&ev);
+    f->exit_code = res->exit_code;
+    f->lost_host = lost_host (&res->rep);
+    f->interrupt_signal = res->interrupt_signal;
+    f->preempt_signal = res->preempt_signal;
+    f->forced = res->forced;
+    f->not_relaunchable = not_relaunchable (all);
+    f->relaunch = r->k + 1;
+    f->max_relaunches = j->o.max_relaunches;
+    f->why = at->why;
+}
+
+/* Run one attempt and decide what comes next.  Returns 0 with d, -1 with d
+ * when the attempt could not be launched, 1 after a dry run. */
+static int run_attempt (struct job *j,
+                        struct attempt *at,
+                        struct attempt_run *r,
+                        int fresh_ok_given,
+                        struct decision *d)
+{
+    struct argvec cmd = {0};
+    struct launch_result res;
+    struct attempt_facts f;
+    struct report all;
+    elastic_error_t err;
+    int rc;
+
+    if (plan_attempt (j, at, r, d) < 0 || make_attempt_dir (j, at, r, d) < 0)
+        return -1;
+    set_attempt_env (j, at, r, fresh_ok_given);
+    command_build (j, r->np, r->hf, &cmd);
+    command_format (cmd.v, r->line, sizeof (r->line));
+    if (j->o.dry_run) {
+        print_dry_run (j, r);
+        argvec_free (&cmd);
+        return 1;
+    }
+    record_start (j, at, r);
+    rc = launch_run (cmd.v, j->o.suspend_timeout, &res, &err);
+    argvec_free (&cmd);
+    if (rc < 0) {
+        cannot_launch (d, "cannot start mpirun: %s", err.text);
+        at->t_start = at->t_end = mono_now ();
+        at->outcome = OUT_FAILED;
+        return -1;
+    }
+    analyse (j, at, r, &res, &all, &f);
+    policy_after_attempt (&f, d);
+    if (d->exclude_hosts)
+        exclude_hosts (j, at, &all);
+    at->outcome = d->outcome;
+    if (d->log_error)
+        log_err ("%s", d->end.why);
+    return 0;
+}
+
+/* After a failed attempt to be relaunched: say so, wait --relaunch-delay
+ * and decide on the signals that came meanwhile. */
+static void wait_to_relaunch (struct job *j,
+                              const struct attempt *at,
+                              const struct attempt_run *r,
+                              struct decision *d)
+{
+    log_warn ("attempt %d failed after %.1f s (%s%s): relaunching (%d of %d) from "
+              "the newest "
+              "L3 snapshot",
+              at->number,
+              at->t_end - at->t_start,
+              r->exit_code == ELASTIC_EXIT_RELAUNCH ? "relaunch requested: " : "",
+              at->why,
+              r->k + 1,
+              j->o.max_relaunches);
+    write_state (j, "relaunching", at->number);
+    policy_between_attempts (launch_wait_signal (j->o.relaunch_delay), d);
+}
+
+int attempts_run (struct job *j, struct job_end *end)
+{
+    /* the user's own ELASTIC_RESUME_FRESH_OK wins over the relaunches' */
+    int fresh_ok_given = getenv ("ELASTIC_RESUME_FRESH_OK") != NULL;
+    struct decision d;
+
+    cannot_launch (&d, "%s", "");
+    for (int k = 0; k <= j->o.max_relaunches; k++) {
+        struct attempt *at =
+            &j->att[j->natt < MAX_ATTEMPTS_SHOWN ? j->natt : MAX_ATTEMPTS_SHOWN - 1];
+        struct attempt_run r = {.k = k, .resume = k > 0 || j->resume_first};
+        int rc = run_attempt (j, at, &r, fresh_ok_given, &d);
+
+        if (rc > 0)
+            return 1;
+        if (rc < 0 || d.next != NEXT_RELAUNCH)
+            break;
+        wait_to_relaunch (j, at, &r, &d);
+        if (d.next != NEXT_RELAUNCH)
+            break;
+    }
+    write_state (j, d.end.state, j->prev_attempts + j->natt);
+    *end = d.end;
+    return 0;
+}
