@@ -29,7 +29,7 @@
 
 #include <pmix.h>
 
-#include "exec/pmix_host.h"
+#include "exec/pmix/pmix_host.h"
 #include "lib/tap.h"
 
 extern char **environ;

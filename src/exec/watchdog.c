@@ -32,9 +32,10 @@ static void on_fifo (struct loop *loop, int fd, int revents, void *arg)
         filetimer_read (agent->ft);
 }
 
-int watchdog_setup (elastic_agent_t *agent, char *err, size_t errsz)
+int watchdog_setup (elastic_agent_t *agent, elastic_error_t *err)
 {
     const struct elastic_agent_spec *spec = agent->spec;
+    char msg[sizeof (err->text)];
 
     if (!spec->file_timer || agent->ft)
         return 0;
@@ -45,10 +46,11 @@ int watchdog_setup (elastic_agent_t *agent, char *err, size_t errsz)
                        sizeof (agent->timer_path),
                        "%s/watchdog.fifo",
                        agent->base_dir);
-    if (!(agent->ft = filetimer_create (agent->timer_path, err, errsz)))
-        return -1;
+    /* filetimer.c still takes a buffer (not this file's convention yet) */
+    if (!(agent->ft = filetimer_create (agent->timer_path, msg, sizeof (msg))))
+        return errprintf (err, "%s", msg);
     if (loop_add (agent->loop, filetimer_fd (agent->ft), on_fifo, agent) < 0) {
-        snprintf (err, errsz, "file timer: %s", strerror (errno));
+        errprintf (err, "file timer: %s", strerror (errno));
         filetimer_destroy (agent->ft);
         agent->ft = NULL;
         return -1;

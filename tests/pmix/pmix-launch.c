@@ -44,7 +44,7 @@
 #include <unistd.h>
 
 #include "common/parse.h"
-#include "exec/pmix_host.h"
+#include "exec/pmix/pmix_host.h"
 
 #define EXIT_RELAUNCH  76 /* ELASTIC_EXIT_RELAUNCH */
 #define MAX_SHM_PREFIX 16
