@@ -631,7 +631,8 @@ int main (int argc, char **argv)
     struct pmixhost_opts hopts = {0};
     struct pmixhost_job_opts jopts = {0};
     struct pmixhost_job_info ji;
-    char err[512], st[32];
+    elastic_error_t e;
+    char st[32];
     int rc = 1, leaked;
 
     L.btl = "sm";
@@ -659,8 +660,8 @@ int main (int argc, char **argv)
         return 1;
     hopts.tmpdir = L.tmpdir;
     hopts.no_nodelay = L.no_nodelay;
-    if (!(L.h = pmixhost_create (&hopts, err, sizeof (err)))) {
-        fprintf (stderr, "pmix-launch: %s\n", err);
+    if (!(L.h = pmixhost_create (&hopts, &e))) {
+        fprintf (stderr, "pmix-launch: %s\n", e.text);
         return 1;
     }
     evlog (&L, "server", "dir=%s", pmixhost_dir (L.h));
@@ -673,8 +674,8 @@ int main (int argc, char **argv)
         jopts.btl = L.btl;
         jopts.oversubscribed = L.oversubscribe;
         L.attempt_t0 = now_mono ();
-        if (!(L.job = pmixhost_job_create (L.h, &jopts, err, sizeof (err)))) {
-            fprintf (stderr, "pmix-launch: %s\n", err);
+        if (!(L.job = pmixhost_job_create (L.h, &jopts, &e))) {
+            fprintf (stderr, "pmix-launch: %s\n", e.text);
             rc = 1;
             goto done;
         }

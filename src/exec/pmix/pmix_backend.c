@@ -476,10 +476,11 @@ static void end_retired (struct pmixb *pb, int force)
 static int start_server (struct pmixb *pb, elastic_error_t *err)
 {
     struct pmixhost_opts o = {0};
-    char msg[512];
 
-    if (!(pb->h = pmixhost_create (&o, msg, sizeof (msg))))
-        return errcodef (err, ELASTIC_ERR_IO, "hosted PMIx server: %s", msg);
+    if (!(pb->h = pmixhost_create (&o, err))) {
+        errprefix (err, "hosted PMIx server");
+        return ELASTIC_ERR_IO;
+    }
     if (elastic_agent_watch (pb->agent, pmixhost_fd (pb->h), on_server_fd, pb) !=
         ELASTIC_OK) {
         errprintf (err, "hosted PMIx server: cannot watch it");
@@ -520,7 +521,6 @@ static int pmix_start (elastic_agent_t *agent, void *ctx, elastic_error_t *err)
     const struct elastic_agent_spec *spec = agent_spec (agent);
     struct pmixhost_job_opts jo = {0};
     struct pmixhost_job_info ji;
-    char msg[512];
     int rc;
 
     if (pb->disabled)
@@ -544,8 +544,10 @@ static int pmix_start (elastic_agent_t *agent, void *ctx, elastic_error_t *err)
     jo.btl = spec->mpi_btl ? spec->mpi_btl : "sm";
     jo.oversubscribed = spec->binding.oversubscribe ? 1 : -1;
     pb->t_start = mono_now ();
-    if (!(pb->job = pmixhost_job_create (pb->h, &jo, msg, sizeof (msg))))
-        return errcodef (err, ELASTIC_ERR_IO, "hosted PMIx server: %s", msg);
+    if (!(pb->job = pmixhost_job_create (pb->h, &jo, err))) {
+        errprefix (err, "hosted PMIx server");
+        return ELASTIC_ERR_IO;
+    }
     pb->njobs++;
     memset (pb->connected, 0, (size_t)pb->nranks * sizeof (*pb->connected));
     pb->nconnected = 0;
