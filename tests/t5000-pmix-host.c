@@ -1,6 +1,6 @@
 /* t5000-pmix-host.c - the hosted PMIx server with real PMIx clients
  *
- * The test is both sides: it hosts the server (src/exec/pmix_host.c) and
+ * The test is both sides: it hosts the server (src/exec/pmix/pmix_host.c) and
  * re-executes itself as PMIx clients ("t5000-pmix-host client MODE"), which
  * connect, run the four fences Open MPI 5's MPI_Init runs, and then finish,
  * die by SIGKILL, exit without finalizing, or call PMIx_Abort.  A waiting

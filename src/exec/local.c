@@ -13,7 +13,7 @@
  * default action, neither caught, ignored nor blocked, as in a Python
  * worker that installs no handler; or SIGKILL), the survivors are moved to
  * a drain list and the next attempt starts at once, while the kernel tears
- * the old processes down.  torchelastic signals, waits up to its timeout
+ * the old processes down (drain.c).  torchelastic signals, waits up to its timeout
  * and SIGKILLs; here the same signals and the same --shutdown-timeout
  * apply, only the wait moved to the background: a drained worker that is
  * still alive at its deadline gets SIGKILL, each drained group is swept
@@ -21,7 +21,7 @@
  * waits for the drain list.  The dying processes are reniced to 19, so
  * that their teardown does not take the CPUs from the next attempt's
  * start.  The attempts cannot collide: each has its own process groups,
- * directories (attempt_N) and MASTER_PORT (agent.c detaches only when the
+ * directories (attempt_N) and MASTER_PORT (machine.c detaches only when the
  * port is picked per attempt), and a backend that shares state with its
  * workers (a hosted PMIx namespace with connected ranks) turns detaching
  * off (local_allow_detach).  A worker that handles the signal (libelastic

@@ -1,6 +1,6 @@
 /* pmix-launch.c - start N MPI ranks under the hosted PMIx server
  *
- * A small launcher around src/exec/pmix_host.c, used by the tests and the
+ * A small launcher around src/exec/pmix/pmix_host.c, used by the tests and the
  * benchmarks until elastic-exec hosts the server itself:
  *
  *   pmix-launch -n N [--btl sm|tcp] [--event-log FILE] [--max-restarts K]
