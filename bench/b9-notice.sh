@@ -18,7 +18,7 @@
 #   elastic-exec  elastic-exec --nproc-per-node 4 --wireup pmix (the hosted
 #                 server inside elastic-exec), when this build has it;
 #   pmix-launch   tests/pmix/pmix-launch, the test launcher over the same
-#                 server code (src/exec/pmix_*.c);
+#                 server code (src/exec/pmix/pmix_*.c);
 #   mpirun        mpirun --with-ft ulfm -n 4 (PRRTE), the baseline.
 # Rows: notice,4,,VARIANT,RUN,first_ms|last_ms|init_ms|shrink_ms|job_ms,MS,ms
 . "$(dirname "$0")/lib.sh"

@@ -357,7 +357,7 @@ static int my_monitor (elastic_agent_t *agent, void *ctx)
     return ELASTIC_OK;
 }
 
-static int my_stop (elastic_agent_t *agent, void *ctx, int signum, double timeout)
+static int my_stop (elastic_agent_t *agent, void *ctx, struct elastic_agent_stop *req)
 {
     struct mine *m = ctx;
 
@@ -376,11 +376,14 @@ static int my_stop (elastic_agent_t *agent, void *ctx, int signum, double timeou
 static void my_shutdown (elastic_agent_t *agent, void *ctx, int signum, double timeout)
 {
     struct mine *m = ctx;
+    struct elastic_agent_stop req = {.signum = signum, .timeout = timeout};
+
     m->shutdowns++;
-    my_stop (agent, ctx, signum, timeout);
+    my_stop (agent, ctx, &req);
 }
 
 static const struct elastic_agent_backend my_backend = {
+    .abi = ELASTIC_AGENT_BACKEND_ABI,
     .name = "test",
     .start_workers = my_start,
     .monitor_workers = my_monitor,

@@ -1,6 +1,6 @@
 /* t5000-pmix-host.c - the hosted PMIx server with real PMIx clients
  *
- * The test is both sides: it hosts the server (src/exec/pmix_host.c) and
+ * The test is both sides: it hosts the server (src/exec/pmix/pmix_host.c) and
  * re-executes itself as PMIx clients ("t5000-pmix-host client MODE"), which
  * connect, run the four fences Open MPI 5's MPI_Init runs, and then finish,
  * die by SIGKILL, exit without finalizing, or call PMIx_Abort.  A waiting
@@ -29,7 +29,7 @@
 
 #include <pmix.h>
 
-#include "exec/pmix_host.h"
+#include "exec/pmix/pmix_host.h"
 #include "lib/tap.h"
 
 extern char **environ;
@@ -311,11 +311,11 @@ static struct pmixhost_job *make_job (struct pmixhost *h, int attempt, int n)
 {
     struct pmixhost_job_opts o = {
         .run_id = "unit", .attempt = attempt, .nranks = n, .oversubscribed = -1};
-    char err[256];
-    struct pmixhost_job *job = pmixhost_job_create (h, &o, err, sizeof (err));
+    elastic_error_t err = {{0}};
+    struct pmixhost_job *job = pmixhost_job_create (h, &o, &err);
 
     if (!job)
-        diag ("pmixhost_job_create: %s", err);
+        diag ("pmixhost_job_create: %s", err.text);
     return job;
 }
 
@@ -360,7 +360,8 @@ int main (int argc, char **argv)
     struct pmixhost_job *job, *job2;
     struct pmixhost_job_opts o = {0};
     struct pmixhost_job_info ji;
-    char err[256], path[PATH_MAX + 256], jobdir[PATH_MAX + 128], srvdir[PATH_MAX];
+    elastic_error_t err = {{0}};
+    char path[PATH_MAX + 256], jobdir[PATH_MAX + 128], srvdir[PATH_MAX];
     char *const *env;
     struct stat st;
 
@@ -376,44 +377,44 @@ int main (int argc, char **argv)
 
     /* errors */
     hopts.tmpdir = "/nonexistent/dir";
-    h = pmixhost_create (&hopts, err, sizeof (err));
-    ok (h == NULL && strstr (err, "/nonexistent/dir"),
+    h = pmixhost_create (&hopts, &err);
+    ok (h == NULL && strstr (err.text, "/nonexistent/dir"),
         "a bad tmpdir is refused, naming it");
-    diag ("%s", err);
+    diag ("%s", err.text);
     hopts.tmpdir = tmp;
-    h = pmixhost_create (&hopts, err, sizeof (err));
+    h = pmixhost_create (&hopts, &err);
     ok (h != NULL, "server started");
     if (!h)
-        bail_out ("pmixhost_create: %s", err);
+        bail_out ("pmixhost_create: %s", err.text);
     snprintf (srvdir, sizeof (srvdir), "%s", pmixhost_dir (h));
     ok (stat (srvdir, &st) == 0 && S_ISDIR (st.st_mode),
         "server directory %s exists",
         srvdir);
     ok (pmixhost_fd (h) >= 0, "event fd is valid");
-    h2 = pmixhost_create (&hopts, err, sizeof (err));
-    ok (h2 == NULL && errno == EBUSY && strstr (err, "already"),
+    h2 = pmixhost_create (&hopts, &err);
+    ok (h2 == NULL && errno == EBUSY && strstr (err.text, "already"),
         "a second server is refused");
-    diag ("%s", err);
+    diag ("%s", err.text);
 
     o.run_id = "bad id";
     o.nranks = 2;
-    ok (!pmixhost_job_create (h, &o, err, sizeof (err)) && strstr (err, "'bad id'"),
+    ok (!pmixhost_job_create (h, &o, &err) && strstr (err.text, "'bad id'"),
         "a bad run id is refused, naming it");
-    diag ("%s", err);
+    diag ("%s", err.text);
     o.run_id = "unit";
     o.nranks = 0;
-    ok (!pmixhost_job_create (h, &o, err, sizeof (err)) && strstr (err, "ranks: 0"),
+    ok (!pmixhost_job_create (h, &o, &err) && strstr (err.text, "ranks: 0"),
         "0 ranks are refused");
-    diag ("%s", err);
+    diag ("%s", err.text);
     o.nranks = 2;
     o.btl = "ib";
-    ok (!pmixhost_job_create (h, &o, err, sizeof (err)) &&
-            strstr (err, "btl: 'ib' is not accepted (sm, tcp)"),
+    ok (!pmixhost_job_create (h, &o, &err) &&
+            strstr (err.text, "btl: 'ib' is not accepted (sm, tcp)"),
         "an unknown btl is refused with the accepted values");
-    diag ("%s", err);
+    diag ("%s", err.text);
     o.btl = NULL;
     o.attempt = -1;
-    ok (!pmixhost_job_create (h, &o, err, sizeof (err)) && strstr (err, "attempt: -1"),
+    ok (!pmixhost_job_create (h, &o, &err) && strstr (err.text, "attempt: -1"),
         "a negative attempt is refused");
 
     /* a job's environment and directories */
@@ -421,8 +422,8 @@ int main (int argc, char **argv)
     o.nranks = 3;
     o.btl = "tcp";
     o.oversubscribed = 0;
-    if (!(job = pmixhost_job_create (h, &o, err, sizeof (err))))
-        bail_out ("pmixhost_job_create: %s", err);
+    if (!(job = pmixhost_job_create (h, &o, &err)))
+        bail_out ("pmixhost_job_create: %s", err.text);
     is_str (pmixhost_job_nspace (job),
             "elastic.unit.9",
             "namespace is elastic.<run id>.<attempt>");
@@ -441,10 +442,10 @@ int main (int argc, char **argv)
     ok (stat (path, &st) == 0 && S_ISDIR (st.st_mode),
         "rank session directory %s exists",
         path);
-    job2 = pmixhost_job_create (h, &o, err, sizeof (err));
-    ok (!job2 && errno == EEXIST && strstr (err, "elastic.unit.9"),
+    job2 = pmixhost_job_create (h, &o, &err);
+    ok (!job2 && errno == EEXIST && strstr (err.text, "elastic.unit.9"),
         "the same namespace twice is refused");
-    diag ("%s", err);
+    diag ("%s", err.text);
 
     /* verdicts of ranks that never connected */
     is_int (
@@ -469,13 +470,13 @@ int main (int argc, char **argv)
     o.attempt = 10;
     o.nranks = 4096;
     o.oversubscribed = -1;
-    if ((job = pmixhost_job_create (h, &o, err, sizeof (err)))) {
+    if ((job = pmixhost_job_create (h, &o, &err))) {
         pmixhost_job_info (job, &ji);
         ok (ji.oversubscribed == 1, "4096 ranks on this node are oversubscribed");
         pmixhost_job_stop (job);
         pmixhost_job_destroy (job);
     } else
-        ok (0, "4096-rank job created (%s)", err);
+        ok (0, "4096-rank job created (%s)", err.text);
 
     /* real clients */
     failure_case (h, 0, "die", PMIX_ERR_PROC_ABORTED_BY_SIG);

@@ -1,7 +1,7 @@
 #!/bin/bash
 # t5001-pmix-basic.sh - Open MPI 5 jobs under the hosted PMIx server, no failure
 #
-# pmix-launch hosts the server (src/exec/pmix_host.c) and forks the ranks
+# pmix-launch hosts the server (src/exec/pmix/pmix_host.c) and forks the ranks
 # itself: no mpirun, no PRRTE.  Every job must finish, and leave no process,
 # session directory or /dev/shm segment behind.
 . "${srcdir:-.}/pmix/lib.sh"

@@ -150,6 +150,28 @@ struct elastic_agent_rdzv {
 
 /* ---- the backend (SimpleElasticAgent's extension points) ----------------- */
 
+/* The backend ABI this header describes.  A backend table sets .abi to it;
+ * the agent refuses a table whose ABI it does not know (as hwloc refuses a
+ * component built against another HWLOC_COMPONENT_ABI).  Version 2: the
+ * abi field, and stop_workers takes a struct elastic_agent_stop. */
+#define ELASTIC_AGENT_BACKEND_ABI 2
+
+/* A stop request (stop_workers).  flags are ELASTIC_AGENT_STOP_*. */
+enum {
+    ELASTIC_AGENT_STOP_FAILURE = 1, /* the group failed (not a signal): the
+                                       agent stops the rest to restart or end */
+    ELASTIC_AGENT_STOP_DETACH = 2,  /* the backend may leave dying workers to
+                                       reap in the background (a restart whose
+                                       next attempt cannot collide with them) */
+};
+
+struct elastic_agent_stop {
+    int signum;     /* sent to every worker first (0: none) */
+    double timeout; /* seconds to wait before SIGKILL */
+    int flags;      /* ELASTIC_AGENT_STOP_* */
+    int detached;   /* out: how many workers the backend left so */
+};
+
 /* How workers are run.  The core calls, in its single loop thread:
  *   start_workers  - start every worker (ranks and environment are ready:
  *                    see elastic_agent_worker_env/_argv/_info); report each
@@ -160,9 +182,12 @@ struct elastic_agent_rdzv {
  *                    the group whatever its code, elastic_agent_abort()
  *                    when a worker ended the job); return ELASTIC_OK, or an
  *                    error if the workers cannot be accounted for (UNKNOWN);
- *   stop_workers   - send signum to every worker, wait up to timeout seconds
- *                    (elastic_agent_wait keeps the loop running), kill what
- *                    is left and report the exits; return when all are gone;
+ *   stop_workers   - send req->signum to every worker, wait up to
+ *                    req->timeout seconds (elastic_agent_wait keeps the loop
+ *                    running), kill what is left and report the exits;
+ *                    return when all are gone (or, with
+ *                    ELASTIC_AGENT_STOP_DETACH, set req->detached to the
+ *                    number left dying in the background);
  *   shutdown       - last call before the agent returns (signum/timeout as
  *                    for stop_workers, for workers that may still run);
  *   child_event    - optional: SIGCHLD arrived (reap orphans);
@@ -170,10 +195,13 @@ struct elastic_agent_rdzv {
  * The core wakes at once when a file descriptor registered with
  * elastic_agent_watch becomes ready, so exits are detected by event. */
 struct elastic_agent_backend {
+    unsigned int abi; /* ELASTIC_AGENT_BACKEND_ABI */
     const char *name;
     int (*start_workers) (elastic_agent_t *agent, void *ctx, elastic_error_t *err);
     int (*monitor_workers) (elastic_agent_t *agent, void *ctx);
-    int (*stop_workers) (elastic_agent_t *agent, void *ctx, int signum, double timeout);
+    int (*stop_workers) (elastic_agent_t *agent,
+                         void *ctx,
+                         struct elastic_agent_stop *req);
     void (*shutdown) (elastic_agent_t *agent, void *ctx, int signum, double timeout);
     void (*child_event) (elastic_agent_t *agent, void *ctx);
     void (*destroy) (void *ctx);
@@ -194,7 +222,9 @@ elastic_agent_t *elastic_agent_create (const elastic_agent_spec_t *spec,
 void elastic_agent_destroy (elastic_agent_t *agent);
 
 /* Replace the backend; the agent owns ctx from now on (ops->destroy).
- * Returns ELASTIC_ERR_STATE once the agent runs. */
+ * Returns ELASTIC_ERR_INVAL for a table without its required functions or
+ * with an ABI other than ELASTIC_AGENT_BACKEND_ABI (logged: which ABI, and
+ * which one this agent knows), ELASTIC_ERR_STATE once the agent runs. */
 int elastic_agent_set_backend (elastic_agent_t *agent,
                                const struct elastic_agent_backend *ops,
                                void *ctx);

@@ -1,10 +1,13 @@
-/* agent_impl.h - the agent core's internals, shared by its modules
+/* agent_impl.h - the agent core's private header
  *
- * The core (agent.c) owns the state machine, the worker records, the signal
- * file descriptor and the loop; the local backend (local.c), the file timer
- * (filetimer.c), the health server (health.c) and the metrics (metrics.c)
- * read what they need from here.  Readers on other threads (the health
- * server) take `lock`; the loop thread takes it when it changes workers.
+ * The core is agent.c (create, run, views), agent_loop.c (signals, the
+ * loop, watches), agent_setup.c (ports, run id, run directory), machine.c
+ * (the state machine and its restart policy), group.c (the worker
+ * records and what backends report about them) and backends.c (the
+ * built-in backends); its services, watchdog.c, health.c, metrics.c and
+ * result.c, read it too.  Backends never include this header: they have
+ * agent_backend.h.  Readers on other threads (the health server) take
+ * `lock`; the loop thread takes it when it changes workers.
  */
 #ifndef ELASTIC_EXEC_AGENT_IMPL_H
 #define ELASTIC_EXEC_AGENT_IMPL_H
@@ -14,52 +17,13 @@
 #include <signal.h>
 #include <stdint.h>
 
+#include "agent_backend.h"
 #include "common/heartbeat.h"
 #include "elastic/agent.h"
 #include "eventlog.h"
 #include "loop.h"
 #include "spec.h"
-
-struct worker {
-    int index;
-    int local_rank; /* LOCAL_RANK (before --virtual-local-rank) */
-    int rank;
-    int role_rank;
-    int world_size;
-    int role_world_size;
-    pid_t pid;
-    int state; /* INIT, HEALTHY, SUCCEEDED, FAILED, STOPPED */
-    double start_wall;
-    double start_mono;
-    int exited;
-    int exitcode; /* >= 0, or -signal */
-    int signum;
-    double exit_mono;
-    int suspended; /* exited with ELASTIC_EXIT_SUSPENDED */
-    int failed;    /* a failure of this attempt */
-    int lost;      /* a failure the others went on without (in place) */
-    int after_end; /* killed, or exited without MPI_Finalize, after it
-                      reported the end of its work: finished all the same */
-    int aborted;   /* it ended the job (elastic_agent_abort) */
-    int abort_code;
-    uint64_t fail_seq;
-    double fail_time; /* epoch seconds */
-    char *message;
-    char *traceback;
-    char *reason;     /* why a watchdog killed it */
-    double fire_mono; /* when (mono_now), 0 if none did */
-    void *ret;
-    size_t retlen;
-    int has_ret;
-    char dir[PATH_MAX];
-    char error_file[PATH_MAX];
-    char heartbeat_file[PATH_MAX];
-    struct elastic_heartbeat *hb; /* read-only mapping */
-    uint64_t hang_grace_ns;       /* the hang timeout runs from here at the
-                                     earliest (a fresh one after a kill) */
-    char **env;
-    char **argv;
-};
+#include "worker.h"
 
 struct filetimer;
 struct health;
@@ -100,16 +64,11 @@ struct elastic_agent {
     int base_is_tmp;
     char attempt_dir[PATH_MAX];
     char timer_path[PATH_MAX];
-    int stopping;           /* 1 while the agent stops workers on purpose */
-    int stop_after_failure; /* ... because the group failed (not a signal) */
-    int escalate;           /* a second signal: kill now */
-    int stop_detach;        /* this stop may leave dying workers to the
-                               backend, to reap in the background (a restart
-                               whose next attempt cannot collide with them) */
-    int stop_detached;      /* how many the backend left so (its report) */
-    int port_fresh;         /* this attempt's MASTER_PORT was picked for it
-                               (or there is none) */
-    double pending_since;   /* mono_now () when pending_signal arrived */
+    int stopping;         /* 1 while the agent stops workers on purpose */
+    int escalate;         /* a second signal: kill now */
+    int port_fresh;       /* this attempt's MASTER_PORT was picked for it
+                             (or there is none) */
+    double pending_since; /* mono_now () when pending_signal arrived */
     int pending_signal;
     uint64_t fail_seq;
 
@@ -139,65 +98,34 @@ struct elastic_agent {
     char last_fail_message[256];
 };
 
-/* The default backend: local processes (local.c). */
-extern const struct elastic_agent_backend local_backend;
-void *local_backend_create (elastic_agent_t *agent);
+/* ---- agent.c ---- */
 
-/* What a wire-up adds to the local backend (pmix_backend.c): variables for
- * each worker, variables to drop from the agent's environment, and the
- * report of each exit.  Every function pointer may be NULL. */
-struct local_wireup {
-    void *arg;
-    /* worker i's extra variables ("NAME=value", NULL-terminated, borrowed
-     * until the fork); they override the agent's */
-    char *const *(*env) (void *arg, int i);
-    /* 1 if the agent's variable `entry` ("NAME=value") is not to be passed */
-    int (*drop) (void *arg, const char *entry);
-    /* worker i was forked as pid */
-    void (*started) (void *arg, int i, pid_t pid);
-    /* worker i was reaped: report it to the core (elastic_agent_worker_*);
-     * without this hook the local backend reports a plain exit */
-    void (*reaped) (void *arg, int i, int wstatus);
-    /* mark descriptors >= 3 close-on-exec in each child before exec */
-    int close_fds;
-    /* worker i of the attempt stopped in the background was reaped (the
-     * core has moved on: report nothing to it) */
-    void (*drained) (void *arg, int i, int wstatus);
-};
+/* ELASTIC_OK if the core knows ops's ABI, else ELASTIC_ERR_INVAL with err
+ * naming the backend, its ABI and the agent's. */
+int agent_backend_check (const struct elastic_agent_backend *ops, elastic_error_t *err);
 
-/* Use w (copied; NULL: none) in the local backend whose context is ctx. */
-void local_set_wireup (void *ctx, const struct local_wireup *w);
+/* ---- backends.c: the built-in backends ---- */
 
-/* Let a stop for a restart leave dying workers to be reaped in the
- * background (allowed, the default) or not (the wire-up shares state with
- * the workers that must end first). */
-void local_allow_detach (void *ctx, int allowed);
+/* Create the built-in backend `name` ("local", "pmix") for agent and make
+ * it the agent's.  Returns ELASTIC_OK, or an error with err (no such
+ * backend in this build, an unknown ABI, or its constructor failed). */
+int agent_backend_load (elastic_agent_t *agent, const char *name, elastic_error_t *err);
 
-/* 1 while workers stopped in the background are not all reaped. */
-int local_draining (void *ctx);
+/* ---- agent_loop.c: signals, the loop, watches ---- */
 
-/* The local backend's guardian (guardian.h), NULL before the first start
- * or if it could not be started. */
-struct guardian *local_guardian (void *ctx);
+/* Block the handled signals and read them from a signalfd in the loop,
+ * with the wake-up eventfd.  Returns 0, or -1 with err. */
+int agent_signals_setup (elastic_agent_t *agent, elastic_error_t *err);
 
-/* The PMIx-hosting backend (pmix_backend.c, with PMIx): the local backend
- * plus the hosted PMIx server.  Returns NULL with err set. */
-#if HAVE_PMIX
-extern const struct elastic_agent_backend pmix_backend;
-void *pmix_backend_create (elastic_agent_t *agent, char *err, size_t errsz);
-#endif
+/* Undo agent_signals_setup (consuming signals that arrived meanwhile). */
+void agent_signals_restore (elastic_agent_t *agent);
 
-/* Find the worker whose process group holds pid; NULL if none. */
-struct worker *agent_worker_by_pid (elastic_agent_t *agent, pid_t pid);
+/* One turn of the loop (up to timeout seconds), then a tick.  Returns the
+ * loop's result (-1 with errno on failure). */
+int agent_loop_once (elastic_agent_t *agent, double timeout);
 
-/* Kill a running worker for a watchdog and record it as a failure. */
-void agent_watchdog_fire (elastic_agent_t *agent,
-                          struct worker *w,
-                          pid_t target,
-                          int signum,
-                          const char *kind,
-                          const char *reason,
-                          json_t *fields);
+/* Free the backend's watch records. */
+void agent_watches_free (elastic_agent_t *agent);
 
 /* 1 while the loop made progress within --health-timeout. */
 int agent_loop_healthy (elastic_agent_t *agent, double *age);
@@ -205,17 +133,53 @@ int agent_loop_healthy (elastic_agent_t *agent, double *age);
 /* Log a health transition (any thread) if `healthy` differs from the last. */
 void agent_health_observe (elastic_agent_t *agent, int healthy, double age);
 
-/* Render /metrics in Prometheus text format into a malloc'ed string. */
-char *agent_metrics (elastic_agent_t *agent);
+/* ---- agent_setup.c: before an attempt starts ---- */
 
-#endif /* ELASTIC_EXEC_AGENT_IMPL_H */
+/* Check a rendezvous answer for nproc workers.  Returns ELASTIC_OK or
+ * ELASTIC_ERR_INVAL with err. */
+int agent_check_rdzv_info (const struct elastic_agent_rdzv_info *info,
+                           int nproc,
+                           elastic_error_t *err);
 
-/* group.c: the worker records of one attempt */
+/* Decide MASTER_ADDR/MASTER_PORT of this attempt.  Returns ELASTIC_OK or
+ * an error with err (no free port, the spec's port in use). */
+int agent_set_master (elastic_agent_t *agent,
+                      const struct elastic_agent_rdzv_info *info,
+                      elastic_error_t *err);
+
+/* A random run id ("xxxxxxxx-xxxx-xxxx") into buf. */
+void agent_make_run_id (char *buf, size_t size);
+
+/* Decide and create the run directory once (--log-dir, else a temporary
+ * one).  Returns 0, or -1 with err. */
+int agent_setup_base_dir (elastic_agent_t *agent, elastic_error_t *err);
+
+/* ---- machine.c: the state machine ---- */
+
+/* Run the state machine: start, monitor, restart or stop.  Sets *statusp
+ * and *final_state when the run ends; returns ELASTIC_OK, or an error with
+ * err when the agent itself could not work. */
+int agent_run_machine (elastic_agent_t *agent,
+                       int *statusp,
+                       int *final_state,
+                       elastic_error_t *err);
+
+/* Stop every worker on purpose as req asks (the backend's stop_workers);
+ * returns req->detached. */
+int agent_stop_workers (elastic_agent_t *agent, struct elastic_agent_stop *req);
+
+/* agent_stop_workers with signum and timeout, no flags. */
+void agent_stop (elastic_agent_t *agent, int signum, double timeout);
+
+/* The exit status a failed run reports: the root cause's. */
+int agent_failure_status (elastic_agent_t *agent);
+
+/* ---- group.c: the worker records ---- */
 
 /* Assign ranks from agent->rinfo, create the attempt's directories, error
  * and heartbeat files, and build each worker's environment and argv.
  * Returns 0, or -1 with one line in err. */
-int group_prepare (elastic_agent_t *agent, char *err, size_t errsz);
+int group_prepare (elastic_agent_t *agent, elastic_error_t *err);
 
 /* Free the records' per-attempt resources (mappings, env, messages). */
 void group_release (elastic_agent_t *agent);
@@ -233,15 +197,33 @@ int group_alive (elastic_agent_t *agent);
 /* Log what a successful group lost on the way (nothing if it lost none). */
 void group_summary (elastic_agent_t *agent);
 
-/* 1 if the worker's heartbeat (version 2 on) has the ELASTIC_HEARTBEAT_*
- * flag; worker_reported_end: its work is done (elastic_progress_end). */
-int worker_reported (const struct worker *w, uint32_t flag);
-int worker_reported_end (const struct worker *w);
+/* Record that w failed (the caller holds agent->lock): its failure
+ * sequence number, its time (epoch seconds) and message (taken; NULL:
+ * none), the failure counters and the last failure /metrics shows, with
+ * exitcode (or -signal) and signum. */
+void worker_fail (elastic_agent_t *agent,
+                  struct worker *w,
+                  double when,
+                  char *message,
+                  int exitcode,
+                  int signum);
 
-/* watchdog.c: file timer and progress heartbeat */
+/* Find the worker whose process group holds pid; NULL if none. */
+struct worker *agent_worker_by_pid (elastic_agent_t *agent, pid_t pid);
+
+/* Kill a running worker for a watchdog and record it as a failure. */
+void agent_watchdog_fire (elastic_agent_t *agent,
+                          struct worker *w,
+                          pid_t target,
+                          int signum,
+                          const char *kind,
+                          const char *reason,
+                          json_t *fields);
+
+/* ---- watchdog.c: file timer and progress heartbeat ---- */
 
 /* Open the file timer FIFO if enabled.  Returns 0, or -1 with err. */
-int watchdog_setup (elastic_agent_t *agent, char *err, size_t errsz);
+int watchdog_setup (elastic_agent_t *agent, elastic_error_t *err);
 
 /* Close the file timer. */
 void watchdog_teardown (elastic_agent_t *agent);
@@ -253,5 +235,12 @@ int watchdog_check (elastic_agent_t *agent);
 /* Seconds until the next watchdog deadline (capped at `cap`). */
 double watchdog_next (elastic_agent_t *agent, double cap);
 
-/* result.c */
+/* ---- metrics.c, result.c ---- */
+
+/* Render /metrics in Prometheus text format into a malloc'ed string. */
+char *agent_metrics (elastic_agent_t *agent);
+
+/* The run result of the workers' records (NULL on out of memory). */
 elastic_agent_result_t *result_build (elastic_agent_t *agent, int state, int exit_status);
+
+#endif /* ELASTIC_EXEC_AGENT_IMPL_H */

@@ -1,10 +1,13 @@
-/* group.c - the worker records of one attempt: ranks, directories, env
+/* group.c - the worker records: ranks, directories, env, and what the
+ * backends and the watchdogs report about each worker
  *
  * Rank assignment follows torchelastic's homogeneous case: worker i of the
  * agent with group rank g gets RANK = rank_base + i (rank_base defaults to
  * g * nproc), ROLE_RANK = RANK (one role), LOCAL_RANK = local_rank_base + i.
  * Each worker gets <attempt dir>/<local rank>/ for its logs, its error file
  * and its heartbeat file, and the environment contract of elastic-exec(1).
+ * A start, an exit, a job abort or a watchdog's kill is recorded here, and
+ * every failure through one worker_fail().
  */
 #if HAVE_CONFIG_H
 #include "config.h"
@@ -20,6 +23,8 @@
 
 #include "agent_impl.h"
 #include "common/log.h"
+#include "errorfile.h"
+#include "filetimer.h"
 #include "util.h"
 
 static void free_strv (char **v)
@@ -179,7 +184,7 @@ static int make_env (elastic_agent_t *agent, struct worker *w, int local_world_s
 }
 
 /* Create the zero-filled heartbeat file and map it read-only. */
-static int make_heartbeat (struct worker *w, char *err, size_t errsz)
+static int make_heartbeat (struct worker *w, elastic_error_t *err)
 {
     void *p;
     int fd;
@@ -198,11 +203,10 @@ static int make_heartbeat (struct worker *w, char *err, size_t errsz)
     w->hb = p;
     return 0;
 fail:
-    errfmt (err, errsz, "heartbeat file %s: %s", w->heartbeat_file, strerror (errno));
-    return -1;
+    return errprintf (err, "heartbeat file %s: %s", w->heartbeat_file, strerror (errno));
 }
 
-int group_prepare (elastic_agent_t *agent, char *err, size_t errsz)
+int group_prepare (elastic_agent_t *agent, elastic_error_t *err)
 {
     const struct elastic_agent_spec *spec = agent->spec;
     const struct elastic_agent_rdzv_info *ri = &agent->rinfo;
@@ -216,8 +220,7 @@ int group_prepare (elastic_agent_t *agent, char *err, size_t errsz)
                   "%s/attempt_%d",
                   agent->base_dir,
                   agent->restart_count) >= (int)sizeof (agent->attempt_dir)) {
-        snprintf (err, errsz, "log directory path too long: %s", agent->base_dir);
-        return -1;
+        return errprintf (err, "log directory path too long: %s", agent->base_dir);
     }
     pthread_mutex_lock (&agent->lock);
     group_release (agent);
@@ -243,26 +246,19 @@ int group_prepare (elastic_agent_t *agent, char *err, size_t errsz)
             pathfmt (
                 w->heartbeat_file, sizeof (w->heartbeat_file), "%s/heartbeat", w->dir) <
                 0) {
-            errfmt (err, errsz, "log directory path too long: %s", agent->attempt_dir);
-            return -1;
+            return errprintf (err, "log directory path too long: %s", agent->attempt_dir);
         }
         if (mkdir_p (w->dir) < 0) {
-            errfmt (err, errsz, "cannot create %s: %s", w->dir, strerror (errno));
-            return -1;
+            return errprintf (err, "cannot create %s: %s", w->dir, strerror (errno));
         }
         if (unlink (w->error_file) < 0 && errno != ENOENT) {
-            errfmt (err,
-                    errsz,
-                    "cannot remove stale %s: %s",
-                    w->error_file,
-                    strerror (errno));
-            return -1;
+            return errprintf (
+                err, "cannot remove stale %s: %s", w->error_file, strerror (errno));
         }
-        if (make_heartbeat (w, err, errsz) < 0)
+        if (make_heartbeat (w, err) < 0)
             return -1;
         if (make_env (agent, w, local_size) < 0 || make_argv (w, spec) < 0) {
-            snprintf (err, errsz, "out of memory");
-            return -1;
+            return errprintf (err, "out of memory");
         }
     }
     return 0;
@@ -386,4 +382,454 @@ int group_alive (elastic_agent_t *agent)
         if (agent->w[i].pid > 0 && !agent->w[i].exited)
             n++;
     return n;
+}
+
+/* ---- what backends and watchdogs report ------------------------------------ */
+
+static json_t *worker_brief (const struct worker *w)
+{
+    return json_pack ("{s:i s:i s:i}",
+                      "rank",
+                      w->rank,
+                      "local_rank",
+                      w->local_rank,
+                      "pid",
+                      (int)w->pid);
+}
+
+void worker_fail (elastic_agent_t *agent,
+                  struct worker *w,
+                  double when,
+                  char *message,
+                  int exitcode,
+                  int signum)
+{
+    w->failed = 1;
+    w->fail_seq = ++agent->fail_seq;
+    w->fail_time = when;
+    free (w->message);
+    w->message = message;
+    agent->failures_total++;
+    agent->last_fail_rank = w->rank;
+    agent->last_fail_local_rank = w->local_rank;
+    agent->last_fail_exitcode = exitcode;
+    agent->last_fail_signal = signum;
+    agent->last_fail_time = when;
+    snprintf (agent->last_fail_message,
+              sizeof (agent->last_fail_message),
+              "%s",
+              message ? message : "");
+}
+
+int elastic_agent_worker_started (elastic_agent_t *agent, int index, pid_t pid)
+{
+    struct worker *w;
+
+    if (!agent || index < 0 || index >= agent->nworkers)
+        return ELASTIC_ERR_NOT_FOUND;
+    w = &agent->w[index];
+    pthread_mutex_lock (&agent->lock);
+    w->pid = pid;
+    w->state = ELASTIC_AGENT_HEALTHY;
+    w->start_wall = wall_now ();
+    w->start_mono = mono_now ();
+    w->hang_grace_ns = 0;
+    w->fire_mono = 0;
+    pthread_mutex_unlock (&agent->lock);
+    json_t *o = worker_brief (w);
+    json_object_set_new (o, "attempt", json_integer (agent->restart_count));
+    eventlog_emit (agent->ev, "worker_start", o);
+    return ELASTIC_OK;
+}
+
+/* Describe an exit the way torchelastic does. */
+static char *describe_exit (const struct worker *w)
+{
+    char *s = NULL;
+
+    if (w->signum > 0) {
+        if (asprintf (&s,
+                      "Signal %d (%s) received by PID %d",
+                      w->signum,
+                      signal_name (w->signum),
+                      (int)w->pid) < 0)
+            s = NULL;
+    } else if (asprintf (&s, "exited with code %d (no error file)", w->exitcode) < 0)
+        s = NULL;
+    return s;
+}
+
+/* How a backend counts an exit (elastic_agent_worker_exited/_failed/_lost). */
+enum { END_EXIT = 0, END_FAILED, END_LOST };
+
+/* "message; note", or message alone (malloc'ed; NULL on out of memory). */
+static char *with_note (char *message, const char *note)
+{
+    char *m = NULL;
+
+    if (!note || !*note)
+        return message;
+    if (asprintf (&m, "%s; %s", message ? message : "", note) < 0)
+        return message;
+    free (message);
+    return m;
+}
+
+/* A worker a watchdog killed (or that aborted the job) ended: keep its
+ * reason, add how it ended and its error file's traceback. */
+static void end_after_fire (elastic_agent_t *agent,
+                            struct worker *w,
+                            struct error_record *rec,
+                            int how)
+{
+    char *exitdesc = describe_exit (w), *m = NULL;
+
+    if (asprintf (
+            &m, "%s; %s", w->reason ? w->reason : "watchdog", exitdesc ? exitdesc : "") >=
+        0) {
+        free (w->message);
+        w->message = m;
+    }
+    free (exitdesc);
+    if (rec->message) {
+        free (w->traceback);
+        w->traceback = rec->traceback ? rec->traceback : rec->message;
+        if (rec->traceback)
+            free (rec->message);
+        rec->message = rec->traceback = NULL;
+    }
+    w->state = ELASTIC_AGENT_FAILED;
+    /* the survivors recover without it (a hung rank, in place) */
+    if (how == END_LOST) {
+        w->lost = 1;
+        agent->lost_total++;
+    }
+}
+
+/* A worker failed by its exit: its error file's message (or the exit's
+ * description) and time, with note added. */
+static void end_failed (elastic_agent_t *agent,
+                        struct worker *w,
+                        struct error_record *rec,
+                        int how,
+                        int signum,
+                        const char *note)
+{
+    char *message;
+    double when;
+
+    w->lost = how == END_LOST;
+    w->state = ELASTIC_AGENT_FAILED;
+    if (rec->message) {
+        message = rec->message;
+        free (w->traceback);
+        w->traceback = rec->traceback;
+        rec->message = rec->traceback = NULL;
+        when = rec->timestamp > 0 ? rec->timestamp : wall_now ();
+    } else {
+        message = describe_exit (w);
+        when = wall_now ();
+    }
+    worker_fail (agent, w, when, with_note (message, note), w->exitcode, signum);
+    if (w->lost)
+        agent->lost_total++;
+}
+
+/* Record an exit in w (under the lock): how it counts, its state. */
+static void record_end (elastic_agent_t *agent,
+                        struct worker *w,
+                        int exitcode,
+                        int signum,
+                        int how,
+                        int ended,
+                        int failed,
+                        struct error_record *rec,
+                        const char *note)
+{
+    w->exited = 1;
+    w->signum = signum;
+    w->exitcode = signum > 0 ? -signum : exitcode;
+    w->exit_mono = mono_now ();
+    if (w->aborted) {
+        /* the agent killed it after its MPI_Abort: the abort is the story */
+        w->signum = 0;
+        w->exitcode = w->abort_code;
+        w->state = ELASTIC_AGENT_FAILED;
+    } else if (how == END_EXIT && signum == 0 &&
+               (exitcode == ELASTIC_EXIT_SUSPENDED ||
+                (exitcode == 0 && !agent->spec->wrapper &&
+                 worker_reported (w, ELASTIC_HEARTBEAT_SUSPENDED)))) {
+        /* libelastic gives the job's 75 to working rank 0 alone (a
+         * launcher must see one code); the others' suspension is in their
+         * heartbeats, which this agent of all the job's ranks reads (a
+         * wrapper keeps its rank's own exit code) */
+        w->suspended = 1;
+        w->state = ELASTIC_AGENT_STOPPED;
+    } else if (ended) {
+        w->state = ELASTIC_AGENT_SUCCEEDED;
+        w->after_end = signum > 0 || how != END_EXIT;
+        if (w->failed) {
+            /* a watchdog killed it after its end (a hang in MPI_Finalize):
+             * not a failure of the work */
+            w->failed = 0;
+            agent->failures_total--;
+        }
+    } else if (!failed)
+        w->state = ELASTIC_AGENT_SUCCEEDED;
+    else if (w->failed)
+        end_after_fire (agent, w, rec, how);
+    else if (agent->stopping)
+        w->state = ELASTIC_AGENT_STOPPED;
+    else
+        end_failed (agent, w, rec, how, signum, note);
+}
+
+/* The worker_exit (and rank_lost) events and the log line of an exit. */
+static void report_end (elastic_agent_t *agent, struct worker *w, int signum)
+{
+    json_t *o = worker_brief (w);
+    int survivors;
+
+    json_object_set_new (o, "attempt", json_integer (agent->restart_count));
+    json_object_set_new (o, "exitcode", json_integer (w->exitcode));
+    if (signum > 0)
+        json_object_set_new (o, "signal", json_string (signal_name (signum)));
+    json_object_set_new (o, "state", json_string (elastic_agent_state_name (w->state)));
+    json_object_set_new (o, "lifetime_s", json_real (w->exit_mono - w->start_mono));
+    if (w->failed && w->message)
+        json_object_set_new (o, "message", json_string (w->message));
+    if (w->lost)
+        json_object_set_new (o, "in_place", json_true ());
+    if (w->after_end)
+        json_object_set_new (o, "after_end", json_true ());
+    eventlog_emit (agent->ev, "worker_exit", o);
+    if (w->lost) {
+        survivors = group_alive (agent);
+        o = worker_brief (w);
+        json_object_set_new (o, "attempt", json_integer (agent->restart_count));
+        json_object_set_new (o, "exitcode", json_integer (w->exitcode));
+        if (signum > 0)
+            json_object_set_new (o, "signal", json_string (signal_name (signum)));
+        json_object_set_new (o, "survivors", json_integer (survivors));
+        json_object_set_new (o, "lost_total", json_integer (agent->lost_total));
+        if (w->message)
+            json_object_set_new (o, "message", json_string (w->message));
+        eventlog_emit (agent->ev, "rank_lost", o);
+        log_warn ("rank %d (local rank %d, pid %d) lost: %s; %d worker%s left",
+                  w->rank,
+                  w->local_rank,
+                  (int)w->pid,
+                  w->message ? w->message : "",
+                  survivors,
+                  survivors == 1 ? "" : "s");
+    } else if (w->after_end)
+        log_warn ("rank %d (local rank %d, pid %d) ended by %s after it had finished "
+                  "its work (elastic_progress_end): counted as finished",
+                  w->rank,
+                  w->local_rank,
+                  (int)w->pid,
+                  signum > 0 ? signal_name (signum) : "an exit without MPI_Finalize");
+    else if (w->failed)
+        log_warn ("rank %d (local rank %d, pid %d) failed: %s",
+                  w->rank,
+                  w->local_rank,
+                  (int)w->pid,
+                  w->message ? w->message : "");
+    else
+        log_debug ("rank %d (pid %d) exited with %d", w->rank, (int)w->pid, w->exitcode);
+}
+
+static int worker_end (elastic_agent_t *agent,
+                       int index,
+                       int exitcode,
+                       int signum,
+                       int how,
+                       const char *note)
+{
+    struct worker *w;
+    struct error_record rec;
+    int failed, ended;
+
+    if (!agent || index < 0 || index >= agent->nworkers)
+        return ELASTIC_ERR_NOT_FOUND;
+    w = &agent->w[index];
+    if (w->exited)
+        return ELASTIC_OK;
+    memset (&rec, 0, sizeof (rec));
+    /* after the application's word that its work is done, a signal (in
+     * MPI_Finalize, say) or an exit without MPI_Finalize ends a finished
+     * rank; an exit code of its own still counts */
+    ended = !w->aborted && worker_reported_end (w) && (signum > 0 || exitcode == 0);
+    failed = !ended && (how != END_EXIT || ((signum > 0 || exitcode != 0) &&
+                                            exitcode != ELASTIC_EXIT_SUSPENDED));
+    /* read the worker's error file outside the lock */
+    if (failed && errorfile_read (w->error_file, &rec) < 0) {
+        if (errno != ENOENT)
+            log_warn ("rank %d: %s: %s",
+                      w->rank,
+                      w->error_file,
+                      rec.message ? rec.message : strerror (errno));
+        errorfile_clear (&rec);
+    }
+    pthread_mutex_lock (&agent->lock);
+    record_end (agent, w, exitcode, signum, how, ended, failed, &rec, note);
+    pthread_mutex_unlock (&agent->lock);
+    errorfile_clear (&rec);
+    if (agent->ft)
+        filetimer_clear_pid (agent->ft, w->pid);
+    report_end (agent, w, w->aborted ? 0 : signum);
+    return ELASTIC_OK;
+}
+
+int elastic_agent_worker_exited (elastic_agent_t *agent,
+                                 int index,
+                                 int exitcode,
+                                 int signum)
+{
+    return worker_end (agent, index, exitcode, signum, END_EXIT, NULL);
+}
+
+int elastic_agent_worker_lost (
+    elastic_agent_t *agent, int index, int exitcode, int signum, const char *note)
+{
+    return worker_end (agent, index, exitcode, signum, END_LOST, note);
+}
+
+int elastic_agent_worker_failed (
+    elastic_agent_t *agent, int index, int exitcode, int signum, const char *note)
+{
+    return worker_end (agent, index, exitcode, signum, END_FAILED, note);
+}
+
+int elastic_agent_abort (elastic_agent_t *agent, int index, int code, const char *message)
+{
+    struct worker *w;
+    char reason[512];
+    json_t *o;
+
+    if (!agent || index < 0 || index >= agent->nworkers)
+        return ELASTIC_ERR_NOT_FOUND;
+    /* the first counts; the group may also be stopping already (a restart) */
+    if (agent->abort_requested || agent->stopping)
+        return ELASTIC_OK;
+    w = &agent->w[index];
+    if (message && *message)
+        snprintf (reason, sizeof (reason), "MPI_Abort with code %d: %s", code, message);
+    else
+        snprintf (reason, sizeof (reason), "MPI_Abort with code %d (no message)", code);
+    pthread_mutex_lock (&agent->lock);
+    agent->abort_requested = 1;
+    agent->abort_status = code & 0xff ? code & 0xff : 1;
+    /* the other workers are killed on purpose from now on */
+    agent->stopping = 1;
+    if (!w->failed && !w->exited) {
+        w->aborted = 1;
+        w->abort_code = code;
+        free (w->reason);
+        w->reason = strdup (reason);
+        worker_fail (agent, w, wall_now (), strdup (reason), code, 0);
+    }
+    pthread_mutex_unlock (&agent->lock);
+    o = worker_brief (w);
+    json_object_set_new (o, "attempt", json_integer (agent->restart_count));
+    json_object_set_new (o, "code", json_integer (code));
+    json_object_set_new (o, "message", json_string (message ? message : ""));
+    eventlog_emit (agent->ev, "job_abort", o);
+    log_err ("rank %d (pid %d) called %s: stopping every worker",
+             w->rank,
+             (int)w->pid,
+             reason);
+    return ELASTIC_OK;
+}
+
+int elastic_agent_worker_set_return (elastic_agent_t *agent,
+                                     int index,
+                                     const void *buf,
+                                     size_t len)
+{
+    struct worker *w;
+    void *copy;
+
+    if (!agent || index < 0 || index >= agent->nworkers)
+        return ELASTIC_ERR_NOT_FOUND;
+    w = &agent->w[index];
+    if (!(copy = malloc (len ? len : 1)))
+        return ELASTIC_ERR_NOMEM;
+    if (len)
+        memcpy (copy, buf, len);
+    free (w->ret);
+    w->ret = copy;
+    w->retlen = len;
+    w->has_ret = 1;
+    return ELASTIC_OK;
+}
+
+struct worker *agent_worker_by_pid (elastic_agent_t *agent, pid_t pid)
+{
+    pid_t pgid;
+
+    for (int i = 0; i < agent->nworkers; i++)
+        if (agent->w[i].pid == pid && !agent->w[i].exited)
+            return &agent->w[i];
+    if ((pgid = getpgid (pid)) < 0)
+        return NULL;
+    for (int i = 0; i < agent->nworkers; i++)
+        if (agent->w[i].pid == pgid && !agent->w[i].exited)
+            return &agent->w[i];
+    return NULL;
+}
+
+void agent_watchdog_fire (elastic_agent_t *agent,
+                          struct worker *w,
+                          pid_t target,
+                          int signum,
+                          const char *kind,
+                          const char *reason,
+                          json_t *fields)
+{
+    json_t *o = worker_brief (w);
+
+    if (kill (target, signum) < 0 && errno != ESRCH)
+        log_warn ("watchdog: kill %d %s: %s",
+                  (int)target,
+                  signal_name (signum),
+                  strerror (errno));
+    pthread_mutex_lock (&agent->lock);
+    if (!w->failed) {
+        w->fire_mono = mono_now ();
+        free (w->reason);
+        w->reason = strdup (reason);
+        worker_fail (agent, w, wall_now (), strdup (reason), -signum, signum);
+    }
+    w->state = ELASTIC_AGENT_UNHEALTHY;
+    agent->watchdog_fires++;
+    pthread_mutex_unlock (&agent->lock);
+    json_object_set_new (o, "kind", json_string (kind));
+    json_object_set_new (o, "target_pid", json_integer (target));
+    json_object_set_new (o, "signal", json_string (signal_name (signum)));
+    json_object_set_new (o, "reason", json_string (reason));
+    json_object_set_new (o, "attempt", json_integer (agent->restart_count));
+    if (fields) {
+        json_object_update (o, fields);
+        json_decref (fields);
+    }
+    eventlog_emit (agent->ev, "watchdog_fire", o);
+    log_warn ("rank %d: %s", w->rank, reason);
+}
+
+void agent_worker_kill (elastic_agent_t *agent,
+                        int index,
+                        int signum,
+                        const char *kind,
+                        const char *reason,
+                        json_t *fields)
+{
+    struct worker *w;
+
+    if (!agent || index < 0 || index >= agent->nworkers) {
+        json_decref (fields);
+        return;
+    }
+    w = &agent->w[index];
+    agent_watchdog_fire (agent, w, w->pid, signum, kind, reason, fields);
 }

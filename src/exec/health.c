@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "agent_impl.h"
+#include "common/error.h"
 #include "health.h"
 
 #define TEXT "text/plain; charset=utf-8"
@@ -86,7 +87,7 @@ static struct {
 } mhd;
 
 /* Load libmicrohttpd.  Returns 0, or -1 with one line in err. */
-static int mhd_load (char *err, size_t errsz)
+static int mhd_load (elastic_error_t *err)
 {
     static void *lib;
     char why[256] = "";
@@ -100,11 +101,10 @@ static int mhd_load (char *err, size_t errsz)
         }
     }
     if (!lib) {
-        snprintf (err,
-                  errsz,
-                  "health-port: the HTTP server needs libmicrohttpd, which cannot be "
-                  "loaded (%s)",
-                  why);
+        errprintf (err,
+                   "health-port: the HTTP server needs libmicrohttpd, which cannot be "
+                   "loaded (%s)",
+                   why);
         return -1;
     }
 #define MHD_SYM(field, name)                                                             \
@@ -119,10 +119,8 @@ static int mhd_load (char *err, size_t errsz)
 #undef MHD_SYM
     return 0;
 missing:
-    snprintf (err,
-              errsz,
-              "health-port: the loaded libmicrohttpd lacks a function: %s",
-              dlerror ());
+    errprintf (
+        err, "health-port: the loaded libmicrohttpd lacks a function: %s", dlerror ());
     dlclose (lib);
     lib = NULL;
     return -1;
@@ -175,7 +173,7 @@ static mhd_result on_request (void *cls,
     return rc;
 }
 
-static int listen_on (const char *addr, int port, int *portp, char *err, size_t errsz)
+static int listen_on (const char *addr, int port, int *portp, elastic_error_t *err)
 {
     struct sockaddr_storage ss;
     socklen_t len;
@@ -194,26 +192,22 @@ static int listen_on (const char *addr, int port, int *portp, char *err, size_t 
         ((struct sockaddr_in6 *)&ss)->sin6_port = htons ((uint16_t)port);
         len = sizeof (struct sockaddr_in6);
     } else {
-        snprintf (err, errsz, "health-addr: '%s' is not an IPv4 or IPv6 address", addr);
+        errprintf (err, "health-addr: '%s' is not an IPv4 or IPv6 address", addr);
         return -1;
     }
     if ((fd = socket (family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) < 0) {
-        snprintf (err, errsz, "health server: socket: %s", strerror (errno));
+        errprintf (err, "health server: socket: %s", strerror (errno));
         return -1;
     }
     setsockopt (fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof (one));
     if (bind (fd, (struct sockaddr *)&ss, len) < 0) {
-        snprintf (err,
-                  errsz,
-                  "health-port: cannot listen on %s:%d: %s",
-                  addr,
-                  port,
-                  strerror (errno));
+        errprintf (
+            err, "health-port: cannot listen on %s:%d: %s", addr, port, strerror (errno));
         close (fd);
         return -1;
     }
     if (listen (fd, 64) < 0 || getsockname (fd, (struct sockaddr *)&ss, &len) < 0) {
-        snprintf (err, errsz, "health server: listen: %s", strerror (errno));
+        errprintf (err, "health server: listen: %s", strerror (errno));
         close (fd);
         return -1;
     }
@@ -223,18 +217,18 @@ static int listen_on (const char *addr, int port, int *portp, char *err, size_t 
 }
 
 struct health *
-health_start (elastic_agent_t *agent, const char *addr, int port, char *err, size_t errsz)
+health_start (elastic_agent_t *agent, const char *addr, int port, elastic_error_t *err)
 {
     struct health *h;
 
-    if (mhd_load (err, errsz) < 0)
+    if (mhd_load (err) < 0)
         return NULL;
     if (!(h = calloc (1, sizeof (*h)))) {
-        snprintf (err, errsz, "health server: out of memory");
+        errprintf (err, "health server: out of memory");
         return NULL;
     }
     h->agent = agent;
-    if ((h->fd = listen_on (addr, port, &h->port, err, errsz)) < 0) {
+    if ((h->fd = listen_on (addr, port, &h->port, err)) < 0) {
         free (h);
         return NULL;
     }
@@ -256,11 +250,8 @@ health_start (elastic_agent_t *agent, const char *addr, int port, char *err, siz
                                   (size_t)16384,
                                   MHD_OPTION_END);
     if (!h->daemon) {
-        snprintf (err,
-                  errsz,
-                  "health server: libmicrohttpd could not start on %s:%d",
-                  addr,
-                  h->port);
+        errprintf (
+            err, "health server: libmicrohttpd could not start on %s:%d", addr, h->port);
         close (h->fd);
         free (h);
         return NULL;
@@ -284,11 +275,10 @@ void health_stop (struct health *h)
 #else /* !HAVE_MICROHTTPD */
 
 struct health *
-health_start (elastic_agent_t *agent, const char *addr, int port, char *err, size_t errsz)
+health_start (elastic_agent_t *agent, const char *addr, int port, elastic_error_t *err)
 {
-    snprintf (
+    errprintf (
         err,
-        errsz,
         "health-port: this build has no HTTP server (configure found no libmicrohttpd)");
     return NULL;
 }

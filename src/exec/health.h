@@ -21,8 +21,8 @@ struct health;
 
 /* Listen on addr:port (0: any free port).  Returns NULL with one line in
  * err (address in use, bad address, no HTTP support). */
-struct health *health_start (
-    elastic_agent_t *agent, const char *addr, int port, char *err, size_t errsz);
+struct health *
+health_start (elastic_agent_t *agent, const char *addr, int port, elastic_error_t *err);
 
 /* The port listened on. */
 int health_port (struct health *h);

@@ -8,12 +8,12 @@
  * Stopping sends the signal to whole process groups, waits up to the
  * timeout, then SIGKILLs the groups.
  *
- * Stopping for a restart (agent->stop_detach) need not wait: when the
+ * Stopping for a restart (ELASTIC_AGENT_STOP_DETACH) need not wait: when the
  * stop signal is sure to end every survivor without running its code (its
  * default action, neither caught, ignored nor blocked, as in a Python
  * worker that installs no handler; or SIGKILL), the survivors are moved to
  * a drain list and the next attempt starts at once, while the kernel tears
- * the old processes down.  torchelastic signals, waits up to its timeout
+ * the old processes down (drain.c).  torchelastic signals, waits up to its timeout
  * and SIGKILLs; here the same signals and the same --shutdown-timeout
  * apply, only the wait moved to the background: a drained worker that is
  * still alive at its deadline gets SIGKILL, each drained group is swept
@@ -21,7 +21,7 @@
  * waits for the drain list.  The dying processes are reniced to 19, so
  * that their teardown does not take the CPUs from the next attempt's
  * start.  The attempts cannot collide: each has its own process groups,
- * directories (attempt_N) and MASTER_PORT (agent.c detaches only when the
+ * directories (attempt_N) and MASTER_PORT (machine.c detaches only when the
  * port is picked per attempt), and a backend that shares state with its
  * workers (a hosted PMIx namespace with connected ranks) turns detaching
  * off (local_allow_detach).  A worker that handles the signal (libelastic
@@ -52,7 +52,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "agent_impl.h"
+#include "eventlog.h"
+#include "local_impl.h"
+#include "spec.h"
 #include "binding.h"
 #include "common/log.h"
 #include "errorfile.h"
@@ -63,61 +65,21 @@
 
 extern char **environ;
 
-struct lworker {
-    pid_t pid;
-    int pidfd;
-    int reaped;
-    struct ostream *out;
-    struct ostream *err;
-};
-
-/* A worker of an earlier attempt, signalled and not yet gone. */
-struct ldrain {
-    struct ldrain *next;
-    struct local *l;
-    pid_t pid; /* and its process group */
-    int index; /* its worker index in its attempt */
-    int pidfd;
-    int reaped;
-    int killed; /* SIGKILL sent at the deadline */
-    int rank;
-    int local_rank;
-    int attempt;
-    double t_signal; /* CLOCK_MONOTONIC */
-    double deadline; /* SIGKILL then */
-    double t_reaped;
-    struct ostream *out;
-    struct ostream *err;
-};
-
-struct local {
-    elastic_agent_t *agent;
-    struct lworker *lw;
-    int n;
-    struct ldrain *drains; /* stopped workers not yet reaped and swept */
-    int no_detach;         /* the wire-up asked to wait for stopped workers */
-    struct guardian *guard;
-    int dup_out_fd; /* filtered_stdout.log of this attempt */
-    int dup_err_fd;
-    pid_t agent_pid;
-    struct binding_plan *plan; /* this start's placement; NULL = no binding */
-    char note[1024];           /* the binding note logged last */
-    struct local_wireup wu;    /* what a wire-up adds (all NULL: nothing) */
-};
-
-static void drain_free (struct local *l, struct ldrain *d);
-
-void *local_backend_create (elastic_agent_t *agent)
+void *local_backend_create (elastic_agent_t *agent, elastic_error_t *err)
 {
     struct local *l;
 
-    if (!(l = calloc (1, sizeof (*l))))
+    if (!(l = calloc (1, sizeof (*l)))) {
+        errprintf (err, "out of memory");
         return NULL;
+    }
     l->agent = agent;
-    l->n = agent->nworkers;
+    l->spec = agent_spec (agent);
+    l->n = elastic_agent_worker_count (agent);
     l->dup_out_fd = l->dup_err_fd = -1;
     if (!(l->lw = calloc ((size_t)l->n, sizeof (*l->lw)))) {
         free (l);
+        errprintf (err, "out of memory");
         return NULL;
     }
     for (int i = 0; i < l->n; i++)
@@ -231,10 +193,9 @@ static int open_stream (struct local *l,
                         int bit,
                         int *child_fd,
                         struct ostream **stream,
-                        char *err,
-                        size_t errsz)
+                        elastic_error_t *err)
 {
-    const struct elastic_agent_spec *spec = l->agent->spec;
+    const struct elastic_agent_spec *spec = l->spec;
     struct output_plan p;
     char path[PATH_MAX];
     int file_fd = -1, pfd[2];
@@ -250,8 +211,7 @@ static int open_stream (struct local *l,
                      bit == STD_OUT ? "stdout.log" : "stderr.log") < 0 ||
             (file_fd = open (
                  path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_APPEND, 0644)) < 0) {
-            errfmt (err, errsz, "cannot create %s: %s", path, strerror (errno));
-            return -1;
+            return errprintf (err, "cannot create %s: %s", path, strerror (errno));
         }
     }
     switch (p.mode) {
@@ -259,8 +219,7 @@ static int open_stream (struct local *l,
             return 0;
         case OUTPUT_NULL:
             if ((*child_fd = open ("/dev/null", O_WRONLY | O_CLOEXEC)) < 0) {
-                snprintf (err, errsz, "/dev/null: %s", strerror (errno));
-                return -1;
+                return errprintf (err, "/dev/null: %s", strerror (errno));
             }
             return 0;
         case OUTPUT_FILE:
@@ -271,11 +230,11 @@ static int open_stream (struct local *l,
     }
     if (bit == STD_OUT) {
         if (output_pty (&pfd[0], &pfd[1]) < 0) {
-            snprintf (err, errsz, "pseudo-terminal for stdout: %s", strerror (errno));
+            errprintf (err, "pseudo-terminal for stdout: %s", strerror (errno));
             goto error;
         }
     } else if (pipe2 (pfd, O_CLOEXEC) < 0) {
-        snprintf (err, errsz, "pipe: %s", strerror (errno));
+        errprintf (err, "pipe: %s", strerror (errno));
         goto error;
     } else
         fcntl (pfd[0], F_SETFL, fcntl (pfd[0], F_GETFL) | O_NONBLOCK);
@@ -287,7 +246,7 @@ static int open_stream (struct local *l,
               bit == STD_OUT ? spec->dup_out : spec->dup_err,
               bit == STD_OUT ? spec->ndup_out : spec->ndup_err,
               p.prefix))) {
-        snprintf (err, errsz, "out of memory");
+        errprintf (err, "out of memory");
         close (pfd[0]);
         close (pfd[1]);
         goto error;
@@ -300,7 +259,7 @@ error:
     return -1;
 }
 
-static void on_output (elastic_agent_t *agent, int fd, int revents, void *arg)
+void local_on_output (elastic_agent_t *agent, int fd, int revents, void *arg)
 {
     struct ostream **sp = arg;
 
@@ -339,10 +298,10 @@ static void worker_reaped (struct local *l, int i, int status)
     }
     /* the output written before the exit comes first */
     if (lw->out)
-        on_output (l->agent, ostream_fd (lw->out), 0, &lw->out);
+        local_on_output (l->agent, ostream_fd (lw->out), 0, &lw->out);
     if (lw->err)
-        on_output (l->agent, ostream_fd (lw->err), 0, &lw->err);
-    if (WIFEXITED (status) && WEXITSTATUS (status) == 0 && l->agent->spec->fn) {
+        local_on_output (l->agent, ostream_fd (lw->err), 0, &lw->err);
+    if (WIFEXITED (status) && WEXITSTATUS (status) == 0 && l->spec->fn) {
         char path[PATH_MAX];
         size_t len;
         char *buf;
@@ -363,9 +322,6 @@ static void worker_reaped (struct local *l, int i, int status)
         elastic_agent_worker_exited (l->agent, i, WEXITSTATUS (status), 0);
 }
 
-static void drains_reap (struct local *l);
-static int drain_reaped_pid (struct local *l, pid_t pid, int status);
-
 static int index_of (struct local *l, pid_t pid)
 {
     for (int i = 0; i < l->n; i++)
@@ -375,7 +331,7 @@ static int index_of (struct local *l, pid_t pid)
 }
 
 /* Reap workers that exited and, as a subreaper, orphans. */
-static void reap (struct local *l)
+void local_reap (struct local *l)
 {
     int status;
     pid_t pid;
@@ -393,8 +349,8 @@ static void reap (struct local *l)
             worker_reaped (l, i, 1 << 8);
         }
     }
-    drains_reap (l);
-    if (!l->agent->spec->subreaper)
+    drain_reap (l);
+    if (!l->spec->subreaper)
         return;
     while ((pid = waitpid (-1, &status, WNOHANG)) > 0) {
         int i = index_of (l, pid);
@@ -412,331 +368,7 @@ static void reap (struct local *l)
 static void on_pidfd (elastic_agent_t *agent, int fd, int revents, void *arg)
 {
     struct local *l = arg;
-    reap (l);
-}
-
-/* ---- workers stopped in the background (see the top of the file) ---------- */
-
-static void close_stream (struct local *l, struct ostream **sp)
-{
-    if (*sp) {
-        elastic_agent_unwatch (l->agent, ostream_fd (*sp));
-        ostream_destroy (*sp);
-        *sp = NULL;
-    }
-}
-
-/* 1 if the process's status shows sig blocked, ignored or caught (or it
- * cannot be read while the process exists). */
-static int handles_signal (pid_t pid, int sig)
-{
-    static const char *const fields[] = {"SigBlk:", "SigIgn:", "SigCgt:"};
-    char path[64], line[256];
-    int seen = 0, handles = 0;
-    FILE *f;
-
-    snprintf (path, sizeof (path), "/proc/%d/status", (int)pid);
-    if (!(f = fopen (path, "re")))
-        return errno != ENOENT;
-    while (!handles && fgets (line, sizeof (line), f)) {
-        for (size_t k = 0; k < sizeof (fields) / sizeof (fields[0]); k++) {
-            size_t len = strlen (fields[k]);
-            if (strncmp (line, fields[k], len) == 0) {
-                unsigned long long mask = strtoull (line + len, NULL, 16);
-                seen++;
-                if (sig <= 64 && (mask >> (sig - 1)) & 1)
-                    handles = 1;
-            }
-        }
-    }
-    fclose (f);
-    return handles || seen < 3;
-}
-
-/* The process group of /proc/<name>, or -1. */
-static pid_t proc_pgrp (const char *name)
-{
-    char path[300], buf[512], *p;
-    ssize_t n;
-    int fd;
-    long pgrp;
-
-    snprintf (path, sizeof (path), "/proc/%s/stat", name);
-    if ((fd = open (path, O_RDONLY | O_CLOEXEC)) < 0)
-        return -1;
-    n = read (fd, buf, sizeof (buf) - 1);
-    close (fd);
-    if (n <= 0)
-        return -1;
-    buf[n] = '\0';
-    /* pid (comm) state ppid pgrp ...: comm may hold anything but ')' ends it */
-    if (!(p = strrchr (buf, ')')) || sscanf (p + 1, " %*c %*d %ld", &pgrp) != 1)
-        return -1;
-    return (pid_t)pgrp;
-}
-
-/* 1 if signum ends every process in the live workers' groups by its
- * default action: none of them blocks, ignores or catches it. */
-static int stops_promptly (struct local *l, int signum)
-{
-    struct dirent *de;
-    DIR *d;
-    int ok = 1;
-
-    if (signum == SIGKILL)
-        return 1;
-    if (!signal_default_terminates (signum) || !(d = opendir ("/proc")))
-        return 0;
-    while (ok && (de = readdir (d))) {
-        pid_t pgrp;
-        if (de->d_name[0] < '0' || de->d_name[0] > '9' ||
-            (pgrp = proc_pgrp (de->d_name)) <= 0)
-            continue;
-        for (int i = 0; i < l->n; i++) {
-            struct lworker *lw = &l->lw[i];
-            if (lw->pid > 0 && !lw->reaped && pgrp == lw->pid &&
-                handles_signal ((pid_t)atoi (de->d_name), signum)) {
-                log_debug ("pid %s (group %d) handles %s: waiting for it to stop",
-                           de->d_name,
-                           (int)lw->pid,
-                           signal_name (signum));
-                ok = 0;
-                break;
-            }
-        }
-    }
-    closedir (d);
-    return ok;
-}
-
-/* Move every live worker (already signalled) to the drain list, but for
- * those the core counts as failed (a watchdog killed them): their exit is
- * part of the failure's report.  Returns how many were moved. */
-static int detach_live (struct local *l, double timeout)
-{
-    elastic_agent_t *agent = l->agent;
-    double now = mono_now ();
-    int moved = 0;
-
-    for (int i = 0; i < l->n; i++) {
-        struct lworker *lw = &l->lw[i];
-        struct ldrain *d;
-        if (lw->pid <= 0 || lw->reaped || agent->w[i].failed ||
-            !(d = calloc (1, sizeof (*d))))
-            continue;
-        d->l = l;
-        d->pid = lw->pid;
-        d->index = i;
-        d->pidfd = lw->pidfd; /* stays watched: on_pidfd reaps drains too */
-        d->rank = agent->w[i].rank;
-        d->local_rank = agent->w[i].local_rank;
-        d->attempt = agent->restart_count;
-        d->t_signal = now;
-        d->deadline = now + timeout;
-        if (lw->out) {
-            elastic_agent_unwatch (agent, ostream_fd (lw->out));
-            d->out = lw->out;
-            elastic_agent_watch (agent, ostream_fd (d->out), on_output, &d->out);
-        }
-        if (lw->err) {
-            elastic_agent_unwatch (agent, ostream_fd (lw->err));
-            d->err = lw->err;
-            elastic_agent_watch (agent, ostream_fd (d->err), on_output, &d->err);
-        }
-        lw->out = lw->err = NULL;
-        lw->pidfd = -1;
-        lw->pid = 0; /* the drain owns it now, guardian entry included */
-        d->next = l->drains;
-        l->drains = d;
-        moved++;
-    }
-    return moved;
-}
-
-/* A drained worker was reaped: report it, sweep its group. */
-static void drain_done (struct local *l, struct ldrain *d, int status)
-{
-    int sig = WIFSIGNALED (status) ? WTERMSIG (status) : 0;
-    int code = WIFEXITED (status) ? WEXITSTATUS (status) : -sig;
-
-    d->reaped = 1;
-    d->t_reaped = mono_now ();
-    if (d->pidfd >= 0) {
-        elastic_agent_unwatch (l->agent, d->pidfd);
-        close (d->pidfd);
-        d->pidfd = -1;
-    }
-    /* what it wrote before it died */
-    if (d->out)
-        on_output (l->agent, ostream_fd (d->out), 0, &d->out);
-    if (d->err)
-        on_output (l->agent, ostream_fd (d->err), 0, &d->err);
-    close_stream (l, &d->out);
-    close_stream (l, &d->err);
-    kill (-d->pid, SIGKILL); /* whatever else is left in its group */
-    if (l->wu.drained)
-        l->wu.drained (l->wu.arg, d->index, status);
-    eventlog_emit (l->agent->ev,
-                   "worker_exit",
-                   json_pack ("{s:i s:i s:i s:i s:i s:s? s:s s:b s:b s:f}",
-                              "rank",
-                              d->rank,
-                              "local_rank",
-                              d->local_rank,
-                              "pid",
-                              (int)d->pid,
-                              "attempt",
-                              d->attempt,
-                              "exitcode",
-                              code,
-                              "signal",
-                              sig ? signal_name (sig) : NULL,
-                              "state",
-                              "STOPPED",
-                              "background",
-                              1,
-                              "killed",
-                              d->killed,
-                              "stop_ms",
-                              (d->t_reaped - d->t_signal) * 1e3));
-    log_debug ("rank %d of attempt %d (pid %d) stopped in %.1f ms",
-               d->rank,
-               d->attempt,
-               (int)d->pid,
-               (d->t_reaped - d->t_signal) * 1e3);
-}
-
-static int drain_reaped_pid (struct local *l, pid_t pid, int status)
-{
-    for (struct ldrain *d = l->drains; d; d = d->next) {
-        if (d->pid == pid && !d->reaped) {
-            drain_done (l, d, status);
-            return 1;
-        }
-    }
-    return 0;
-}
-
-static void drains_reap (struct local *l)
-{
-    int status;
-
-    for (struct ldrain *d = l->drains; d; d = d->next) {
-        pid_t pid;
-        if (d->reaped)
-            continue;
-        pid = waitpid (d->pid, &status, WNOHANG);
-        if (pid == d->pid)
-            drain_done (l, d, status);
-        else if (pid < 0 && errno == ECHILD)
-            drain_done (l, d, 1 << 8);
-    }
-}
-
-static void drain_free (struct local *l, struct ldrain *d)
-{
-    if (d->pidfd >= 0) {
-        elastic_agent_unwatch (l->agent, d->pidfd);
-        close (d->pidfd);
-    }
-    close_stream (l, &d->out);
-    close_stream (l, &d->err);
-    if (l->guard)
-        guardian_remove (l->guard, d->pid);
-    free (d);
-}
-
-/* SIGKILL drained workers past their deadline; forget those whose group is
- * empty (or that were swept 2 s ago: its orphans are ours to reap). */
-static void drains_check (struct local *l)
-{
-    struct ldrain **dp = &l->drains;
-    double now = mono_now ();
-
-    while (*dp) {
-        struct ldrain *d = *dp;
-        if (!d->reaped && !d->killed && now >= d->deadline) {
-            log_warn ("rank %d of attempt %d (pid %d) still running %.1f s after "
-                      "the stop signal: sending SIGKILL",
-                      d->rank,
-                      d->attempt,
-                      (int)d->pid,
-                      now - d->t_signal);
-            eventlog_emit (l->agent->ev,
-                           "kill",
-                           json_pack ("{s:i s:f s:i}",
-                                      "workers",
-                                      1,
-                                      "after_s",
-                                      now - d->t_signal,
-                                      "attempt",
-                                      d->attempt));
-            if (kill (-d->pid, SIGKILL) < 0 && errno == ESRCH)
-                kill (d->pid, SIGKILL);
-            d->killed = 1;
-        }
-        if (d->reaped &&
-            ((kill (-d->pid, 0) < 0 && errno == ESRCH) || now - d->t_reaped > 2.0)) {
-            *dp = d->next;
-            drain_free (l, d);
-            continue;
-        }
-        dp = &d->next;
-    }
-}
-
-static int drains_done (elastic_agent_t *agent, void *arg)
-{
-    struct local *l = arg;
-
-    reap (l);
-    drains_check (l);
-    return l->drains == NULL;
-}
-
-/* Wait for the drain list: each drained worker until its deadline, then
- * SIGKILL (at once when the agent was told to hurry). */
-static void drains_finish (struct local *l)
-{
-    double wait = 0, now = mono_now ();
-
-    if (!l->drains)
-        return;
-    for (struct ldrain *d = l->drains; d; d = d->next)
-        if (!d->reaped && d->deadline - now > wait)
-            wait = d->deadline - now;
-    if (elastic_agent_wait (l->agent, wait + 10.0, drains_done, l) == ELASTIC_OK)
-        return;
-    for (struct ldrain *d = l->drains; d; d = d->next) {
-        if (!d->reaped) {
-            kill (-d->pid, SIGKILL);
-            d->killed = 1;
-            d->deadline = mono_now ();
-        }
-    }
-    now = mono_now ();
-    while (!drains_done (l->agent, l) && mono_now () < now + 10.0)
-        usleep (1000);
-    if (l->drains)
-        log_err ("workers of an earlier attempt did not die within 10 s of SIGKILL");
-    while (l->drains) {
-        struct ldrain *d = l->drains;
-        l->drains = d->next;
-        drain_free (l, d);
-    }
-}
-
-void local_allow_detach (void *ctx, int allowed)
-{
-    ((struct local *)ctx)->no_detach = !allowed;
-}
-
-int local_draining (void *ctx)
-{
-    for (struct ldrain *d = ((struct local *)ctx)->drains; d; d = d->next)
-        if (!d->reaped)
-            return 1;
-    return 0;
+    local_reap (l);
 }
 
 /* ---- start ------------------------------------------------------------------ */
@@ -794,7 +426,7 @@ static char **build_environ (struct local *l, char *const *layers[], int nlayers
  * launcher's local size in wrapper mode, else this agent's workers. */
 static int node_local_ranks (struct local *l)
 {
-    const struct elastic_agent_rdzv_info *ri = &l->agent->rinfo;
+    const struct elastic_agent_rdzv_info *ri = agent_rendezvous_info (l->agent);
     int n = ri->node_local_size > 0 ? ri->node_local_size : l->n;
 
     if (ri->local_rank_base + l->n > n)
@@ -809,7 +441,7 @@ static int node_local_ranks (struct local *l)
 static int binding_prepare (struct local *l, elastic_error_t *err)
 {
 #if HAVE_HWLOC
-    const struct elastic_agent_spec *spec = l->agent->spec;
+    const struct elastic_agent_spec *spec = l->spec;
     struct binding_opts opts;
     char msg[1024];
     const char *note;
@@ -823,7 +455,8 @@ static int binding_prepare (struct local *l, elastic_error_t *err)
     spec_binding_opts (spec, nlocal, l->n, &opts);
     if (!(l->plan = binding_plan_create (&opts, nlocal, err)))
         return ELASTIC_ERR_INVAL;
-    note = spec_binding_note (l->plan, l->agent->w[0].local_rank, msg, sizeof (msg));
+    note = spec_binding_note (
+        l->plan, agent_worker (l->agent, 0)->local_rank, msg, sizeof (msg));
     if (note[0] && strcmp (note, l->note) != 0) {
         if (spec->binding.policy != BINDING_NONE)
             log_warn ("binding: %s", note);
@@ -848,7 +481,8 @@ static void binding_env (struct local *l, int i, char **v, char *cvd, size_t cvd
     int k = 0;
 #if HAVE_HWLOC
     const struct binding_slot *s =
-        l->plan ? binding_plan_slot (l->plan, l->agent->w[i].local_rank) : NULL;
+        l->plan ? binding_plan_slot (l->plan, agent_worker (l->agent, i)->local_rank)
+                : NULL;
 
     if (s && s->cuda_visible_devices[0] &&
         snprintf (cvd, cvdsz, "CUDA_VISIBLE_DEVICES=%s", s->cuda_visible_devices) <
@@ -872,7 +506,7 @@ static void binding_env (struct local *l, int i, char **v, char *cvd, size_t cvd
 static void binding_apply_or_exit (struct local *l, int i)
 {
 #if HAVE_HWLOC
-    const struct worker *w = &l->agent->w[i];
+    const struct worker *w = agent_worker (l->agent, i);
     elastic_error_t e;
     char line[1100];
     int n;
@@ -896,7 +530,7 @@ static void binding_report (struct local *l, int i, pid_t pid)
 {
 #if HAVE_HWLOC
     elastic_agent_t *agent = l->agent;
-    const struct worker *w = &agent->w[i];
+    const struct worker *w = agent_worker (agent, i);
     const struct binding_slot *s =
         l->plan ? binding_plan_slot (l->plan, w->local_rank) : NULL;
     char line[2048];
@@ -905,7 +539,7 @@ static void binding_report (struct local *l, int i, pid_t pid)
         return;
     if (binding_format (l->plan, w->local_rank, w->rank, line, sizeof (line)) >= 0)
         log_info ("binding: %s pid %d", line, (int)pid);
-    eventlog_emit (agent->ev,
+    eventlog_emit (agent_eventlog (agent),
                    "worker_binding",
                    json_pack ("{s:i s:i s:i s:i s:s s:i s:b s:s s:b s:i s:s s:s}",
                               "rank",
@@ -915,7 +549,7 @@ static void binding_report (struct local *l, int i, pid_t pid)
                               "pid",
                               (int)pid,
                               "attempt",
-                              agent->restart_count,
+                              agent_attempt (agent),
                               "cpus",
                               s->cpus,
                               "ncores",
@@ -960,7 +594,7 @@ static void __attribute__ ((noreturn))
 child (struct local *l, int i, char **env, int out_fd, int err_fd, pid_t parent)
 {
     elastic_agent_t *agent = l->agent;
-    const struct elastic_agent_spec *spec = agent->spec;
+    const struct elastic_agent_spec *spec = l->spec;
     char *const *argv = elastic_agent_worker_argv (agent, i);
 
     setpgid (0, 0);
@@ -985,11 +619,11 @@ child (struct local *l, int i, char **env, int out_fd, int err_fd, pid_t parent)
     if (argv) {
         execvpe (argv[0], argv, env);
         char msg[PATH_MAX + 128];
-        int n = errfmt (msg,
-                        sizeof (msg),
-                        "elastic-exec: cannot run %s: %s\n",
-                        argv[0],
-                        strerror (errno));
+        int n = snprintf (msg,
+                          sizeof (msg),
+                          "elastic-exec: cannot run %s: %s\n",
+                          argv[0],
+                          strerror (errno));
         if (n < 0 || n >= (int)sizeof (msg))
             n = (int)strlen (msg);
         (void)write_all (STDERR_FILENO, msg, (size_t)n);
@@ -1028,29 +662,30 @@ static int start_one (struct local *l, int i, elastic_error_t *err)
 {
     elastic_agent_t *agent = l->agent;
     struct lworker *lw = &l->lw[i];
-    struct worker *w = &agent->w[i];
+    const struct worker *w = agent_worker (agent, i);
     int out_fd = -1, err_fd = -1, rc = ELASTIC_ERR_IO;
-    char msg[256] = "", cvd[1100], *extra[3];
+    elastic_error_t e = {{0}};
+    char cvd[1100], *extra[3];
     char *const *layers[3];
     char **env = NULL;
     pid_t pid;
 
     memset (lw, 0, sizeof (*lw));
     lw->pidfd = -1;
-    if (open_stream (l, w, STD_OUT, &out_fd, &lw->out, msg, sizeof (msg)) < 0 ||
-        open_stream (l, w, STD_ERR, &err_fd, &lw->err, msg, sizeof (msg)) < 0)
+    if (open_stream (l, w, STD_OUT, &out_fd, &lw->out, &e) < 0 ||
+        open_stream (l, w, STD_ERR, &err_fd, &lw->err, &e) < 0)
         goto out;
     binding_env (l, i, extra, cvd, sizeof (cvd));
     layers[0] = elastic_agent_worker_env (agent, i);
     layers[1] = l->wu.env ? l->wu.env (l->wu.arg, i) : NULL;
     layers[2] = extra;
     if (!(env = build_environ (l, layers, 3))) {
-        snprintf (msg, sizeof (msg), "out of memory");
+        errprintf (&e, "out of memory");
         goto out;
     }
     fflush (NULL);
     if ((pid = fork ()) < 0) {
-        snprintf (msg, sizeof (msg), "fork: %s", strerror (errno));
+        errprintf (&e, "fork: %s", strerror (errno));
         goto out;
     }
     if (pid == 0)
@@ -1070,9 +705,9 @@ static int start_one (struct local *l, int i, elastic_error_t *err)
         }
     }
     if (lw->out)
-        elastic_agent_watch (agent, ostream_fd (lw->out), on_output, &lw->out);
+        elastic_agent_watch (agent, ostream_fd (lw->out), local_on_output, &lw->out);
     if (lw->err)
-        elastic_agent_watch (agent, ostream_fd (lw->err), on_output, &lw->err);
+        elastic_agent_watch (agent, ostream_fd (lw->err), local_on_output, &lw->err);
     elastic_agent_worker_started (agent, i, pid);
     binding_report (l, i, pid);
     rc = ELASTIC_OK;
@@ -1084,8 +719,7 @@ out:
         close (err_fd);
     if (rc != ELASTIC_OK) {
         close_streams (l, lw);
-        if (err)
-            errfmt (err->text, sizeof (err->text), "starting rank %d: %s", w->rank, msg);
+        errprintf (err, "starting rank %d: %s", w->rank, e.text);
     }
     return rc;
 }
@@ -1097,16 +731,10 @@ open_dup_file (struct local *l, const char *name, int *fd, elastic_error_t *err)
 
     if (*fd >= 0)
         close (*fd);
-    if (pathfmt (path, sizeof (path), "%s/%s", l->agent->attempt_dir, name) < 0 ||
+    if (pathfmt (path, sizeof (path), "%s/%s", agent_attempt_dir (l->agent), name) < 0 ||
         (*fd = open (path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644)) <
             0) {
-        if (err)
-            errfmt (err->text,
-                    sizeof (err->text),
-                    "cannot create %s: %s",
-                    path,
-                    strerror (errno));
-        return -1;
+        return errprintf (err, "cannot create %s: %s", path, strerror (errno));
     }
     return 0;
 }
@@ -1114,7 +742,8 @@ open_dup_file (struct local *l, const char *name, int *fd, elastic_error_t *err)
 static int local_start (elastic_agent_t *agent, void *ctx, elastic_error_t *err)
 {
     struct local *l = ctx;
-    const struct elastic_agent_spec *spec = agent->spec;
+    const struct elastic_agent_spec *spec = l->spec;
+    const char *tmp = agent_temp_dir (agent);
     elastic_error_t gerr;
     int rc;
 
@@ -1124,8 +753,8 @@ static int local_start (elastic_agent_t *agent, void *ctx, elastic_error_t *err)
             log_warn ("%s: worker process groups will not be cleaned up if the agent is "
                       "killed",
                       gerr.text);
-        else if (agent->base_is_tmp && agent->base_dir[0])
-            guardian_add_dir (l->guard, agent->base_dir); /* if the agent is killed */
+        else if (tmp)
+            guardian_add_dir (l->guard, tmp); /* if the agent is killed */
     }
     if (spec->ndup_out > 0 &&
         open_dup_file (l, "filtered_stdout.log", &l->dup_out_fd, err) < 0)
@@ -1150,22 +779,22 @@ static int local_start (elastic_agent_t *agent, void *ctx, elastic_error_t *err)
 
 static int local_monitor (elastic_agent_t *agent, void *ctx)
 {
-    reap (ctx);
-    drains_check (ctx);
+    local_reap (ctx);
+    drain_check (ctx);
     return ELASTIC_OK;
 }
 
 static void local_child_event (elastic_agent_t *agent, void *ctx)
 {
-    reap (ctx);
+    local_reap (ctx);
 }
 
 static int all_reaped (elastic_agent_t *agent, void *arg)
 {
     struct local *l = arg;
 
-    reap (l);
-    drains_check (l); /* their deadlines run during any wait */
+    local_reap (l);
+    drain_check (l); /* their deadlines run during any wait */
     for (int i = 0; i < l->n; i++)
         if (l->lw[i].pid > 0 && !l->lw[i].reaped)
             return 0;
@@ -1191,11 +820,11 @@ static void sweep_groups (struct local *l)
     int left;
 
     signal_groups (l, SIGKILL, 0);
-    if (!l->agent->spec->subreaper)
+    if (!l->spec->subreaper)
         return;
     do {
         left = 0;
-        reap (l);
+        local_reap (l);
         for (int i = 0; i < l->n; i++)
             if (l->lw[i].pid > 0 && kill (-l->lw[i].pid, 0) == 0)
                 left++;
@@ -1204,16 +833,17 @@ static void sweep_groups (struct local *l)
     } while (left && mono_now () < deadline);
 }
 
-static int local_stop (elastic_agent_t *agent, void *ctx, int signum, double timeout)
+static int local_stop (elastic_agent_t *agent, void *ctx, struct elastic_agent_stop *req)
 {
     struct local *l = ctx;
-    int rc = ELASTIC_OK, detach;
+    int signum = req->signum, rc = ELASTIC_OK, detach;
+    double timeout = req->timeout;
 
-    agent->stop_detached = 0;
+    req->detached = 0;
     if (!all_reaped (agent, l)) {
         /* decided before the signal: who handles it is visible only then */
-        detach = agent->stop_detach && !l->no_detach && signum > 0 &&
-                 stops_promptly (l, signum);
+        detach = (req->flags & ELASTIC_AGENT_STOP_DETACH) && !l->no_detach &&
+                 signum > 0 && drain_stops_promptly (l, signum);
         /* their teardown (unmapping what may be gigabytes) needs no hurry:
          * the next attempt's processes get the CPUs first */
         for (int i = 0; detach && i < l->n; i++)
@@ -1222,10 +852,10 @@ static int local_stop (elastic_agent_t *agent, void *ctx, int signum, double tim
         if (signum > 0)
             signal_groups (l, signum, 1);
         if (detach) {
-            agent->stop_detached = detach_live (l, timeout);
+            req->detached = drain_detach_live (l, timeout);
             log_debug ("%d stopped worker%s left to exit in the background",
-                       agent->stop_detached,
-                       agent->stop_detached == 1 ? "" : "s");
+                       req->detached,
+                       req->detached == 1 ? "" : "s");
         }
         /* what was not detached (a failed worker, whose exit the core
          * still reports) is waited for */
@@ -1239,7 +869,7 @@ static int local_stop (elastic_agent_t *agent, void *ctx, int signum, double tim
                       left,
                       left == 1 ? "" : "s",
                       timeout);
-            eventlog_emit (agent->ev,
+            eventlog_emit (agent_eventlog (agent),
                            "kill",
                            json_pack ("{s:i s:f}", "workers", left, "after_s", timeout));
         }
@@ -1262,7 +892,7 @@ static int local_stop (elastic_agent_t *agent, void *ctx, int signum, double tim
             lw->pidfd = -1;
         }
     }
-    reap (l);
+    local_reap (l);
     return rc;
 }
 
@@ -1270,11 +900,14 @@ static void local_shutdown (elastic_agent_t *agent, void *ctx, int signum, doubl
 {
     struct local *l = ctx;
 
+    struct elastic_agent_stop req = {.signum = signum, .timeout = timeout};
+    const char *tmp = agent_temp_dir (agent);
+
     /* stops what still runs; sweeps the groups of what exited */
-    local_stop (agent, ctx, signum, timeout);
-    drains_finish (l);
-    if (l->guard && agent->base_is_tmp && agent->base_dir[0])
-        guardian_remove_dir (l->guard, agent->base_dir); /* the agent removes it */
+    local_stop (agent, ctx, &req);
+    drain_finish (l);
+    if (l->guard && tmp)
+        guardian_remove_dir (l->guard, tmp); /* the agent removes it */
     guardian_stop (l->guard);
     l->guard = NULL;
     if (l->dup_out_fd >= 0)
@@ -1285,6 +918,7 @@ static void local_shutdown (elastic_agent_t *agent, void *ctx, int signum, doubl
 }
 
 const struct elastic_agent_backend local_backend = {
+    .abi = ELASTIC_AGENT_BACKEND_ABI,
     .name = "local",
     .start_workers = local_start,
     .monitor_workers = local_monitor,

@@ -69,175 +69,221 @@ static void help (struct text *t, const char *name, const char *type, const char
     put (t, "# HELP %s %s\n# TYPE %s %s\n", name, text, name, type);
 }
 
-char *agent_metrics (elastic_agent_t *agent)
-{
-    struct text t = {.cap = 8192};
+/* What one /metrics answer shows, read once. */
+struct view {
     struct elastic_agent_group_info g;
-    char role[256], msg[600];
+    struct elastic_agent_worker_info *wi;
+    int n;
+    int counts[ELASTIC_AGENT_FAILED + 1];
+    int64_t last_snap;
+    char role[256];
+    /* the counters and the last failure (read under the lock) */
+    int failures, fires, lost;
+    int lf_rank, lf_local, lf_code, lf_sig;
+    double lf_time;
+    char msg[600];
+};
+
+/* The agent's own series: liveness, uptime, restarts, failure counters. */
+static void put_agent (struct text *t, elastic_agent_t *agent, const struct view *v)
+{
     double age;
     int up = agent_loop_healthy (agent, &age);
-    int counts[ELASTIC_AGENT_FAILED + 1] = {0};
-    int n = agent->nworkers;
-    struct elastic_agent_worker_info *wi;
-    int64_t last_snap = -1;
 
-    if (!(t.buf = malloc (t.cap)))
-        return NULL;
-    if (!(wi = calloc ((size_t)n, sizeof (*wi)))) {
-        free (t.buf);
-        return NULL;
-    }
-    elastic_agent_group_info (agent, &g);
-    for (int i = 0; i < n; i++) {
-        elastic_agent_worker_info (agent, i, &wi[i]);
-        if (wi[i].state >= 0 && wi[i].state <= ELASTIC_AGENT_FAILED)
-            counts[wi[i].state]++;
-        if (wi[i].snapshot_step > last_snap)
-            last_snap = wi[i].snapshot_step;
-    }
-    escape (agent->spec->role, role, sizeof (role));
-
-    help (&t,
+    help (t,
           "elastic_agent_up",
           "gauge",
           "1 while the agent's loop makes progress within its health timeout.");
-    put (&t, "elastic_agent_up %d\n", up);
-    help (&t,
+    put (t, "elastic_agent_up %d\n", up);
+    help (t,
           "elastic_agent_loop_age_seconds",
           "gauge",
           "Seconds since the agent's loop last ran.");
-    put (&t, "elastic_agent_loop_age_seconds %.6f\n", age);
+    put (t, "elastic_agent_loop_age_seconds %.6f\n", age);
+    help (t, "elastic_agent_uptime_seconds", "gauge", "Seconds since the agent started.");
+    put (t, "elastic_agent_uptime_seconds %.3f\n", mono_now () - agent->start_mono);
     help (
-        &t, "elastic_agent_uptime_seconds", "gauge", "Seconds since the agent started.");
-    put (&t, "elastic_agent_uptime_seconds %.3f\n", mono_now () - agent->start_mono);
-    help (
-        &t, "elastic_agent_start_time_seconds", "gauge", "Epoch time the agent started.");
-    put (&t, "elastic_agent_start_time_seconds %.3f\n", agent->start_wall);
-    help (&t, "elastic_agent_restarts_total", "counter", "Worker group restarts so far.");
-    put (&t, "elastic_agent_restarts_total %d\n", g.restart_count);
-    help (
-        &t, "elastic_agent_max_restarts", "gauge", "Restarts allowed (--max-restarts).");
-    put (&t, "elastic_agent_max_restarts %d\n", g.max_restarts);
-    help (&t, "elastic_agent_worker_failures_total", "counter", "Worker failures seen.");
-    pthread_mutex_lock (&agent->lock);
-    int failures = agent->failures_total, fires = agent->watchdog_fires;
-    int lost = agent->lost_total;
-    int lf_rank = agent->last_fail_rank, lf_local = agent->last_fail_local_rank;
-    int lf_code = agent->last_fail_exitcode, lf_sig = agent->last_fail_signal;
-    double lf_time = agent->last_fail_time;
-    escape (agent->last_fail_message, msg, sizeof (msg));
-    pthread_mutex_unlock (&agent->lock);
-    put (&t, "elastic_agent_worker_failures_total %d\n", failures);
-    help (&t,
+        t, "elastic_agent_start_time_seconds", "gauge", "Epoch time the agent started.");
+    put (t, "elastic_agent_start_time_seconds %.3f\n", agent->start_wall);
+    help (t, "elastic_agent_restarts_total", "counter", "Worker group restarts so far.");
+    put (t, "elastic_agent_restarts_total %d\n", v->g.restart_count);
+    help (t, "elastic_agent_max_restarts", "gauge", "Restarts allowed (--max-restarts).");
+    put (t, "elastic_agent_max_restarts %d\n", v->g.max_restarts);
+    help (t, "elastic_agent_worker_failures_total", "counter", "Worker failures seen.");
+    put (t, "elastic_agent_worker_failures_total %d\n", v->failures);
+    help (t,
           "elastic_agent_ranks_lost_total",
           "counter",
           "Failed workers the others went on without (in-place recovery).");
-    put (&t, "elastic_agent_ranks_lost_total %d\n", lost);
-    help (&t,
+    put (t, "elastic_agent_ranks_lost_total %d\n", v->lost);
+    help (t,
           "elastic_agent_watchdog_fires_total",
           "counter",
           "Workers killed by the file timer or the hang timeout.");
-    put (&t, "elastic_agent_watchdog_fires_total %d\n", fires);
-    help (&t,
+    put (t, "elastic_agent_watchdog_fires_total %d\n", v->fires);
+}
+
+/* The group's state and its workers by state. */
+static void put_group (struct text *t, const struct view *v)
+{
+    help (t,
           "elastic_agent_group_state",
           "gauge",
           "1 for the worker group's current state, 0 for the others.");
     for (int s = 0; s <= ELASTIC_AGENT_FAILED; s++)
-        put (&t,
+        put (t,
              "elastic_agent_group_state{role=\"%s\",state=\"%s\"} %d\n",
-             role,
+             v->role,
              elastic_agent_state_name (s),
-             g.state == s);
-    help (&t, "elastic_agent_workers", "gauge", "Workers of this agent by state.");
+             v->g.state == s);
+    help (t, "elastic_agent_workers", "gauge", "Workers of this agent by state.");
     for (int s = 0; s <= ELASTIC_AGENT_FAILED; s++)
-        put (&t,
+        put (t,
              "elastic_agent_workers{role=\"%s\",state=\"%s\"} %d\n",
-             role,
+             v->role,
              elastic_agent_state_name (s),
-             counts[s]);
-    help (&t,
+             v->counts[s]);
+}
+
+/* One series per worker: pid, up, progress, snapshot. */
+static void put_workers (struct text *t, const struct view *v)
+{
+    help (t,
           "elastic_agent_worker_pid",
           "gauge",
           "Process id of each worker (0 before start).");
-    for (int i = 0; i < n; i++)
-        put (&t,
+    for (int i = 0; i < v->n; i++)
+        put (t,
              "elastic_agent_worker_pid{role=\"%s\",rank=\"%d\",local_rank=\"%d\"} %d\n",
-             role,
-             wi[i].rank,
-             wi[i].local_rank,
-             (int)wi[i].pid);
-    help (&t,
+             v->role,
+             v->wi[i].rank,
+             v->wi[i].local_rank,
+             (int)v->wi[i].pid);
+    help (t,
           "elastic_agent_worker_up",
           "gauge",
           "1 while the worker is running and healthy.");
-    for (int i = 0; i < n; i++)
-        put (&t,
+    for (int i = 0; i < v->n; i++)
+        put (t,
              "elastic_agent_worker_up{role=\"%s\",rank=\"%d\",local_rank=\"%d\"} %d\n",
-             role,
-             wi[i].rank,
-             wi[i].local_rank,
-             wi[i].state == ELASTIC_AGENT_HEALTHY);
-    help (&t,
+             v->role,
+             v->wi[i].rank,
+             v->wi[i].local_rank,
+             v->wi[i].state == ELASTIC_AGENT_HEALTHY);
+    help (t,
           "elastic_agent_worker_progress_step",
           "gauge",
           "Last step the worker reported through libelastic (-1: none).");
-    for (int i = 0; i < n; i++)
-        put (&t,
+    for (int i = 0; i < v->n; i++)
+        put (t,
              "elastic_agent_worker_progress_step{role=\"%s\",rank=\"%d\",local_rank=\"%"
              "d\"} %lld\n",
-             role,
-             wi[i].rank,
-             wi[i].local_rank,
-             (long long)wi[i].step);
-    help (&t,
+             v->role,
+             v->wi[i].rank,
+             v->wi[i].local_rank,
+             (long long)v->wi[i].step);
+    help (t,
           "elastic_agent_worker_progress_age_seconds",
           "gauge",
           "Seconds since the worker's last progress report (-1: none).");
-    for (int i = 0; i < n; i++)
-        put (&t,
+    for (int i = 0; i < v->n; i++)
+        put (t,
              "elastic_agent_worker_progress_age_seconds{role=\"%s\",rank=\"%d\",local_"
              "rank=\"%d\"} %.3f\n",
-             role,
-             wi[i].rank,
-             wi[i].local_rank,
-             wi[i].progress_age);
-    help (&t,
+             v->role,
+             v->wi[i].rank,
+             v->wi[i].local_rank,
+             v->wi[i].progress_age);
+    help (t,
           "elastic_agent_worker_snapshot_step",
           "gauge",
           "Last snapshot step the worker reported (-1: none).");
-    for (int i = 0; i < n; i++)
-        put (&t,
+    for (int i = 0; i < v->n; i++)
+        put (t,
              "elastic_agent_worker_snapshot_step{role=\"%s\",rank=\"%d\",local_rank=\"%"
              "d\"} %lld\n",
-             role,
-             wi[i].rank,
-             wi[i].local_rank,
-             (long long)wi[i].snapshot_step);
-    help (&t,
+             v->role,
+             v->wi[i].rank,
+             v->wi[i].local_rank,
+             (long long)v->wi[i].snapshot_step);
+}
+
+/* The newest snapshot and the last failure. */
+static void put_last (struct text *t, const struct view *v)
+{
+    help (t,
           "elastic_agent_last_snapshot_step",
           "gauge",
           "Newest snapshot step any worker reported (-1: none).");
-    put (&t, "elastic_agent_last_snapshot_step %lld\n", (long long)last_snap);
-    help (&t,
+    put (t, "elastic_agent_last_snapshot_step %lld\n", (long long)v->last_snap);
+    help (t,
           "elastic_agent_last_failure_timestamp_seconds",
           "gauge",
           "Epoch time of the last worker failure (0: none).");
-    put (&t, "elastic_agent_last_failure_timestamp_seconds %.3f\n", lf_time);
-    help (&t,
+    put (t, "elastic_agent_last_failure_timestamp_seconds %.3f\n", v->lf_time);
+    help (t,
           "elastic_agent_last_failure_info",
           "gauge",
           "The last worker failure (1 once there was one).");
-    if (lf_rank >= 0)
-        put (&t,
+    if (v->lf_rank >= 0)
+        put (t,
              "elastic_agent_last_failure_info{role=\"%s\",rank=\"%d\",local_rank=\"%d\","
              "exitcode=\"%d\","
              "signal=\"%s\",message=\"%s\"} 1\n",
-             role,
-             lf_rank,
-             lf_local,
-             lf_code,
-             lf_sig > 0 ? signal_name (lf_sig) : "",
-             msg);
-    free (wi);
+             v->role,
+             v->lf_rank,
+             v->lf_local,
+             v->lf_code,
+             v->lf_sig > 0 ? signal_name (v->lf_sig) : "",
+             v->msg);
+}
+
+/* Read what the answer shows (the workers' views, the counters). */
+static int view_read (elastic_agent_t *agent, struct view *v)
+{
+    memset (v, 0, sizeof (*v));
+    v->n = agent->nworkers;
+    v->last_snap = -1;
+    if (!(v->wi = calloc ((size_t)v->n, sizeof (*v->wi))))
+        return -1;
+    elastic_agent_group_info (agent, &v->g);
+    for (int i = 0; i < v->n; i++) {
+        elastic_agent_worker_info (agent, i, &v->wi[i]);
+        if (v->wi[i].state >= 0 && v->wi[i].state <= ELASTIC_AGENT_FAILED)
+            v->counts[v->wi[i].state]++;
+        if (v->wi[i].snapshot_step > v->last_snap)
+            v->last_snap = v->wi[i].snapshot_step;
+    }
+    escape (agent->spec->role, v->role, sizeof (v->role));
+    pthread_mutex_lock (&agent->lock);
+    v->failures = agent->failures_total;
+    v->fires = agent->watchdog_fires;
+    v->lost = agent->lost_total;
+    v->lf_rank = agent->last_fail_rank;
+    v->lf_local = agent->last_fail_local_rank;
+    v->lf_code = agent->last_fail_exitcode;
+    v->lf_sig = agent->last_fail_signal;
+    v->lf_time = agent->last_fail_time;
+    escape (agent->last_fail_message, v->msg, sizeof (v->msg));
+    pthread_mutex_unlock (&agent->lock);
+    return 0;
+}
+
+char *agent_metrics (elastic_agent_t *agent)
+{
+    struct text t = {.cap = 8192};
+    struct view v;
+
+    if (!(t.buf = malloc (t.cap)))
+        return NULL;
+    if (view_read (agent, &v) < 0) {
+        free (t.buf);
+        return NULL;
+    }
+    put_agent (&t, agent, &v);
+    put_group (&t, &v);
+    put_workers (&t, &v);
+    put_last (&t, &v);
+    free (v.wi);
     return t.buf;
 }

@@ -20,14 +20,3 @@ const char *host_name (void)
     }
     return name;
 }
-
-int errfmt (char *buf, size_t size, const char *fmt, ...)
-{
-    va_list ap;
-    int n;
-
-    va_start (ap, fmt);
-    n = vsnprintf (buf, size, fmt, ap);
-    va_end (ap);
-    return n;
-}

@@ -13,8 +13,4 @@
 /* The host's name (cached). */
 const char *host_name (void);
 
-/* snprintf for messages, where truncation is acceptable. */
-int errfmt (char *buf, size_t size, const char *fmt, ...)
-    __attribute__ ((format (printf, 3, 4)));
-
 #endif /* ELASTIC_EXEC_UTIL_H */

@@ -32,10 +32,9 @@ static void on_fifo (struct loop *loop, int fd, int revents, void *arg)
         filetimer_read (agent->ft);
 }
 
-int watchdog_setup (elastic_agent_t *agent, char *err, size_t errsz)
+int watchdog_setup (elastic_agent_t *agent, elastic_error_t *err)
 {
     const struct elastic_agent_spec *spec = agent->spec;
-    elastic_error_t e;
 
     if (!spec->file_timer || agent->ft)
         return 0;
@@ -46,13 +45,10 @@ int watchdog_setup (elastic_agent_t *agent, char *err, size_t errsz)
                        sizeof (agent->timer_path),
                        "%s/watchdog.fifo",
                        agent->base_dir);
-    if (!(agent->ft = filetimer_create (agent->timer_path, &e))) {
-        /* until watchdog_setup takes an elastic_error_t */
-        snprintf (err, errsz, "%s", e.text);
+    if (!(agent->ft = filetimer_create (agent->timer_path, err)))
         return -1;
-    }
     if (loop_add (agent->loop, filetimer_fd (agent->ft), on_fifo, agent) < 0) {
-        snprintf (err, errsz, "file timer: %s", strerror (errno));
+        errprintf (err, "file timer: %s", strerror (errno));
         filetimer_destroy (agent->ft);
         agent->ft = NULL;
         return -1;

@@ -1,6 +1,6 @@
 /* pmix-launch.c - start N MPI ranks under the hosted PMIx server
  *
- * A small launcher around src/exec/pmix_host.c, used by the tests and the
+ * A small launcher around src/exec/pmix/pmix_host.c, used by the tests and the
  * benchmarks until elastic-exec hosts the server itself:
  *
  *   pmix-launch -n N [--btl sm|tcp] [--event-log FILE] [--max-restarts K]
@@ -44,7 +44,7 @@
 #include <unistd.h>
 
 #include "common/parse.h"
-#include "exec/pmix_host.h"
+#include "exec/pmix/pmix_host.h"
 
 #define EXIT_RELAUNCH  76 /* ELASTIC_EXIT_RELAUNCH */
 #define MAX_SHM_PREFIX 16
@@ -622,7 +622,8 @@ int main (int argc, char **argv)
     struct pmixhost_opts hopts = {0};
     struct pmixhost_job_opts jopts = {0};
     struct pmixhost_job_info ji;
-    char err[512], st[32];
+    elastic_error_t e;
+    char st[32];
     int rc = 1, leaked;
 
     L.btl = "sm";
@@ -650,8 +651,8 @@ int main (int argc, char **argv)
         return 1;
     hopts.tmpdir = L.tmpdir;
     hopts.no_nodelay = L.no_nodelay;
-    if (!(L.h = pmixhost_create (&hopts, err, sizeof (err)))) {
-        fprintf (stderr, "pmix-launch: %s\n", err);
+    if (!(L.h = pmixhost_create (&hopts, &e))) {
+        fprintf (stderr, "pmix-launch: %s\n", e.text);
         return 1;
     }
     evlog (&L, "server", "dir=%s", pmixhost_dir (L.h));
@@ -664,8 +665,8 @@ int main (int argc, char **argv)
         jopts.btl = L.btl;
         jopts.oversubscribed = L.oversubscribe;
         L.attempt_t0 = now_mono ();
-        if (!(L.job = pmixhost_job_create (L.h, &jopts, err, sizeof (err)))) {
-            fprintf (stderr, "pmix-launch: %s\n", err);
+        if (!(L.job = pmixhost_job_create (L.h, &jopts, &e))) {
+            fprintf (stderr, "pmix-launch: %s\n", e.text);
             rc = 1;
             goto done;
         }

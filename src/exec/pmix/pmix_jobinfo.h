@@ -13,6 +13,7 @@
 
 #include <stddef.h>
 
+#include <elastic.h>
 #include <pmix.h>
 #include <pmix_server.h>
 
@@ -31,8 +32,7 @@ struct jobinfo_params {
 int jobinfo_build (const struct jobinfo_params *p,
                    pmix_info_t **info,
                    size_t *ninfo,
-                   char *err,
-                   size_t errsz);
+                   elastic_error_t *err);
 
 /* Free an array from jobinfo_build (NULL-safe). */
 void jobinfo_free (pmix_info_t *info, size_t ninfo);

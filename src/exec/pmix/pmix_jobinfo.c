@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/error.h"
 #include "pmix_jobinfo.h"
 
 /* Add key=value to list; on failure remember the first failing key. */
@@ -67,8 +68,7 @@ static char *rank_list (int n)
 int jobinfo_build (const struct jobinfo_params *p,
                    pmix_info_t **info,
                    size_t *ninfo,
-                   char *err,
-                   size_t errsz)
+                   elastic_error_t *err)
 {
     struct builder b = {0};
     uint32_t n = (uint32_t)p->nranks, zero32 = 0, one32 = 1;
@@ -82,19 +82,18 @@ int jobinfo_build (const struct jobinfo_params *p,
     *info = NULL;
     *ninfo = 0;
     if (!(peers = rank_list (p->nranks))) {
-        snprintf (err, errsz, "out of memory building the job data");
+        errprintf (err, "out of memory building the job data");
         return -1;
     }
     if ((rc = PMIx_generate_regex (p->hostname, &nodemap)) != PMIX_SUCCESS ||
         (rc = PMIx_generate_ppn (peers, &procmap)) != PMIX_SUCCESS) {
-        snprintf (err,
-                  errsz,
-                  "PMIx cannot encode the node or process map (%s)",
-                  PMIx_Error_string (rc));
+        errprintf (err,
+                   "PMIx cannot encode the node or process map (%s)",
+                   PMIx_Error_string (rc));
         goto error;
     }
     if (!(b.list = PMIx_Info_list_start ())) {
-        snprintf (err, errsz, "out of memory building the job data");
+        errprintf (err, "out of memory building the job data");
         goto error;
     }
 
@@ -158,17 +157,13 @@ int jobinfo_build (const struct jobinfo_params *p,
     }
 
     if (b.bad_key) {
-        snprintf (err,
-                  errsz,
-                  "PMIx refused job data %s (%s)",
-                  b.bad_key,
-                  PMIx_Error_string (b.rc));
+        errprintf (
+            err, "PMIx refused job data %s (%s)", b.bad_key, PMIx_Error_string (b.rc));
         goto error;
     }
     memset (&darr, 0, sizeof (darr));
     if ((rc = PMIx_Info_list_convert (b.list, &darr)) != PMIX_SUCCESS) {
-        snprintf (
-            err, errsz, "PMIx cannot assemble the job data (%s)", PMIx_Error_string (rc));
+        errprintf (err, "PMIx cannot assemble the job data (%s)", PMIx_Error_string (rc));
         goto error;
     }
     *info = darr.array;

@@ -31,6 +31,7 @@
 #include <pmix.h>
 #include <pmix_server.h>
 
+#include "common/error.h"
 #include "pmix_host.h"
 #include "pmix_host_impl.h"
 #include "pmix_jobinfo.h"
@@ -51,20 +52,6 @@ double pmixhost_now (void)
 
     clock_gettime (CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void errset (char *err, size_t errsz, const char *fmt, ...)
-    __attribute__ ((format (printf, 3, 4)));
-
-static void errset (char *err, size_t errsz, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (!err || errsz == 0)
-        return;
-    va_start (ap, fmt);
-    vsnprintf (err, errsz, fmt, ap);
-    va_end (ap);
 }
 
 static int rm_entry (const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -187,8 +174,7 @@ static void env_pop (const char *name, char *saved)
     free (saved);
 }
 
-struct pmixhost *
-pmixhost_create (const struct pmixhost_opts *opts, char *err, size_t errsz)
+struct pmixhost *pmixhost_create (const struct pmixhost_opts *opts, elastic_error_t *err)
 {
     struct pmixhost *h;
     const char *tmp = opts && opts->tmpdir ? opts->tmpdir : getenv ("TMPDIR");
@@ -203,8 +189,7 @@ pmixhost_create (const struct pmixhost_opts *opts, char *err, size_t errsz)
     int n;
 
     if (pmixhost_self) {
-        errset (
-            err, errsz, "a PMIx server already runs in this process (one per process)");
+        errprintf (err, "a PMIx server already runs in this process (one per process)");
         errno = EBUSY;
         return NULL;
     }
@@ -214,7 +199,7 @@ pmixhost_create (const struct pmixhost_opts *opts, char *err, size_t errsz)
     if (!tmp || !tmp[0])
         tmp = access ("/dev/shm", W_OK | X_OK) == 0 ? "/dev/shm" : "/tmp";
     if (!(h = calloc (1, sizeof (*h)))) {
-        errset (err, errsz, "out of memory");
+        errprintf (err, "out of memory");
         return NULL;
     }
     pthread_mutex_init (&h->lock, NULL);
@@ -222,26 +207,22 @@ pmixhost_create (const struct pmixhost_opts *opts, char *err, size_t errsz)
     h->tp = opts && opts->transport ? opts->transport : &pmixhost_transport_local;
     h->tp_ctx = opts ? opts->transport_ctx : NULL;
     if (pipe2 (h->pipefd, O_NONBLOCK | O_CLOEXEC) < 0) {
-        errset (err, errsz, "pipe: %s", strerror (errno));
+        errprintf (err, "pipe: %s", strerror (errno));
         goto error;
     }
     n = snprintf (h->dir, sizeof (h->dir), "%s/elastic-pmix.XXXXXX", tmp);
     if (n < 0 || (size_t)n >= sizeof (h->dir) - 64) {
-        errset (err,
-                errsz,
-                "tmpdir: '%s' is too long (at most %zu characters)",
-                tmp,
-                sizeof (h->dir) - 96);
+        errprintf (err,
+                   "tmpdir: '%s' is too long (at most %zu characters)",
+                   tmp,
+                   sizeof (h->dir) - 96);
         h->dir[0] = '\0';
         errno = ENAMETOOLONG;
         goto error;
     }
     if (!mkdtemp (h->dir)) {
-        errset (err,
-                errsz,
-                "tmpdir: cannot create a directory in '%s': %s",
-                tmp,
-                strerror (errno));
+        errprintf (
+            err, "tmpdir: cannot create a directory in '%s': %s", tmp, strerror (errno));
         h->dir[0] = '\0';
         goto error;
     }
@@ -276,7 +257,7 @@ pmixhost_create (const struct pmixhost_opts *opts, char *err, size_t errsz)
     for (int i = 0; i < 6; i++)
         PMIX_INFO_DESTRUCT (&info[i]);
     if (rc != PMIX_SUCCESS) {
-        errset (err, errsz, "PMIx_server_init failed: %s", PMIx_Error_string (rc));
+        errprintf (err, "PMIx_server_init failed: %s", PMIx_Error_string (rc));
         goto error;
     }
     h->pmix_up = 1;
@@ -287,10 +268,9 @@ pmixhost_create (const struct pmixhost_opts *opts, char *err, size_t errsz)
     rc = PMIx_Register_event_handler (
         &code, 1, NULL, 0, pmixhost_lost_connection, NULL, NULL);
     if (rc < 0) {
-        errset (err,
-                errsz,
-                "cannot register for PMIx lost-connection events: %s",
-                PMIx_Error_string (rc));
+        errprintf (err,
+                   "cannot register for PMIx lost-connection events: %s",
+                   PMIx_Error_string (rc));
         goto error;
     }
     h->lost_ref = (size_t)rc;
@@ -448,60 +428,161 @@ static void env_free (char **env)
     free (env);
 }
 
-struct pmixhost_job *pmixhost_job_create (struct pmixhost *h,
-                                          const struct pmixhost_job_opts *opts,
-                                          char *err,
-                                          size_t errsz)
+/* Check a job's options; *btl is Open MPI's BTL list for opts->btl.
+ * Returns 0, or -1 with err and errno EINVAL. */
+static int job_opts_check (const struct pmixhost_job_opts *opts,
+                           const char **btl,
+                           elastic_error_t *err)
 {
-    struct pmixhost_job *job = NULL;
+    if (!opts->run_id || !valid_run_id (opts->run_id)) {
+        errprintf (err,
+                   "run id: '%s' is not accepted (1-200 characters of A-Z a-z 0-9 _ . -)",
+                   opts->run_id ? opts->run_id : "");
+        errno = EINVAL;
+        return -1;
+    }
+    if (opts->attempt < 0) {
+        errprintf (err, "attempt: %d is not accepted (>= 0)", opts->attempt);
+        errno = EINVAL;
+        return -1;
+    }
+    if (opts->nranks < 1 || opts->nranks > 65535) {
+        errprintf (err, "ranks: %d is not accepted (1-65535)", opts->nranks);
+        errno = EINVAL;
+        return -1;
+    }
+    if (!opts->btl || !strcmp (opts->btl, "sm"))
+        *btl = "self,sm";
+    else if (!strcmp (opts->btl, "tcp"))
+        *btl = "self,tcp";
+    else {
+        errprintf (err, "btl: '%s' is not accepted (sm, tcp)", opts->btl);
+        errno = EINVAL;
+        return -1;
+    }
+    if (opts->init_fences < 0) {
+        errprintf (err, "init fences: %d is not accepted (>= 0)", opts->init_fences);
+        errno = EINVAL;
+        return -1;
+    }
+    return 0;
+}
+
+/* The job's session directories: <server dir>/<nspace>/<rank>.  Returns 0,
+ * or -1 with err. */
+static int job_make_dirs (struct pmixhost_job *job, elastic_error_t *err)
+{
+    char path[PATH_MAX + PMIX_MAX_NSLEN + 32];
+
+    snprintf (job->dir, sizeof (job->dir), "%s/%s", job->h->dir, job->nspace);
+    if (mkdir (job->dir, 0700) < 0) {
+        errprintf (err, "cannot create '%s': %s", job->dir, strerror (errno));
+        job->dir[0] = '\0';
+        return -1;
+    }
+    for (int r = 0; r < job->nranks; r++) {
+        snprintf (path, sizeof (path), "%s/%d", job->dir, r);
+        if (mkdir (path, 0700) < 0)
+            return errprintf (err, "cannot create '%s': %s", path, strerror (errno));
+    }
+    return 0;
+}
+
+/* Register the namespace with its job data.  Returns 0, or -1 with err
+ * and errno EINVAL. */
+static int job_register (struct pmixhost_job *job, elastic_error_t *err)
+{
     struct jobinfo_params jp;
     pmix_info_t *info = NULL;
     size_t ninfo = 0;
     pmix_status_t rc;
+    char host[256], cwd[PATH_MAX];
+
+    if (gethostname (host, sizeof (host)) < 0)
+        snprintf (host, sizeof (host), "localhost");
+    host[sizeof (host) - 1] = '\0';
+    jp.nspace = job->nspace;
+    jp.nranks = job->nranks;
+    jp.hostname = host;
+    jp.tmpdir = job->h->dir;
+    jp.nsdir = job->dir;
+    jp.wdir = getcwd (cwd, sizeof (cwd)) ? cwd : NULL;
+    jp.oversubscribed = job->oversubscribed;
+    if (jobinfo_build (&jp, &info, &ninfo, err) < 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    rc = PMIx_server_register_nspace (job->nspace, job->nranks, info, ninfo, NULL, NULL);
+    jobinfo_free (info, ninfo);
+    if (rc != PMIX_SUCCESS && rc != PMIX_OPERATION_SUCCEEDED) {
+        errprintf (
+            err, "PMIx refused namespace '%s': %s", job->nspace, PMIx_Error_string (rc));
+        errno = EINVAL;
+        return -1;
+    }
+    job->registered = 1;
+    return 0;
+}
+
+/* Register each rank and build its environment (btl: Open MPI's BTL
+ * list).  Returns 0, or -1 with err. */
+static int
+job_register_ranks (struct pmixhost_job *job, const char *btl, elastic_error_t *err)
+{
+    pmix_status_t rc;
+
+    for (int r = 0; r < job->nranks; r++) {
+        pmix_proc_t proc;
+
+        PMIX_LOAD_PROCID (&proc, job->nspace, (pmix_rank_t)r);
+        rc =
+            PMIx_server_register_client (&proc, geteuid (), getegid (), NULL, NULL, NULL);
+        if (rc != PMIX_SUCCESS && rc != PMIX_OPERATION_SUCCEEDED) {
+            errprintf (err,
+                       "PMIx refused rank %d of '%s': %s",
+                       r,
+                       job->nspace,
+                       PMIx_Error_string (rc));
+            errno = EINVAL;
+            return -1;
+        }
+        if ((rc = PMIx_server_setup_fork (&proc, &job->r[r].env)) != PMIX_SUCCESS) {
+            errprintf (err,
+                       "PMIx cannot set up the environment of rank %d: %s",
+                       r,
+                       PMIx_Error_string (rc));
+            errno = EINVAL;
+            return -1;
+        }
+        /* ULFM needs ft_enable and the ob1 PML; HAN's collectives deadlock
+         * in MPIX_Comm_agree. */
+        if (env_add (&job->r[r].env, "OMPI_MCA_mpi_ft_enable", "1") < 0 ||
+            env_add (&job->r[r].env, "OMPI_MCA_pml", "ob1") < 0 ||
+            env_add (&job->r[r].env, "OMPI_MCA_btl", btl) < 0 ||
+            env_add (&job->r[r].env, "OMPI_MCA_coll", "^han") < 0)
+            return errprintf (err, "out of memory");
+    }
+    return 0;
+}
+
+struct pmixhost_job *pmixhost_job_create (struct pmixhost *h,
+                                          const struct pmixhost_job_opts *opts,
+                                          elastic_error_t *err)
+{
+    struct pmixhost_job *job = NULL;
     const char *btl;
-    char host[256], cwd[PATH_MAX], path[PATH_MAX + PMIX_MAX_NSLEN + 32];
     int n;
 
     if (!h || !opts) {
-        errset (err, errsz, "pmixhost_job_create: no server or options");
+        errprintf (err, "pmixhost_job_create: no server or options");
         errno = EINVAL;
         return NULL;
     }
-    if (!opts->run_id || !valid_run_id (opts->run_id)) {
-        errset (err,
-                errsz,
-                "run id: '%s' is not accepted (1-200 characters of A-Z a-z 0-9 _ . -)",
-                opts->run_id ? opts->run_id : "");
-        errno = EINVAL;
+    if (job_opts_check (opts, &btl, err) < 0)
         return NULL;
-    }
-    if (opts->attempt < 0) {
-        errset (err, errsz, "attempt: %d is not accepted (>= 0)", opts->attempt);
-        errno = EINVAL;
-        return NULL;
-    }
-    if (opts->nranks < 1 || opts->nranks > 65535) {
-        errset (err, errsz, "ranks: %d is not accepted (1-65535)", opts->nranks);
-        errno = EINVAL;
-        return NULL;
-    }
-    if (!opts->btl || !strcmp (opts->btl, "sm"))
-        btl = "self,sm";
-    else if (!strcmp (opts->btl, "tcp"))
-        btl = "self,tcp";
-    else {
-        errset (err, errsz, "btl: '%s' is not accepted (sm, tcp)", opts->btl);
-        errno = EINVAL;
-        return NULL;
-    }
-    if (opts->init_fences < 0) {
-        errset (err, errsz, "init fences: %d is not accepted (>= 0)", opts->init_fences);
-        errno = EINVAL;
-        return NULL;
-    }
     if (!(job = calloc (1, sizeof (*job))) ||
         !(job->r = calloc ((size_t)opts->nranks, sizeof (job->r[0])))) {
-        errset (err, errsz, "out of memory");
+        errprintf (err, "out of memory");
         goto error;
     }
     job->h = h;
@@ -516,91 +597,15 @@ struct pmixhost_job *pmixhost_job_create (struct pmixhost *h,
     n = pmixhost_find_job (h, job->nspace) != NULL;
     pthread_mutex_unlock (&h->lock);
     if (n) {
-        errset (err,
-                errsz,
-                "namespace '%s' is already in use (a new attempt needs a new number)",
-                job->nspace);
+        errprintf (err,
+                   "namespace '%s' is already in use (a new attempt needs a new number)",
+                   job->nspace);
         errno = EEXIST;
         goto error;
     }
-
-    /* session directories: <server dir>/<nspace>/<rank> */
-    snprintf (job->dir, sizeof (job->dir), "%s/%s", h->dir, job->nspace);
-    if (mkdir (job->dir, 0700) < 0) {
-        errset (err, errsz, "cannot create '%s': %s", job->dir, strerror (errno));
-        job->dir[0] = '\0';
+    if (job_make_dirs (job, err) < 0 || job_register (job, err) < 0 ||
+        job_register_ranks (job, btl, err) < 0)
         goto error;
-    }
-    for (int r = 0; r < job->nranks; r++) {
-        snprintf (path, sizeof (path), "%s/%d", job->dir, r);
-        if (mkdir (path, 0700) < 0) {
-            errset (err, errsz, "cannot create '%s': %s", path, strerror (errno));
-            goto error;
-        }
-    }
-
-    if (gethostname (host, sizeof (host)) < 0)
-        snprintf (host, sizeof (host), "localhost");
-    host[sizeof (host) - 1] = '\0';
-    jp.nspace = job->nspace;
-    jp.nranks = job->nranks;
-    jp.hostname = host;
-    jp.tmpdir = h->dir;
-    jp.nsdir = job->dir;
-    jp.wdir = getcwd (cwd, sizeof (cwd)) ? cwd : NULL;
-    jp.oversubscribed = job->oversubscribed;
-    if (jobinfo_build (&jp, &info, &ninfo, err, errsz) < 0) {
-        errno = EINVAL;
-        goto error;
-    }
-    rc = PMIx_server_register_nspace (job->nspace, job->nranks, info, ninfo, NULL, NULL);
-    jobinfo_free (info, ninfo);
-    if (rc != PMIX_SUCCESS && rc != PMIX_OPERATION_SUCCEEDED) {
-        errset (err,
-                errsz,
-                "PMIx refused namespace '%s': %s",
-                job->nspace,
-                PMIx_Error_string (rc));
-        errno = EINVAL;
-        goto error;
-    }
-    job->registered = 1;
-
-    for (int r = 0; r < job->nranks; r++) {
-        pmix_proc_t proc;
-
-        PMIX_LOAD_PROCID (&proc, job->nspace, (pmix_rank_t)r);
-        rc =
-            PMIx_server_register_client (&proc, geteuid (), getegid (), NULL, NULL, NULL);
-        if (rc != PMIX_SUCCESS && rc != PMIX_OPERATION_SUCCEEDED) {
-            errset (err,
-                    errsz,
-                    "PMIx refused rank %d of '%s': %s",
-                    r,
-                    job->nspace,
-                    PMIx_Error_string (rc));
-            errno = EINVAL;
-            goto error;
-        }
-        if ((rc = PMIx_server_setup_fork (&proc, &job->r[r].env)) != PMIX_SUCCESS) {
-            errset (err,
-                    errsz,
-                    "PMIx cannot set up the environment of rank %d: %s",
-                    r,
-                    PMIx_Error_string (rc));
-            errno = EINVAL;
-            goto error;
-        }
-        /* ULFM needs ft_enable and the ob1 PML; HAN's collectives deadlock
-         * in MPIX_Comm_agree. */
-        if (env_add (&job->r[r].env, "OMPI_MCA_mpi_ft_enable", "1") < 0 ||
-            env_add (&job->r[r].env, "OMPI_MCA_pml", "ob1") < 0 ||
-            env_add (&job->r[r].env, "OMPI_MCA_btl", btl) < 0 ||
-            env_add (&job->r[r].env, "OMPI_MCA_coll", "^han") < 0) {
-            errset (err, errsz, "out of memory");
-            goto error;
-        }
-    }
     pthread_mutex_lock (&h->lock);
     job->next = h->jobs;
     h->jobs = job;

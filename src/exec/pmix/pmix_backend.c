@@ -48,12 +48,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "agent_impl.h"
 #include "common/log.h"
 #include "common/shm.h"
-#include "guardian.h"
+#include "exec/agent_backend.h"
+#include "exec/eventlog.h"
+#include "exec/guardian.h"
+#include "exec/local.h"
+#include "exec/spec.h"
+#include "exec/util.h"
+#include "pmix_backend.h"
 #include "pmix_host.h"
-#include "util.h"
 
 #define SHM_MAX_PREFIX 8
 
@@ -98,13 +102,14 @@ static void shm_sample (struct pmixb *pb)
 {
     elastic_agent_t *agent = pb->agent;
 
-    for (int i = 0; i < agent->nworkers; i++) {
+    for (int i = 0; i < pb->nranks; i++) {
+        const struct worker *w = agent_worker (agent, i);
         char path[64], line[1024];
         FILE *f;
 
-        if (agent->w[i].pid <= 0 || agent->w[i].exited)
+        if (w->pid <= 0 || w->exited)
             continue;
-        snprintf (path, sizeof (path), "/proc/%d/maps", (int)agent->w[i].pid);
+        snprintf (path, sizeof (path), "/proc/%d/maps", (int)w->pid);
         if (!(f = fopen (path, "re")))
             continue;
         while (fgets (line, sizeof (line), f)) {
@@ -170,11 +175,11 @@ static void on_initialized (struct pmixb *pb, const struct pmixhost_event *ev)
     log_info ("%s: every rank passed MPI_Init (%.1f ms after the start)",
               pmixhost_job_nspace (pb->job),
               ms);
-    eventlog_emit (pb->agent->ev,
+    eventlog_emit (agent_eventlog (pb->agent),
                    "mpi_initialized",
                    json_pack ("{s:i s:s s:i s:f s:i s:i}",
                               "attempt",
-                              pb->agent->restart_count,
+                              agent_attempt (pb->agent),
                               "nspace",
                               pmixhost_job_nspace (pb->job),
                               "ranks",
@@ -280,7 +285,7 @@ static void hook_reaped (void *arg, int i, int wstatus)
     }
     /* a rank that had finished its work (elastic_progress_end) and then died
      * fails nothing: the others finish too */
-    ended = worker_reported_end (&agent->w[i]) && (sig || code == 0);
+    ended = worker_reported_end (agent_worker (agent, i)) && (sig || code == 0);
     /* the group restarts anyway: no survivor is to start a recovery */
     if (!pb->in_place && !ended && (sig || code != 0)) {
         pmixhost_job_stop (pb->job);
@@ -288,7 +293,7 @@ static void hook_reaped (void *arg, int i, int wstatus)
     }
     /* a watchdog killed it: the others probably wait for it, unless its
      * death is announced to them (in place, below) */
-    if (agent->w[i].failed && !pb->in_place)
+    if (agent_worker (agent, i)->failed && !pb->in_place)
         pb->stuck = 1;
     verdict = pmixhost_job_exited (pb->job, i, wstatus);
     log_debug ("rank %d: %s %d: %s",
@@ -320,13 +325,13 @@ static void hook_reaped (void *arg, int i, int wstatus)
         case PMIXHOST_EXIT_RESTART:
             if (pb->nconnected > 0) {
                 pb->stuck = 1; /* the others wait in an MPI_Init fence */
-                eventlog_emit (agent->ev,
+                eventlog_emit (agent_eventlog (agent),
                                "mpi_init_failed",
                                json_pack ("{s:i s:i s:s s:b s:i s:f}",
                                           "rank",
                                           i,
                                           "attempt",
-                                          agent->restart_count,
+                                          agent_attempt (agent),
                                           "nspace",
                                           pmixhost_job_nspace (pb->job),
                                           "in_mpi_init",
@@ -369,7 +374,7 @@ static void hook_reaped (void *arg, int i, int wstatus)
  * /dev/shm segments after them). */
 static void make_run_id (struct pmixb *pb)
 {
-    const char *id = pb->agent->run_id;
+    const char *id = agent_run_id (pb->agent);
     size_t n = 0;
 
     for (; *id && n < 100; id++) {
@@ -427,7 +432,7 @@ static void end_job (struct pmixb *pb)
     for (int k = 0; k < pb->nshm_prefix; k++)
         guardian_remove_shm (local_guardian (pb->local), pb->shm_prefix[k]);
     if (info == 0) {
-        json_t *o = job_end_fields (pb->agent->restart_count, nspace, &ji);
+        json_t *o = job_end_fields (agent_attempt (pb->agent), nspace, &ji);
         json_t *shm = json_array ();
         for (int k = 0; shm && k < pb->nshm_prefix; k++)
             json_array_append_new (shm, json_string (pb->shm_prefix[k]));
@@ -437,7 +442,7 @@ static void end_job (struct pmixb *pb)
             json_object_set_new (o, "shm_leaked", json_integer (leaked));
         } else
             json_decref (shm);
-        eventlog_emit (pb->agent->ev, "pmix_job_end", o);
+        eventlog_emit (agent_eventlog (pb->agent), "pmix_job_end", o);
     }
     pb->nshm_prefix = 0;
 }
@@ -464,24 +469,21 @@ static void end_retired (struct pmixb *pb, int force)
             json_object_set_new (o, "shm_leaked", json_integer (0));
             json_object_set_new (o, "after_next_start", json_true ());
         }
-        eventlog_emit (pb->agent->ev, "pmix_job_end", o);
+        eventlog_emit (agent_eventlog (pb->agent), "pmix_job_end", o);
     }
 }
 
 static int start_server (struct pmixb *pb, elastic_error_t *err)
 {
     struct pmixhost_opts o = {0};
-    char msg[512];
 
-    if (!(pb->h = pmixhost_create (&o, msg, sizeof (msg)))) {
-        if (err)
-            errfmt (err->text, sizeof (err->text), "hosted PMIx server: %s", msg);
+    if (!(pb->h = pmixhost_create (&o, err))) {
+        errprefix (err, "hosted PMIx server");
         return ELASTIC_ERR_IO;
     }
     if (elastic_agent_watch (pb->agent, pmixhost_fd (pb->h), on_server_fd, pb) !=
         ELASTIC_OK) {
-        if (err)
-            errfmt (err->text, sizeof (err->text), "hosted PMIx server: cannot watch it");
+        errprintf (err, "hosted PMIx server: cannot watch it");
         pmixhost_destroy (pb->h);
         pb->h = NULL;
         return ELASTIC_ERR_IO;
@@ -489,7 +491,7 @@ static int start_server (struct pmixb *pb, elastic_error_t *err)
     pb->watching = 1;
     make_run_id (pb);
     log_info ("hosting the PMIx server of the ranks (%s)", pmixhost_dir (pb->h));
-    eventlog_emit (pb->agent->ev,
+    eventlog_emit (agent_eventlog (pb->agent),
                    "pmix_server",
                    json_pack ("{s:s s:s}",
                               "dir",
@@ -516,10 +518,9 @@ static void stop_server (struct pmixb *pb)
 static int pmix_start (elastic_agent_t *agent, void *ctx, elastic_error_t *err)
 {
     struct pmixb *pb = ctx;
-    const struct elastic_agent_spec *spec = agent->spec;
+    const struct elastic_agent_spec *spec = agent_spec (agent);
     struct pmixhost_job_opts jo = {0};
     struct pmixhost_job_info ji;
-    char msg[512];
     int rc;
 
     if (pb->disabled)
@@ -530,7 +531,7 @@ static int pmix_start (elastic_agent_t *agent, void *ctx, elastic_error_t *err)
         /* the default: programs that are not MPI need no server */
         log_warn ("%s; the workers start without it (as with --wireup none)",
                   err ? err->text : "hosted PMIx server: cannot start");
-        eventlog_emit (agent->ev,
+        eventlog_emit (agent_eventlog (agent),
                        "pmix_server",
                        json_pack ("{s:s}", "error", err ? err->text : "cannot start"));
         pb->disabled = 1;
@@ -543,9 +544,8 @@ static int pmix_start (elastic_agent_t *agent, void *ctx, elastic_error_t *err)
     jo.btl = spec->mpi_btl ? spec->mpi_btl : "sm";
     jo.oversubscribed = spec->binding.oversubscribe ? 1 : -1;
     pb->t_start = mono_now ();
-    if (!(pb->job = pmixhost_job_create (pb->h, &jo, msg, sizeof (msg)))) {
-        if (err)
-            errfmt (err->text, sizeof (err->text), "hosted PMIx server: %s", msg);
+    if (!(pb->job = pmixhost_job_create (pb->h, &jo, err))) {
+        errprefix (err, "hosted PMIx server");
         return ELASTIC_ERR_IO;
     }
     pb->njobs++;
@@ -557,11 +557,11 @@ static int pmix_start (elastic_agent_t *agent, void *ctx, elastic_error_t *err)
     pb->stuck = 0;
     pb->nshm_prefix = 0;
     pmixhost_job_info (pb->job, &ji);
-    eventlog_emit (agent->ev,
+    eventlog_emit (agent_eventlog (agent),
                    "pmix_job",
                    json_pack ("{s:i s:s s:i s:s s:b}",
                               "attempt",
-                              agent->restart_count,
+                              agent_attempt (agent),
                               "nspace",
                               pmixhost_job_nspace (pb->job),
                               "ranks",
@@ -586,21 +586,23 @@ static int pmix_start (elastic_agent_t *agent, void *ctx, elastic_error_t *err)
 static void check_init_timeout (struct pmixb *pb)
 {
     elastic_agent_t *agent = pb->agent;
-    double timeout = agent->spec->init_timeout;
-    struct worker *victim = NULL;
+    double timeout = agent_spec (agent)->init_timeout;
+    const struct worker *w;
+    int victim = -1;
     char reason[256];
 
     if (timeout <= 0 || !pb->job || pb->initialized || pb->init_timeout_fired ||
-        pb->abort_reported || agent->stopping || mono_now () - pb->t_start < timeout)
+        pb->abort_reported || agent_stopping (agent) ||
+        mono_now () - pb->t_start < timeout)
         return;
-    for (int i = 0; i < agent->nworkers && !victim; i++)
-        if (agent->w[i].pid > 0 && !agent->w[i].exited && !pb->connected[i])
-            victim = &agent->w[i];
-    for (int i = 0; i < agent->nworkers && !victim; i++)
-        if (agent->w[i].pid > 0 && !agent->w[i].exited)
-            victim = &agent->w[i];
+    for (int i = 0; i < pb->nranks && victim < 0; i++)
+        if ((w = agent_worker (agent, i))->pid > 0 && !w->exited && !pb->connected[i])
+            victim = i;
+    for (int i = 0; i < pb->nranks && victim < 0; i++)
+        if ((w = agent_worker (agent, i))->pid > 0 && !w->exited)
+            victim = i;
     pb->init_timeout_fired = 1;
-    if (!victim)
+    if (victim < 0)
         return;
     snprintf (reason,
               sizeof (reason),
@@ -608,10 +610,9 @@ static void check_init_timeout (struct pmixb *pb)
               timeout,
               pb->nconnected,
               pb->nranks);
-    agent_watchdog_fire (
+    agent_worker_kill (
         agent,
         victim,
-        victim->pid,
         SIGKILL,
         "mpi_init",
         reason,
@@ -630,9 +631,10 @@ static int pmix_monitor (elastic_agent_t *agent, void *ctx)
     return rc;
 }
 
-static int pmix_stop (elastic_agent_t *agent, void *ctx, int signum, double timeout)
+static int pmix_stop (elastic_agent_t *agent, void *ctx, struct elastic_agent_stop *req)
 {
     struct pmixb *pb = ctx;
+    struct elastic_agent_stop lreq = *req;
     int rc;
 
     /* MPI ranks left behind by a death nobody announced to them (group
@@ -640,10 +642,10 @@ static int pmix_stop (elastic_agent_t *agent, void *ctx, int signum, double time
      * will never return, so a handled SIGTERM (libelastic's) would only
      * cost --shutdown-timeout: they are killed, unless --stop-signal says
      * otherwise.  Ranks that exit on their own (76) get the stop signal. */
-    if (agent->stop_after_failure && pb->stuck &&
-        !elastic_agent_spec_get (agent->spec, "stop-signal")) {
+    if ((req->flags & ELASTIC_AGENT_STOP_FAILURE) && pb->stuck &&
+        !elastic_agent_spec_get (agent_spec (agent), "stop-signal")) {
         log_info ("killing the ranks left waiting for a dead rank");
-        signum = SIGKILL;
+        lreq.signum = SIGKILL;
     }
     drain_events (pb);
     if (pb->job) {
@@ -659,14 +661,15 @@ static int pmix_stop (elastic_agent_t *agent, void *ctx, int signum, double time
      * connected (not MPI) may die in the background */
     end_retired (pb, 0);
     local_allow_detach (pb->local, pb->nconnected == 0 && !pb->retired);
-    rc = local_backend.stop_workers (agent, pb->local, signum, timeout);
+    rc = local_backend.stop_workers (agent, pb->local, &lreq);
+    req->detached = lreq.detached;
     local_allow_detach (pb->local, 1);
-    if (agent->stop_detached > 0 && pb->job) {
+    if (req->detached > 0 && pb->job) {
         /* a restart that does not wait: neither does the namespace, which
          * goes once its ranks are reaped (pmix_monitor) */
         drain_events (pb);
         pb->retired = pb->job;
-        pb->retired_attempt = agent->restart_count;
+        pb->retired_attempt = agent_attempt (agent);
         pb->job = NULL;
         pb->nshm_prefix = 0;
     } else
@@ -685,7 +688,10 @@ static void pmix_shutdown (elastic_agent_t *agent, void *ctx, int signum, double
     }
     /* the workers go, then the guardian: end the namespace in between so
      * that its segments are removed here and forgotten there */
-    local_backend.stop_workers (agent, pb->local, signum, timeout);
+    local_backend.stop_workers (
+        agent,
+        pb->local,
+        &(struct elastic_agent_stop){.signum = signum, .timeout = timeout});
     end_job (pb);
     if (pb->guarded) {
         guardian_remove_dir (local_guardian (pb->local), pmixhost_dir (pb->h));
@@ -716,7 +722,7 @@ static void pmix_destroy (void *ctx)
     free (pb);
 }
 
-void *pmix_backend_create (elastic_agent_t *agent, char *err, size_t errsz)
+void *pmix_backend_create (elastic_agent_t *agent, elastic_error_t *err)
 {
     struct pmixb *pb;
     struct local_wireup wu = {
@@ -729,21 +735,26 @@ void *pmix_backend_create (elastic_agent_t *agent, char *err, size_t errsz)
     };
 
     if (!(pb = calloc (1, sizeof (*pb))) ||
-        !(pb->connected = calloc ((size_t)agent->nworkers, sizeof (*pb->connected))) ||
-        !(pb->local = local_backend_create (agent))) {
-        snprintf (err, errsz, "out of memory");
+        !(pb->connected = calloc ((size_t)elastic_agent_worker_count (agent),
+                                  sizeof (*pb->connected)))) {
+        errprintf (err, "out of memory");
+        pmix_destroy (pb);
+        return NULL;
+    }
+    if (!(pb->local = local_backend_create (agent, err))) {
         pmix_destroy (pb);
         return NULL;
     }
     pb->agent = agent;
-    pb->nranks = agent->nworkers;
-    pb->in_place = spec_restart_policy (agent->spec) == RESTART_IN_PLACE;
+    pb->nranks = elastic_agent_worker_count (agent);
+    pb->in_place = spec_restart_policy (agent_spec (agent)) == RESTART_IN_PLACE;
     wu.arg = pb;
     local_set_wireup (pb->local, &wu);
     return pb;
 }
 
 const struct elastic_agent_backend pmix_backend = {
+    .abi = ELASTIC_AGENT_BACKEND_ABI,
     .name = "pmix",
     .start_workers = pmix_start,
     .monitor_workers = pmix_monitor,

@@ -65,14 +65,17 @@
  * on the include path of files that include PMIx's <pmix_server.h>.
  *
  * Errors: functions returning int return 0 (or a verdict) and -1 on error;
- * pointer functions return NULL.  Where err/errsz are taken, one line says
- * what failed, the value and what is accepted.  Nothing here aborts.
+ * pointer functions return NULL.  Where an elastic_error_t *err is taken
+ * (NULL allowed), one line says what failed, the value and what is
+ * accepted.  Nothing here aborts.
  */
 #ifndef ELASTIC_EXEC_PMIX_HOST_H
 #define ELASTIC_EXEC_PMIX_HOST_H
 
 #include <stddef.h>
 #include <sys/types.h>
+
+#include <elastic.h>
 
 struct pmixhost;
 struct pmixhost_job;
@@ -94,8 +97,7 @@ struct pmixhost_opts {
 /* Start this process's PMIx server (PMIx allows one per process).  Returns
  * NULL + err if one already runs, the directory cannot be made or PMIx
  * fails to start. */
-struct pmixhost *
-pmixhost_create (const struct pmixhost_opts *opts, char *err, size_t errsz);
+struct pmixhost *pmixhost_create (const struct pmixhost_opts *opts, elastic_error_t *err);
 
 /* Stop the server: destroys any job left, finalizes PMIx, removes the
  * server's directory (NULL-safe, preserves errno). */
@@ -161,8 +163,7 @@ struct pmixhost_job_opts {
  * use, or a PMIx failure. */
 struct pmixhost_job *pmixhost_job_create (struct pmixhost *h,
                                           const struct pmixhost_job_opts *opts,
-                                          char *err,
-                                          size_t errsz);
+                                          elastic_error_t *err);
 
 /* Deregister the namespace (PMIx then runs the cleanups the ranks
  * registered: Open MPI's /dev/shm segments), drop its pending events and

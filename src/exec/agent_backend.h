@@ -1,0 +1,62 @@
+/* agent_backend.h - what a built-in backend may call in the core
+ *
+ * A backend (local.c, drain.c, pmix/pmix_backend.c) reaches the core only
+ * through <elastic/agent.h> (the public backend interface: report starts
+ * and exits, watch descriptors, wait) and the read-only accessors below;
+ * it never includes agent_impl.h, the core's private header.  The core
+ * reaches a backend only through its struct elastic_agent_backend, picked
+ * from the built-in table (backends.c) or set with elastic_agent_set_backend.
+ * All of these are for the agent's loop thread.
+ */
+#ifndef ELASTIC_EXEC_AGENT_BACKEND_H
+#define ELASTIC_EXEC_AGENT_BACKEND_H
+
+#include <jansson.h>
+
+#include "elastic/agent.h"
+#include "worker.h"
+
+struct elastic_agent_spec;
+struct eventlog;
+
+/* The agent's spec (borrowed: it outlives the agent).  Never fails. */
+const struct elastic_agent_spec *agent_spec (elastic_agent_t *agent);
+
+/* The agent's event log while it runs (NULL: none; eventlog_emit takes
+ * NULL). */
+struct eventlog *agent_eventlog (elastic_agent_t *agent);
+
+/* The current attempt's number (ELASTIC_RESTART_COUNT). */
+int agent_attempt (elastic_agent_t *agent);
+
+/* The run id (borrowed; valid while the agent runs). */
+const char *agent_run_id (elastic_agent_t *agent);
+
+/* The current attempt's directory (borrowed). */
+const char *agent_attempt_dir (elastic_agent_t *agent);
+
+/* The run directory when the agent created it and removes it at the end
+ * (a temporary one), else NULL. */
+const char *agent_temp_dir (elastic_agent_t *agent);
+
+/* The last rendezvous (borrowed). */
+const struct elastic_agent_rdzv_info *agent_rendezvous_info (elastic_agent_t *agent);
+
+/* 1 while the agent stops the workers on purpose (a stop, a restart, a
+ * job abort). */
+int agent_stopping (elastic_agent_t *agent);
+
+/* Worker index's record (read-only), NULL for a bad index. */
+const struct worker *agent_worker (elastic_agent_t *agent, int index);
+
+/* Kill worker index (SIGKILL or signum to its pid) as a watchdog does:
+ * a failure with reason as its message, a watchdog_fire event of `kind`
+ * with fields added (taken; may be NULL).  Does nothing for a bad index. */
+void agent_worker_kill (elastic_agent_t *agent,
+                        int index,
+                        int signum,
+                        const char *kind,
+                        const char *reason,
+                        json_t *fields);
+
+#endif /* ELASTIC_EXEC_AGENT_BACKEND_H */
