@@ -71,7 +71,7 @@ static int open_one (MPI_Comm comm,
     struct l3_file *f = NULL;
     hid_t fapl = -1;
     int rank, size, rc = ELASTIC_OK, e;
-    char why[sizeof (err->text)];
+    elastic_error_t why;
 
     MPI_Comm_rank (comm, &rank);
     MPI_Comm_size (comm, &size);
@@ -79,23 +79,23 @@ static int open_one (MPI_Comm comm,
         /* the structure first, in a child process that HDF5 may crash
          * (l3_probe): a damaged file is then skipped, not fatal */
         struct l3_header hdr;
-        int kind = l3_probe (path, &hdr, why, sizeof (why));
+        int kind = l3_probe (path, &hdr, &why);
         if (kind == L3_GOOD) {
             if (run_id && strcmp (run_id, hdr.run_id) != 0) {
-                l3_errset (err,
+                errprintf (err,
                            "%s: snapshot of run '%s', not of '%s'",
                            path,
                            hdr.run_id,
                            run_id);
                 rc = OTHER_RUN;
             } else if (want_step >= 0 && hdr.step != want_step) {
-                l3_errset (err,
+                errprintf (err,
                            "its step attribute (%lld) does not match its name",
                            (long long)hdr.step);
                 rc = ELASTIC_ERR_CORRUPT;
             }
         } else {
-            l3_errset (err, "%s", why);
+            errprintf (err, "%s", why.text);
             rc = kind == L3_FOREIGN   ? ELASTIC_ERR_NO_SNAPSHOT
                  : kind == L3_DAMAGED ? ELASTIC_ERR_CORRUPT
                                       : ELASTIC_ERR_IO;
@@ -105,7 +105,7 @@ static int open_one (MPI_Comm comm,
         return rc;
 
     if (!(f = calloc (1, sizeof (*f))) || !(f->path = strdup (path))) {
-        l3_errset (err, "out of memory");
+        errprintf (err, "out of memory");
         rc = ELASTIC_ERR_NOMEM;
     } else {
         f->fid = -1;
@@ -124,30 +124,30 @@ static int open_one (MPI_Comm comm,
     else if ((f->fid = H5Fopen (path, H5F_ACC_RDONLY, fapl)) < 0) {
         char h5[200];
         l3_h5_errtext (h5, sizeof (h5));
-        l3_errset (err, "%s", h5);
+        errprintf (err, "%s", h5);
         rc = ELASTIC_ERR_CORRUPT;
     }
     if (fapl >= 0)
         H5Pclose (fapl);
     if ((rc = l3_agree (comm, rc, err)) != ELASTIC_OK)
         goto error;
-    if (l3_catalog_load (f->fid, &f->cat, why, sizeof (why)) != L3_GOOD) {
-        l3_errset (err, "%s", why);
+    if (l3_catalog_load (f->fid, &f->cat, &why) != L3_GOOD) {
+        errprintf (err, "%s", why.text);
         rc = ELASTIC_ERR_CORRUPT;
     } else {
         f->ndone = l3_catalog_nitems (f->cat);
         if (!(f->done = calloc (f->ndone > 0 ? f->ndone : 1, 1))) {
-            l3_errset (err, "out of memory");
+            errprintf (err, "out of memory");
             rc = ELASTIC_ERR_NOMEM;
         }
     }
     if ((rc = l3_agree (comm, rc, err)) != ELASTIC_OK)
         goto error;
     if (!defer) {
-        struct l3_first_fault ff = {.buf = why, .len = sizeof (why)};
+        struct l3_first_fault ff = {.err = &why};
         if (l3_catalog_verify_rest (
                 f->cat, H5P_DEFAULT, rank, size, f->done, l3_first_fault_cb, &ff) > 0) {
-            l3_errset (err, "%s", why);
+            errprintf (err, "%s", why.text);
             rc = ELASTIC_ERR_CORRUPT;
         }
         if ((rc = l3_agree (comm, rc, err)) != ELASTIC_OK)
@@ -202,7 +202,7 @@ static int open_path (MPI_Comm comm,
         err = &tmp_err;
     err->text[0] = '\0';
     if (!path || !out) {
-        l3_errset (err, "l3_open: path and out must not be NULL");
+        errprintf (err, "l3_open: path and out must not be NULL");
         return ELASTIC_ERR_INVAL;
     }
     l3_h5quiet_begin (&q);
@@ -217,9 +217,9 @@ static int open_path (MPI_Comm comm,
         char msg[sizeof (err->text)];
         snprintf (msg, sizeof (msg), "%s", err->text);
         if (strncmp (msg, path, strlen (path)) == 0)
-            l3_errset (err, "%s", msg);
+            errprintf (err, "%s", msg);
         else
-            l3_errset (err, "%s: %s", path, msg);
+            errprintf (err, "%s: %s", path, msg);
     }
     l3_h5quiet_end (&q);
     return rc;
@@ -251,12 +251,13 @@ candidates (MPI_Comm comm, const char *dir, char **names, int *n, elastic_error_
         int n;
         int bytes;
     } hdr = {0, 0};
-    char *buf = NULL, why[200];
+    char *buf = NULL;
+    elastic_error_t why;
 
     MPI_Comm_rank (comm, &rank);
     if (rank == 0) {
-        if (l3_dir_list (dir, &e, &ne, why, sizeof (why)) < 0) {
-            l3_errset (err, "no L3 snapshot: %s", why);
+        if (l3_dir_list (dir, &e, &ne, &why) < 0) {
+            errprintf (err, "no L3 snapshot: %s", why.text);
             rc = ELASTIC_ERR_NO_SNAPSHOT;
         } else {
             size_t bytes = 0;
@@ -264,7 +265,7 @@ candidates (MPI_Comm comm, const char *dir, char **names, int *n, elastic_error_
                 if (!e[i].temporary)
                     bytes += strlen (e[i].name) + 1;
             if (!(buf = malloc (bytes + 1))) {
-                l3_errset (err, "out of memory");
+                errprintf (err, "out of memory");
                 rc = ELASTIC_ERR_NOMEM;
             } else {
                 char *p = buf;
@@ -286,7 +287,7 @@ candidates (MPI_Comm comm, const char *dir, char **names, int *n, elastic_error_
         goto error;
     }
     if (rank != 0 && !(buf = malloc ((size_t)hdr.bytes + 1))) {
-        l3_errset (err, "out of memory");
+        errprintf (err, "out of memory");
         rc = ELASTIC_ERR_NOMEM;
     }
     if ((rc = l3_agree (comm, rc, err)) != ELASTIC_OK)
@@ -325,7 +326,7 @@ static int open_latest (MPI_Comm comm,
         err = &tmp_err;
     err->text[0] = '\0';
     if (!dir || !*dir || !out) {
-        l3_errset (err, "l3_open_latest: no snapshot directory given");
+        errprintf (err, "l3_open_latest: no snapshot directory given");
         return ELASTIC_ERR_INVAL;
     }
     MPI_Comm_rank (comm, &rank);
@@ -384,16 +385,16 @@ static int open_latest (MPI_Comm comm,
     }
     rc = ELASTIC_ERR_NO_SNAPSHOT;
     if (n == 0)
-        l3_errset (err, "no L3 snapshot in '%s'", dir);
+        errprintf (err, "no L3 snapshot in '%s'", dir);
     else if (rejected == 0)
-        l3_errset (err,
+        errprintf (err,
                    "no L3 snapshot of run '%s' in '%s' (it holds %d of other runs; "
                    "ELASTIC_RUN_ID names the run)",
                    run_id ? run_id : "",
                    dir,
                    other);
     else
-        l3_errset (err,
+        errprintf (err,
                    "no valid L3 snapshot in '%s': %d rejected, the newest %s",
                    dir,
                    rejected,
@@ -428,8 +429,8 @@ int l3_verify_rest (struct l3_file *f, elastic_error_t *err)
 {
     elastic_error_t tmp_err;
     struct l3_h5quiet q;
-    char why[sizeof (err->text)];
-    struct l3_first_fault ff = {.buf = why, .len = sizeof (why)};
+    elastic_error_t why;
+    struct l3_first_fault ff = {.err = &why};
     int rank, size, rc = ELASTIC_OK, e;
 
     if (!err)
@@ -448,7 +449,7 @@ int l3_verify_rest (struct l3_file *f, elastic_error_t *err)
     l3_h5quiet_begin (&q);
     if (l3_catalog_verify_rest (
             f->cat, H5P_DEFAULT, rank, size, f->done, l3_first_fault_cb, &ff) > 0) {
-        l3_errset (err, "%s: %s", f->path, why);
+        errprintf (err, "%s: %s", f->path, why.text);
         rc = ELASTIC_ERR_CORRUPT;
     }
     rc = l3_agree (f->comm, rc, err);
@@ -537,7 +538,7 @@ static void mismatch (elastic_error_t *err,
                       int r,
                       uint32_t crc)
 {
-    l3_errset (err,
+    errprintf (err,
                "%s: array '%s', block of old rank %d (offset %llu, count %llu): "
                "checksum mismatch on read (stored %08x, computed %08x)",
                f->path,
@@ -595,7 +596,7 @@ static int verify_read (struct l3_file *f,
         }
     }
     if (rc == ELASTIC_OK && !(all = malloc (sizeof (mine) * (size_t)size))) {
-        l3_errset (err, "out of memory");
+        errprintf (err, "out of memory");
         rc = ELASTIC_ERR_NOMEM;
     }
     if ((rc = l3_agree (f->comm, rc, err)) != ELASTIC_OK)
@@ -662,16 +663,16 @@ int l3_read_array (struct l3_file *f,
         err = &tmp_err;
     err->text[0] = '\0';
     if (!f) {
-        l3_errset (err, "l3_read_array: no file");
+        errprintf (err, "l3_read_array: no file");
         return ELASTIC_ERR_INVAL;
     }
     l3_h5quiet_begin (&q);
     if (!name || !(a = l3_catalog_array (f->cat, name))) {
-        l3_errset (
+        errprintf (
             err, "%s: no array '%s' in the snapshot", f->path, name ? name : "(null)");
         rc = ELASTIC_ERR_NOT_FOUND;
     } else if (offset > a->global_count || count > a->global_count - offset) {
-        l3_errset (err,
+        errprintf (err,
                    "array '%s': range [%llu, +%llu) is outside its %llu elements",
                    name,
                    (unsigned long long)offset,
@@ -679,7 +680,7 @@ int l3_read_array (struct l3_file *f,
                    (unsigned long long)a->global_count);
         rc = ELASTIC_ERR_INVAL;
     } else if (count > 0 && !buf) {
-        l3_errset (err, "l3_read_array: buf is NULL");
+        errprintf (err, "l3_read_array: buf is NULL");
         rc = ELASTIC_ERR_INVAL;
     }
     if ((rc = l3_agree (f->comm, rc, err)) != ELASTIC_OK)
@@ -721,11 +722,11 @@ int l3_read_value (
         err = &tmp_err;
     err->text[0] = '\0';
     if (!f || !name || !(v = l3_catalog_value (f->cat, name))) {
-        l3_errset (err, "no value '%s' in the snapshot", name ? name : "(null)");
+        errprintf (err, "no value '%s' in the snapshot", name ? name : "(null)");
         return ELASTIC_ERR_NOT_FOUND;
     }
     if (size != v->size || (size > 0 && !buf)) {
-        l3_errset (err,
+        errprintf (err,
                    "value '%s' has %zu bytes in the snapshot; %zu requested",
                    name,
                    v->size,
@@ -740,7 +741,7 @@ int l3_read_value (
     if (H5Dread (v->dset, v->memtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0)
         rc = l3_h5fail (err, "cannot read value", name);
     else if (l3_crc32 (0, buf, size) != v->crc) {
-        l3_errset (err, "%s: value '%s': checksum mismatch", f->path, name);
+        errprintf (err, "%s: value '%s': checksum mismatch", f->path, name);
         rc = ELASTIC_ERR_CORRUPT;
     } else
         f->done[l3_item_value (f->cat, (int)(v - f->cat->values))] = 1;
@@ -767,15 +768,15 @@ int l3_read_blob (struct l3_file *f,
         err = &tmp_err;
     err->text[0] = '\0';
     if (!f || !name || !buf || !size) {
-        l3_errset (err, "l3_read_blob: NULL argument");
+        errprintf (err, "l3_read_blob: NULL argument");
         return ELASTIC_ERR_INVAL;
     }
     if (!(b = l3_catalog_blob (f->cat, name))) {
-        l3_errset (err, "no blob '%s' in the snapshot", name);
+        errprintf (err, "no blob '%s' in the snapshot", name);
         return ELASTIC_ERR_NOT_FOUND;
     }
     if (old_rank < 0 || old_rank >= f->cat->hdr.world_size) {
-        l3_errset (err,
+        errprintf (err,
                    "blob '%s': old rank %d does not exist (the snapshot was written by "
                    "%d ranks)",
                    name,
@@ -786,7 +787,7 @@ int l3_read_blob (struct l3_file *f,
     off = b->index[3 * old_rank];
     n = b->index[3 * old_rank + 1];
     if (!(data = malloc (n ? n : 1))) {
-        l3_errset (
+        errprintf (
             err, "out of memory (%llu bytes for blob '%s')", (unsigned long long)n, name);
         return ELASTIC_ERR_NOMEM;
     }
@@ -802,7 +803,7 @@ int l3_read_blob (struct l3_file *f,
     }
     if (rc == ELASTIC_OK &&
         l3_crc32 (0, data, n) != (uint32_t)b->index[3 * old_rank + 2]) {
-        l3_errset (err,
+        errprintf (err,
                    "%s: blob '%s' of old rank %d: checksum mismatch",
                    f->path,
                    name,

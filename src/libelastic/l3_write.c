@@ -78,35 +78,35 @@ static int check_local (const struct l3_write_opts *opts,
                         elastic_error_t *err)
 {
     if (!opts || !opts->dir || !*opts->dir) {
-        l3_errset (err, "l3_write: no snapshot directory (snapshot_dir is empty)");
+        errprintf (err, "l3_write: no snapshot directory (snapshot_dir is empty)");
         return ELASTIC_ERR_INVAL;
     }
     if (!st || st->narrays < 0 || st->nvalues < 0 || st->nblobs < 0 ||
         (st->narrays > 0 && !st->arrays) || (st->nvalues > 0 && !st->values) ||
         (st->nblobs > 0 && !st->blobs)) {
-        l3_errset (err, "l3_write: invalid state descriptor (NULL or negative counts)");
+        errprintf (err, "l3_write: invalid state descriptor (NULL or negative counts)");
         return ELASTIC_ERR_INVAL;
     }
     if (step < 0) {
-        l3_errset (
+        errprintf (
             err, "l3_write: step %lld is negative (expected >= 0)", (long long)step);
         return ELASTIC_ERR_INVAL;
     }
     if (opts->keep < 0) {
-        l3_errset (err,
+        errprintf (err,
                    "l3_write: keep %d is negative (expected >= 0; 0 keeps all)",
                    opts->keep);
         return ELASTIC_ERR_INVAL;
     }
     if (opts->run_id && strlen (opts->run_id) >= 255) {
-        l3_errset (err, "l3_write: run id is longer than 254 bytes");
+        errprintf (err, "l3_write: run id is longer than 254 bytes");
         return ELASTIC_ERR_INVAL;
     }
     for (int i = 0; i < st->narrays; i++) {
         const struct l3_array *a = &st->arrays[i];
         size_t ts = l3_type_size (a->type);
         if (!l3_name_valid (a->name)) {
-            l3_errset (
+            errprintf (
                 err,
                 "array name '%s' is invalid (1..255 bytes, no '/' or control characters)",
                 a->name ? a->name : "(null)");
@@ -114,18 +114,18 @@ static int check_local (const struct l3_write_opts *opts,
         }
         for (int j = 0; j < i; j++)
             if (!strcmp (st->arrays[j].name, a->name)) {
-                l3_errset (err, "array '%s' is given twice", a->name);
+                errprintf (err, "array '%s' is given twice", a->name);
                 return ELASTIC_ERR_INVAL;
             }
         if (ts == 0) {
-            l3_errset (err,
+            errprintf (err,
                        "array '%s': type %d is not an enum l3_type (0..6)",
                        a->name,
                        a->type);
             return ELASTIC_ERR_INVAL;
         }
         if (a->elem_size == 0 || a->elem_size % ts != 0) {
-            l3_errset (err,
+            errprintf (err,
                        "array '%s': elem_size %zu is not a positive multiple of %zu (%s)",
                        a->name,
                        a->elem_size,
@@ -135,7 +135,7 @@ static int check_local (const struct l3_write_opts *opts,
         }
         if (a->global_offset > a->global_count ||
             a->local_count > a->global_count - a->global_offset) {
-            l3_errset (err,
+            errprintf (err,
                        "array '%s': block [%llu, +%llu) is outside the global count %llu",
                        a->name,
                        (unsigned long long)a->global_offset,
@@ -144,11 +144,11 @@ static int check_local (const struct l3_write_opts *opts,
             return ELASTIC_ERR_INVAL;
         }
         if (a->local_count > 0 && !a->data) {
-            l3_errset (err, "array '%s': data is NULL", a->name);
+            errprintf (err, "array '%s': data is NULL", a->name);
             return ELASTIC_ERR_INVAL;
         }
         if (a->global_count > (uint64_t)SIZE_MAX / a->elem_size) {
-            l3_errset (err,
+            errprintf (err,
                        "array '%s': %llu elements overflow",
                        a->name,
                        (unsigned long long)a->global_count);
@@ -159,7 +159,7 @@ static int check_local (const struct l3_write_opts *opts,
         const struct l3_value *v = &st->values[i];
         size_t ts = l3_type_size (v->type);
         if (!l3_name_valid (v->name)) {
-            l3_errset (
+            errprintf (
                 err,
                 "value name '%s' is invalid (1..255 bytes, no '/' or control characters)",
                 v->name ? v->name : "(null)");
@@ -167,11 +167,11 @@ static int check_local (const struct l3_write_opts *opts,
         }
         for (int j = 0; j < i; j++)
             if (!strcmp (st->values[j].name, v->name)) {
-                l3_errset (err, "value '%s' is given twice", v->name);
+                errprintf (err, "value '%s' is given twice", v->name);
                 return ELASTIC_ERR_INVAL;
             }
         if (ts == 0 || v->size % ts != 0) {
-            l3_errset (err,
+            errprintf (err,
                        "value '%s': type %d with size %zu (the size must be a multiple "
                        "of the type's)",
                        v->name,
@@ -180,14 +180,14 @@ static int check_local (const struct l3_write_opts *opts,
             return ELASTIC_ERR_INVAL;
         }
         if (v->size > 0 && !v->data) {
-            l3_errset (err, "value '%s': data is NULL", v->name);
+            errprintf (err, "value '%s': data is NULL", v->name);
             return ELASTIC_ERR_INVAL;
         }
     }
     for (int i = 0; i < st->nblobs; i++) {
         const struct l3_blob *b = &st->blobs[i];
         if (!l3_name_valid (b->name)) {
-            l3_errset (
+            errprintf (
                 err,
                 "blob name '%s' is invalid (1..255 bytes, no '/' or control characters)",
                 b->name ? b->name : "(null)");
@@ -195,11 +195,11 @@ static int check_local (const struct l3_write_opts *opts,
         }
         for (int j = 0; j < i; j++)
             if (!strcmp (st->blobs[j].name, b->name)) {
-                l3_errset (err, "blob '%s' is given twice", b->name);
+                errprintf (err, "blob '%s' is given twice", b->name);
                 return ELASTIC_ERR_INVAL;
             }
         if (b->size > 0 && !b->data) {
-            l3_errset (err, "blob '%s': data is NULL", b->name);
+            errprintf (err, "blob '%s': data is NULL", b->name);
             return ELASTIC_ERR_INVAL;
         }
     }
@@ -217,7 +217,7 @@ static int gather_check (struct writer *w)
     int e, rc = ELASTIC_OK;
 
     if (!(all_counts = malloc (sizeof (int) * 3 * (size_t)w->size))) {
-        l3_errset (w->err, "out of memory gathering the snapshot layout");
+        errprintf (w->err, "out of memory gathering the snapshot layout");
         rc = ELASTIC_ERR_NOMEM;
     }
     if ((rc = l3_agree (w->comm, rc, w->err)) != ELASTIC_OK)
@@ -230,7 +230,7 @@ static int gather_check (struct writer *w)
     /* a difference is seen by every rank, so all return here together */
     for (int r = 0; r < w->size; r++)
         if (memcmp (&all_counts[3 * r], counts, sizeof (counts)) != 0) {
-            l3_errset (w->err,
+            errprintf (w->err,
                        "ranks registered different state: rank %d has %d arrays, %d "
                        "values, %d blobs; "
                        "rank %d has %d, %d, %d",
@@ -251,7 +251,7 @@ static int gather_check (struct writer *w)
     mine = calloc ((size_t)w->stride, sizeof (*mine));
     w->all = calloc ((size_t)w->stride * (size_t)w->size, sizeof (*mine));
     if (!mine || !w->all) {
-        l3_errset (w->err, "out of memory gathering the snapshot layout");
+        errprintf (w->err, "out of memory gathering the snapshot layout");
         rc = ELASTIC_ERR_NOMEM;
     }
     if ((rc = l3_agree (w->comm, rc, w->err)) != ELASTIC_OK) {
@@ -289,7 +289,7 @@ static int gather_check (struct writer *w)
         return l3_mpi_error (e, "MPI_Allgather", w->err);
 
     if (!(table = malloc (sizeof (*table) * 3 * (size_t)w->size))) {
-        l3_errset (w->err, "out of memory checking the snapshot layout");
+        errprintf (w->err, "out of memory checking the snapshot layout");
         return ELASTIC_ERR_NOMEM;
     }
     const uint64_t *d0 = desc_of (w, 0);
@@ -299,7 +299,7 @@ static int gather_check (struct writer *w)
         for (int r = 0; r < w->size; r++) {
             const uint64_t *d = desc_of (w, r) + k;
             if (d[A_HASH] != d0[k + A_HASH]) {
-                l3_errset (w->err,
+                errprintf (w->err,
                            "array %d is '%s' on rank 0 but named differently on rank %d",
                            i,
                            name,
@@ -309,7 +309,7 @@ static int gather_check (struct writer *w)
             }
             if (d[A_ELEM] != d0[k + A_ELEM] || d[A_TYPE] != d0[k + A_TYPE] ||
                 d[A_GLOBAL] != d0[k + A_GLOBAL]) {
-                l3_errset (w->err,
+                errprintf (w->err,
                            "array '%s': rank %d has elem_size %llu, type %d, global "
                            "count %llu; rank 0 has "
                            "%llu, %d, %llu",
@@ -329,7 +329,7 @@ static int gather_check (struct writer *w)
             table[3 * r + 2] = d[A_CRC];
         }
         if (rc == ELASTIC_OK && !l3_blocks_tile (table, w->size, d0[k + A_GLOBAL])) {
-            l3_errset (w->err,
+            errprintf (w->err,
                        "array '%s': the ranks' blocks overlap or leave gaps in [0, %llu)",
                        name,
                        (unsigned long long)d0[k + A_GLOBAL]);
@@ -341,7 +341,7 @@ static int gather_check (struct writer *w)
         for (int r = 1; r < w->size; r++) {
             const uint64_t *d = desc_of (w, r) + k;
             if (memcmp (d, d0 + k, sizeof (*d) * V_N) != 0) {
-                l3_errset (w->err,
+                errprintf (w->err,
                            "value '%s' differs between rank 0 and rank %d (values must "
                            "be replicated)",
                            st->values[i].name,
@@ -355,7 +355,7 @@ static int gather_check (struct writer *w)
         int k = A_N * st->narrays + V_N * st->nvalues + B_N * i;
         for (int r = 1; r < w->size; r++)
             if (desc_of (w, r)[k + B_HASH] != d0[k + B_HASH]) {
-                l3_errset (w->err,
+                errprintf (w->err,
                            "blob %d is '%s' on rank 0 but named differently on rank %d",
                            i,
                            st->blobs[i].name,
@@ -565,7 +565,7 @@ static int write_arrays (struct writer *w, hid_t dxpl)
     int rc = ELASTIC_OK;
 
     if (!table) {
-        l3_errset (w->err, "out of memory");
+        errprintf (w->err, "out of memory");
         rc = ELASTIC_ERR_NOMEM;
     }
     if ((rc = l3_agree (w->comm, rc, w->err)) != ELASTIC_OK ||
@@ -659,7 +659,7 @@ static int write_blobs (struct writer *w, hid_t dxpl)
     int rc = ELASTIC_OK;
 
     if (!table) {
-        l3_errset (w->err, "out of memory");
+        errprintf (w->err, "out of memory");
         rc = ELASTIC_ERR_NOMEM;
     }
     if ((rc = l3_agree (w->comm, rc, w->err)) != ELASTIC_OK ||
@@ -734,20 +734,20 @@ struct prep {
 
 static int prepare_dir (struct writer *w, struct prep *prep)
 {
-    char why[200];
+    elastic_error_t why;
     struct stat sb;
     int rc = ELASTIC_OK, e;
 
     if (w->rank == 0) {
         prep->created_unix = (int64_t)time (NULL);
         if (l3_mkdir_p (w->opts->dir) < 0) {
-            l3_errset (w->err,
+            errprintf (w->err,
                        "cannot create snapshot directory '%s': %s",
                        w->opts->dir,
                        strerror (errno));
             rc = ELASTIC_ERR_IO;
-        } else if (l3_dir_clean (w->opts->dir, why, sizeof (why)) < 0) {
-            l3_errset (w->err, "%s", why);
+        } else if (l3_dir_clean (w->opts->dir, &why) < 0) {
+            errprintf (w->err, "%s", why.text);
             rc = ELASTIC_ERR_IO;
         } else if (stat (w->opts->dir, &sb) == 0 && sb.st_blksize > 0)
             prep->align = (uint64_t)sb.st_blksize;
@@ -821,7 +821,7 @@ static int check_fsize_limit (struct writer *w, uint64_t bound)
 
     if (getrlimit (RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
         (uint64_t)rl.rlim_cur < bound) {
-        l3_errset (
+        errprintf (
             w->err,
             "the snapshot of step %lld needs up to %llu bytes, over the file size limit "
             "(ulimit -f) of %llu bytes on rank %d",
@@ -844,7 +844,7 @@ static int check_free_space (struct writer *w, uint64_t bound)
 
     if (statvfs (w->opts->dir, &sv) < 0 || (uint64_t)sv.f_bavail * sv.f_frsize >= bound)
         return ELASTIC_OK;
-    l3_errset (w->err,
+    errprintf (w->err,
                "cannot reserve %llu bytes for the snapshot of step %lld in '%s': %s "
                "(%llu bytes free)",
                (unsigned long long)bound,
@@ -866,7 +866,7 @@ static int reserve_space (struct writer *w, const char *tmp, uint64_t bound)
     int fd, e = 0;
 
     if ((fd = open (tmp, O_WRONLY | O_CLOEXEC)) < 0) {
-        l3_errset (w->err, "cannot open '%s': %s", tmp, strerror (errno));
+        errprintf (w->err, "cannot open '%s': %s", tmp, strerror (errno));
         return ELASTIC_ERR_IO;
     }
 #ifdef FALLOC_FL_KEEP_SIZE
@@ -884,7 +884,7 @@ static int reserve_space (struct writer *w, const char *tmp, uint64_t bound)
             return ELASTIC_OK;
         e = ENOSPC;
     }
-    l3_errset (w->err,
+    errprintf (w->err,
                "cannot reserve %llu bytes for the snapshot of step %lld in '%s': %s",
                (unsigned long long)bound,
                (long long)w->step,
@@ -898,21 +898,22 @@ static int reserve_space (struct writer *w, const char *tmp, uint64_t bound)
 static int check_written (struct writer *w, const char *tmp)
 {
     struct l3_catalog *c = NULL;
-    char why[sizeof (w->err->text)];
+    elastic_error_t why;
     int kind, rc = ELASTIC_OK;
     hid_t fid;
 
     if (w->rank != 0 && !w->opts->verify)
         return ELASTIC_OK;
-    if ((fid = l3_file_open_serial (tmp, &kind, why, sizeof (why))) < 0 ||
-        (kind = l3_catalog_load (fid, &c, why, sizeof (why))) != L3_GOOD) {
-        l3_errset (w->err, "the written file '%s' does not read back: %s", tmp, why);
+    if ((fid = l3_file_open_serial (tmp, &kind, &why)) < 0 ||
+        (kind = l3_catalog_load (fid, &c, &why)) != L3_GOOD) {
+        errprintf (w->err, "the written file '%s' does not read back: %s", tmp, why.text);
         rc = ELASTIC_ERR_IO;
     } else if (w->opts->verify) {
-        struct l3_first_fault ff = {.buf = why, .len = sizeof (why)};
+        struct l3_first_fault ff = {.err = &why};
         if (l3_catalog_verify (c, H5P_DEFAULT, w->rank, w->size, l3_first_fault_cb, &ff) >
             0) {
-            l3_errset (w->err, "the written file '%s' fails verification: %s", tmp, why);
+            errprintf (
+                w->err, "the written file '%s' fails verification: %s", tmp, why.text);
             rc = ELASTIC_ERR_IO;
         }
     }
@@ -987,14 +988,15 @@ int l3_write (MPI_Comm comm,
     struct writer w = {.comm = comm, .opts = opts, .st = st, .step = step, .fid = -1};
     struct l3_h5quiet q;
     struct prep prep = {0};
-    char name[64], tmp[PATH_MAX], why[256];
+    char name[64], tmp[PATH_MAX];
+    elastic_error_t why;
     int rc;
 
     w.err = err ? err : &tmp_err;
     w.err->text[0] = '\0';
     if (MPI_Comm_rank (comm, &w.rank) != MPI_SUCCESS ||
         MPI_Comm_size (comm, &w.size) != MPI_SUCCESS) {
-        l3_errset (w.err, "l3_write: invalid communicator");
+        errprintf (w.err, "l3_write: invalid communicator");
         return ELASTIC_ERR_INVAL;
     }
     l3_h5quiet_begin (&q);
@@ -1013,7 +1015,7 @@ int l3_write (MPI_Comm comm,
         goto out;
     l3_snap_name (name, sizeof (name), step, 1);
     if (snprintf (tmp, sizeof (tmp), "%s/%s", opts->dir, name) >= (int)sizeof (tmp)) {
-        l3_errset (w.err, "snapshot directory name is too long");
+        errprintf (w.err, "snapshot directory name is too long");
         rc = ELASTIC_ERR_INVAL;
         goto out;
     }
@@ -1034,7 +1036,7 @@ int l3_write (MPI_Comm comm,
         snprintf (final, sizeof (final), "%s/%s", opts->dir, name);
         if (l3_file_run_id (final, owner, sizeof (owner)) == 1 &&
             strcmp (owner, me) != 0) {
-            l3_errset (w.err,
+            errprintf (w.err,
                        "'%s' is a snapshot of run '%s', not of this run '%s' (a snapshot "
                        "directory holds one run's snapshots)",
                        final,
@@ -1045,23 +1047,22 @@ int l3_write (MPI_Comm comm,
         }
     }
     if (w.rank == 0 && rc == ELASTIC_OK) {
-        int c = l3_dir_commit (opts->dir, step, why, sizeof (why));
+        int c = l3_dir_commit (opts->dir, step, &why);
         if (c < 0) {
-            l3_errset (w.err, "%s", why);
+            errprintf (w.err, "%s", why.text);
             rc = ELASTIC_ERR_IO;
             (void)unlink (tmp);
         } else {
             if (c > 0)
-                el_log (EL_WARN, "%s", why);
+                el_log (EL_WARN, "%s", why.text);
             if (l3_dir_prune (opts->dir,
                               opts->keep,
                               opts->run_id ? opts->run_id : "",
                               step,
                               removed_cb,
                               NULL,
-                              why,
-                              sizeof (why)) < 0)
-                el_log (EL_WARN, "L3 retention in '%s' failed: %s", opts->dir, why);
+                              &why) < 0)
+                el_log (EL_WARN, "L3 retention in '%s' failed: %s", opts->dir, why.text);
         }
     }
     rc = l3_agree (comm, rc, w.err);

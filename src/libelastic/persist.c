@@ -39,7 +39,7 @@ int persist_setup (struct elastic_manager *m, elastic_error_t *err)
     m->persist_step = -1;
     m->resumed_step = -1;
     if (!(m->run_id = strdup (id)))
-        return mgr_err (err, ELASTIC_ERR_NOMEM, "elastic_manager_create: out of memory");
+        return errcodef (err, ELASTIC_ERR_NOMEM, "elastic_manager_create: out of memory");
     m->cfg.run_id = m->run_id;
     return ELASTIC_OK;
 }
@@ -183,9 +183,9 @@ int persist_write (struct elastic_manager *m,
             .size = reg->b[i].size,
             .data = reg->b[i].data,
         };
-    t0 = mgr_now ();
+    t0 = mono_now ();
     rc = l3_write (m->work, &opts, &st, step, &e);
-    dt = mgr_now () - t0;
+    dt = mono_now () - t0;
     free (arrays);
     free (values);
     free (blobs);
@@ -220,12 +220,13 @@ int persist_write (struct elastic_manager *m,
         persist_finalize_guard ();
         ft_revoke (m->work);
         ft_revoke (m->world);
-        return mgr_err (err,
-                        ELASTIC_ERR_PROC_FAILED,
-                        "the L3 write of step %lld was interrupted by a process failure: "
-                        "%s",
-                        (long long)step,
-                        e.text);
+        return errcodef (
+            err,
+            ELASTIC_ERR_PROC_FAILED,
+            "the L3 write of step %lld was interrupted by a process failure: "
+            "%s",
+            (long long)step,
+            e.text);
     }
     if (m->myslot == 0) {
         if (m->persist_step >= 0)

@@ -363,7 +363,7 @@ static void ev_emit (struct elastic_manager *m,
         .t_restore = ev->t_restore,
         .t_handler = ev->t_handler,
         .t_protect = ev->t_protect,
-        .t_total = mgr_now () - ev->t_start + ev->t_detect,
+        .t_total = mono_now () - ev->t_start + ev->t_detect,
         .error = ev->fatal[0] ? ev->fatal : NULL,
         .rank = m->me,
     };
@@ -444,15 +444,15 @@ int event_run (struct elastic_manager *m,
     /* a snapshot still in flight never commits: recover from the previous */
     if (m->myslot >= 0)
         snapshot_discard (m);
-    ev.t_start = mgr_now ();
+    ev.t_start = mono_now ();
     if (why == WHY_FAILURE && m->t_progress > 0)
         ev.t_detect = ev.t_start - m->t_progress;
     ev.kind_failure = why == WHY_FAILURE;
     if (!ft_available ())
-        return mgr_err (err,
-                        ELASTIC_ERR_NO_ULFM,
-                        "in-place recovery impossible: %s; relaunch needed",
-                        ft_why_unavailable ());
+        return errcodef (err,
+                         ELASTIC_ERR_NO_ULFM,
+                         "in-place recovery impossible: %s; relaunch needed",
+                         ft_why_unavailable ());
     if (!(p = plan_create (m->norig, m->reg->na)) ||
         !(alive = calloc (m->norig, sizeof (int))) ||
         !(orig = calloc (m->norig, sizeof (int))) ||
@@ -460,7 +460,7 @@ int event_run (struct elastic_manager *m,
         !(ev.failed = calloc (m->norig, sizeof (int))) ||
         !(ev.used = calloc (m->norig, sizeof (int))) ||
         !(values = malloc (m->reg->vbytes > 0 ? m->reg->vbytes : 1))) {
-        rc = mgr_err (err, ELASTIC_ERR_NOMEM, "recovery: out of memory");
+        rc = errcodef (err, ELASTIC_ERR_NOMEM, "recovery: out of memory");
         goto out;
     }
     ev.members = members;
@@ -470,7 +470,7 @@ int event_run (struct elastic_manager *m,
      * a snapshot there, and every rank learns the same intent. */
     if (m->myslot >= 0 && m->work != MPI_COMM_NULL && !m->work_final) {
         int wf = W_NO_FAILURE | W_NOT_DONE | W_GROW;
-        double t = mgr_now ();
+        double t = mono_now ();
         if (why == WHY_FAILURE) {
             wf &= ~W_NO_FAILURE;
             ft_revoke (m->work); /* release ranks blocked on it */
@@ -483,7 +483,7 @@ int event_run (struct elastic_manager *m,
             wf &= ~W_NO_FAILURE;
         m->work_final = 1;
         m->work_result = wf;
-        ev.t_ra += mgr_now () - t;
+        ev.t_ra += mono_now () - t;
     }
     if (m->myslot >= 0 && !(m->work_result & W_NO_FAILURE))
         ev.kind_failure = 1;
@@ -495,7 +495,7 @@ int event_run (struct elastic_manager *m,
 
         ev.attempts++;
         /* 1. revoke, agree on the intent */
-        t = mgr_now ();
+        t = mono_now ();
         /* The working communicator is revoked only to interrupt a repair:
          * at the end of the job or to grow, slower ranks may still be
          * finishing a collective on it. */
@@ -513,19 +513,19 @@ int event_run (struct elastic_manager *m,
         else
             flags = F_NOT_DONE | F_NO_FAILURE | F_GROW;
         if ((mrc = ft_agree_robust (m->world, &flags)) != MPI_SUCCESS) {
-            rc = mgr_err (err,
-                          ELASTIC_ERR_RELAUNCH,
-                          "recovery: agreement failed: %s; relaunch needed",
-                          ft_strerror (mrc, ebuf, sizeof (ebuf)));
+            rc = errcodef (err,
+                           ELASTIC_ERR_RELAUNCH,
+                           "recovery: agreement failed: %s; relaunch needed",
+                           ft_strerror (mrc, ebuf, sizeof (ebuf)));
             m->finished = 1;
             goto out;
         }
-        ev.t_ra += mgr_now () - t;
+        ev.t_ra += mono_now () - t;
         if (!(flags & F_NOT_DONE)) {
             m->finished = 1;
             *outcome = EV_DONE;
             if (why == WHY_FAILURE || why == WHY_GROW)
-                rc = mgr_err (
+                rc = errcodef (
                     err,
                     ELASTIC_ERR_RELAUNCH,
                     "the job ended on other ranks while this one was recovering from a "
@@ -533,17 +533,17 @@ int event_run (struct elastic_manager *m,
             goto out;
         }
         /* 2. shrink */
-        t = mgr_now ();
+        t = mono_now ();
         if ((mrc = ft_shrink (m->world, &nw)) != MPI_SUCCESS) {
-            rc = mgr_err (err,
-                          ELASTIC_ERR_RELAUNCH,
-                          "recovery: MPIX_Comm_shrink failed: %s; relaunch needed",
-                          ft_strerror (mrc, ebuf, sizeof (ebuf)));
+            rc = errcodef (err,
+                           ELASTIC_ERR_RELAUNCH,
+                           "recovery: MPIX_Comm_shrink failed: %s; relaunch needed",
+                           ft_strerror (mrc, ebuf, sizeof (ebuf)));
             m->finished = 1;
             goto out;
         }
-        ev.t_shrink += mgr_now () - t;
-        t = mgr_now ();
+        ev.t_shrink += mono_now () - t;
+        t = mono_now ();
         memset (alive, 0, m->norig * sizeof (int));
         if ((mrc = comm_orig_ranks (m, nw, orig, &size)) != MPI_SUCCESS) {
             ok = 0;
@@ -619,7 +619,7 @@ int event_run (struct elastic_manager *m,
         /* 5. commit, or start again */
         cflags = (ok ? C_OK : 0) | (fatal ? 0 : C_NOT_FATAL);
         mrc = ft_agree (nw, &cflags);
-        ev.t_restore += mgr_now () - t;
+        ev.t_restore += mono_now () - t;
         if (!(cflags & C_NOT_FATAL)) {
             int nwrank;
             if (!ev.fatal[0])
@@ -636,7 +636,7 @@ int event_run (struct elastic_manager *m,
             mgr_set_agreed_error (ELASTIC_ERR_RELAUNCH, nwrank == 0);
             el_log (EL_ERROR, "%s", ev.fatal);
             ev_emit (m, &ev, "fatal", 0, nwrank == 0);
-            rc = mgr_err (err, ELASTIC_ERR_RELAUNCH, "%s", ev.fatal);
+            rc = errcodef (err, ELASTIC_ERR_RELAUNCH, "%s", ev.fatal);
             goto out;
         }
         if (mrc != MPI_SUCCESS || !(cflags & C_OK)) {
@@ -664,7 +664,7 @@ int event_run (struct elastic_manager *m,
             }
         }
         m->step = snapstore_meta (m->store)->step;
-        t = mgr_now ();
+        t = mono_now ();
         int hrc = 0, hflag;
         if (handler) {
             m->in_handler = 1;
@@ -679,7 +679,7 @@ int event_run (struct elastic_manager *m,
         }
         hflag = hrc == 0;
         mrc = ft_agree (m->work, &hflag);
-        ev.t_handler += mgr_now () - t;
+        ev.t_handler += mono_now () - t;
         if (mrc != MPI_SUCCESS || !hflag)
             m->work_final = 1; /* every working rank is here: the last one */
         if (mrc != MPI_SUCCESS) {
@@ -693,11 +693,11 @@ int event_run (struct elastic_manager *m,
         /* 7. protect the restored state in the new layout: adopt it as the
          * snapshot of its step where the layout is the snapshot's and the
          * arrays were restored in place, else take a snapshot */
-        t = mgr_now ();
+        t = mono_now ();
         mrc = snapshot_adopt (m, err);
         if (mrc == ELASTIC_ERR_STATE)
             mrc = snapshot_take (m, m->step, err);
-        ev.t_protect += mgr_now () - t;
+        ev.t_protect += mono_now () - t;
         if (mrc == ELASTIC_ERR_PROC_FAILED) {
             ev.kind_failure = 1;
             continue;

@@ -3,27 +3,12 @@
 #include "config.h"
 #endif
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/error.h"
 #include "registry.h"
-
-static int errset (elastic_error_t *err, int code, const char *fmt, ...)
-    __attribute__ ((format (printf, 3, 4)));
-
-static int errset (elastic_error_t *err, int code, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (err) {
-        va_start (ap, fmt);
-        vsnprintf (err->text, sizeof (err->text), fmt, ap);
-        va_end (ap);
-    }
-    return code;
-}
 
 struct registry *registry_create (void)
 {
@@ -47,31 +32,31 @@ void registry_destroy (struct registry *r)
 static int check_name (const struct registry *r, const char *name, elastic_error_t *err)
 {
     if (!name || name[0] == '\0')
-        return errset (
+        return errcodef (
             err, ELASTIC_ERR_INVAL, "name: '' is invalid (expected a non-empty name)");
     if (strlen (name) >= REG_NAME_MAX)
-        return errset (err,
-                       ELASTIC_ERR_INVAL,
-                       "name: '%.20s...' is invalid (expected at most %d characters)",
-                       name,
-                       REG_NAME_MAX - 1);
+        return errcodef (err,
+                         ELASTIC_ERR_INVAL,
+                         "name: '%.20s...' is invalid (expected at most %d characters)",
+                         name,
+                         REG_NAME_MAX - 1);
     for (int i = 0; i < r->nv; i++)
         if (!strcmp (r->v[i].name, name))
-            return errset (
+            return errcodef (
                 err, ELASTIC_ERR_EXISTS, "'%s' is already registered (a value)", name);
     for (int i = 0; i < r->na; i++)
         if (!strcmp (r->a[i].name, name))
-            return errset (
+            return errcodef (
                 err, ELASTIC_ERR_EXISTS, "'%s' is already registered (an array)", name);
     for (int i = 0; i < r->nb; i++)
         if (!strcmp (r->b[i].name, name))
-            return errset (
+            return errcodef (
                 err, ELASTIC_ERR_EXISTS, "'%s' is already registered (a blob)", name);
     if (r->frozen)
-        return errset (err,
-                       ELASTIC_ERR_STATE,
-                       "'%s': state must be registered before elastic_manager_start",
-                       name);
+        return errcodef (err,
+                         ELASTIC_ERR_STATE,
+                         "'%s': state must be registered before elastic_manager_start",
+                         name);
     return ELASTIC_OK;
 }
 
@@ -92,14 +77,14 @@ int registry_add_value (
     if ((rc = check_name (r, name, err)) != ELASTIC_OK)
         return rc;
     if (!data || size == 0)
-        return errset (
+        return errcodef (
             err,
             ELASTIC_ERR_INVAL,
             "value '%s': %s is invalid (expected a non-NULL pointer and a size >= 1)",
             name,
             data ? "size 0" : "a NULL pointer");
     if (grow ((void **)&r->v, r->nv, sizeof (r->v[0])) < 0)
-        return errset (err, ELASTIC_ERR_NOMEM, "value '%s': out of memory", name);
+        return errcodef (err, ELASTIC_ERR_NOMEM, "value '%s': out of memory", name);
     memset (&r->v[r->nv], 0, sizeof (r->v[0]));
     strcpy (r->v[r->nv].name, name);
     r->v[r->nv].data = data;
@@ -121,12 +106,12 @@ int registry_add_array (struct registry *r,
     if ((rc = check_name (r, name, err)) != ELASTIC_OK)
         return rc;
     if (elem_size == 0)
-        return errset (err,
-                       ELASTIC_ERR_INVAL,
-                       "array '%s': elem_size 0 is invalid (expected >= 1 byte)",
-                       name);
+        return errcodef (err,
+                         ELASTIC_ERR_INVAL,
+                         "array '%s': elem_size 0 is invalid (expected >= 1 byte)",
+                         name);
     if (count > 0 && !data)
-        return errset (
+        return errcodef (
             err,
             ELASTIC_ERR_INVAL,
             "array '%s': a NULL pointer with %llu elements is invalid (expected data "
@@ -134,7 +119,7 @@ int registry_add_array (struct registry *r,
             name,
             (unsigned long long)count);
     if (grow ((void **)&r->a, r->na, sizeof (r->a[0])) < 0)
-        return errset (err, ELASTIC_ERR_NOMEM, "array '%s': out of memory", name);
+        return errcodef (err, ELASTIC_ERR_NOMEM, "array '%s': out of memory", name);
     memset (&r->a[r->na], 0, sizeof (r->a[0]));
     strcpy (r->a[r->na].name, name);
     r->a[r->na].data = data;
@@ -153,7 +138,7 @@ int registry_set_blob (struct registry *r,
     int i, rc;
 
     if (size > 0 && !data)
-        return errset (
+        return errcodef (
             err,
             ELASTIC_ERR_INVAL,
             "blob '%s': a NULL pointer with %zu bytes is invalid (expected data for "
@@ -168,7 +153,7 @@ int registry_set_blob (struct registry *r,
     if ((rc = check_name (r, name, err)) != ELASTIC_OK)
         return rc;
     if (grow ((void **)&r->b, r->nb, sizeof (r->b[0])) < 0)
-        return errset (err, ELASTIC_ERR_NOMEM, "blob '%s': out of memory", name);
+        return errcodef (err, ELASTIC_ERR_NOMEM, "blob '%s': out of memory", name);
     memset (&r->b[r->nb], 0, sizeof (r->b[0]));
     strcpy (r->b[r->nb].name, name);
     r->b[r->nb].data = data;
@@ -197,10 +182,10 @@ int registry_set_type (struct registry *r,
     const char *kind;
 
     if (r->frozen)
-        return errset (err,
-                       ELASTIC_ERR_STATE,
-                       "'%s': types must be set before elastic_manager_start",
-                       name ? name : "");
+        return errcodef (err,
+                         ELASTIC_ERR_STATE,
+                         "'%s': types must be set before elastic_manager_start",
+                         name ? name : "");
     if ((i = registry_find_array (r, name)) >= 0) {
         size = r->a[i].elem_size;
         field = &r->a[i].type;
@@ -210,29 +195,30 @@ int registry_set_type (struct registry *r,
         field = &r->v[i].type;
         kind = "value";
     } else
-        return errset (err,
-                       ELASTIC_ERR_NOT_FOUND,
-                       "elastic_set_type: no array or value '%s' (register it first)",
-                       name ? name : "");
+        return errcodef (err,
+                         ELASTIC_ERR_NOT_FOUND,
+                         "elastic_set_type: no array or value '%s' (register it first)",
+                         name ? name : "");
     if (ts == 0)
-        return errset (err,
-                       ELASTIC_ERR_INVAL,
-                       "%s '%s': type %d is invalid (expected an ELASTIC_TYPE_* from 0 "
-                       "to 6)",
-                       kind,
-                       name,
-                       type);
+        return errcodef (err,
+                         ELASTIC_ERR_INVAL,
+                         "%s '%s': type %d is invalid (expected an ELASTIC_TYPE_* from 0 "
+                         "to 6)",
+                         kind,
+                         name,
+                         type);
     if (size % ts != 0)
-        return errset (err,
-                       ELASTIC_ERR_INVAL,
-                       "%s '%s': type %s is invalid for %s %zu (expected a size that is "
-                       "a multiple of %zu)",
-                       kind,
-                       name,
-                       names[type],
-                       *kind == 'a' ? "elem_size" : "size",
-                       size,
-                       ts);
+        return errcodef (
+            err,
+            ELASTIC_ERR_INVAL,
+            "%s '%s': type %s is invalid for %s %zu (expected a size that is "
+            "a multiple of %zu)",
+            kind,
+            name,
+            names[type],
+            *kind == 'a' ? "elem_size" : "size",
+            size,
+            ts);
     *field = type;
     return ELASTIC_OK;
 }

@@ -355,10 +355,10 @@ static int snap_post (struct elastic_manager *m,
         free (row);
         free (f->rows);
         f->rows = NULL;
-        return mgr_err (err,
-                        ELASTIC_ERR_NOMEM,
-                        "snapshot of step %lld: out of memory",
-                        (long long)step);
+        return errcodef (err,
+                         ELASTIC_ERR_NOMEM,
+                         "snapshot of step %lld: out of memory",
+                         (long long)step);
     }
     f->active = 1;
     if (serialize (reg, &s->l1[f->k]) < 0)
@@ -496,23 +496,24 @@ snap_finish (struct elastic_manager *m, struct inflight *f, elastic_error_t *err
         m->work_result = rc == MPI_SUCCESS ? flag : flag & ~W_NO_FAILURE;
         ft_revoke (m->work);
         ft_revoke (m->world);
-        rc = mgr_err (err,
-                      ELASTIC_ERR_PROC_FAILED,
-                      "snapshot of step %lld interrupted by a process failure",
-                      (long long)step);
+        rc = errcodef (err,
+                       ELASTIC_ERR_PROC_FAILED,
+                       "snapshot of step %lld interrupted by a process failure",
+                       (long long)step);
         goto out;
     }
     if (f->bad_rank >= 0)
-        rc = mgr_err (err,
+        rc =
+            errcodef (err,
                       ELASTIC_ERR_NOMEM,
                       "snapshot of step %lld not taken: out of memory on working rank %d",
                       (long long)step,
                       f->bad_rank);
     else
-        rc = mgr_err (err,
-                      ELASTIC_ERR_NOMEM,
-                      "snapshot of step %lld not taken: out of memory on another rank",
-                      (long long)step);
+        rc = errcodef (err,
+                       ELASTIC_ERR_NOMEM,
+                       "snapshot of step %lld not taken: out of memory on another rank",
+                       (long long)step);
 out:
     snapmeta_destroy (sm);
     snap_free (f);
@@ -526,7 +527,7 @@ static int snap_start (struct elastic_manager *m, int64_t step, elastic_error_t 
     int rc;
 
     if (m->myslot < 0)
-        return mgr_err (
+        return errcodef (
             err, ELASTIC_ERR_STATE, "snapshot: an idle spare takes no snapshot");
     if ((rc = snapshot_complete (m, err)) != ELASTIC_OK)
         return rc;
@@ -649,7 +650,7 @@ int snapshot_adopt (struct elastic_manager *m, elastic_error_t *err)
     char ebuf[200];
 
     if (me < 0)
-        return mgr_err (err, ELASTIC_ERR_STATE, "adopt: an idle spare adopts nothing");
+        return errcodef (err, ELASTIC_ERR_STATE, "adopt: an idle spare adopts nothing");
     /* the new world's buddies (collective) */
     m->buddy_valid = 0;
     if ((rc = compute_buddies (m)) != MPI_SUCCESS) {
@@ -685,10 +686,10 @@ int snapshot_adopt (struct elastic_manager *m, elastic_error_t *err)
     if (!all) {
         snapmeta_destroy (nsm);
         free (reqs);
-        return mgr_err (err,
-                        ELASTIC_ERR_STATE,
-                        "the restored state of step %lld cannot be adopted",
-                        (long long)step);
+        return errcodef (err,
+                         ELASTIC_ERR_STATE,
+                         "the restored state of step %lld cannot be adopted",
+                         (long long)step);
     }
     /* L2 copies whose buddy changed: only those move */
     rc = MPI_SUCCESS;
@@ -744,8 +745,9 @@ agree:
     m->work_result = rc == MPI_SUCCESS ? flag : flag & ~W_NO_FAILURE;
     ft_revoke (m->work);
     ft_revoke (m->world);
-    return mgr_err (err,
-                    ELASTIC_ERR_PROC_FAILED,
-                    "adopting the snapshot of step %lld interrupted by a process failure",
-                    (long long)step);
+    return errcodef (
+        err,
+        ELASTIC_ERR_PROC_FAILED,
+        "adopting the snapshot of step %lld interrupted by a process failure",
+        (long long)step);
 }
