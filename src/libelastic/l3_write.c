@@ -206,14 +206,12 @@ static int check_local (const struct l3_write_opts *opts,
     return ELASTIC_OK;
 }
 
-/* Gather every rank's descriptors and check that they agree.  The result
- * is the same on every rank (computed from the same gathered data). */
-static int gather_check (struct writer *w)
+/* Every rank registered as many arrays, values and blobs as this one: the
+ * same answer on every rank. */
+static int check_counts (struct writer *w)
 {
     const struct l3_state *st = w->st;
     int counts[3] = {st->narrays, st->nvalues, st->nblobs}, *all_counts;
-    uint64_t *mine;
-    uint64_t *table = NULL;
     int e, rc = ELASTIC_OK;
 
     if (!(all_counts = malloc (sizeof (int) * 3 * (size_t)w->size))) {
@@ -246,19 +244,12 @@ static int gather_check (struct writer *w)
             return ELASTIC_ERR_INVAL;
         }
     free (all_counts);
+    return ELASTIC_OK;
+}
 
-    w->stride = A_N * st->narrays + V_N * st->nvalues + B_N * st->nblobs + 1;
-    mine = calloc ((size_t)w->stride, sizeof (*mine));
-    w->all = calloc ((size_t)w->stride * (size_t)w->size, sizeof (*mine));
-    if (!mine || !w->all) {
-        errprintf (w->err, "out of memory gathering the snapshot layout");
-        rc = ELASTIC_ERR_NOMEM;
-    }
-    if ((rc = l3_agree (w->comm, rc, w->err)) != ELASTIC_OK) {
-        free (mine);
-        return rc;
-    }
-    uint64_t *p = mine;
+/* This rank's descriptor row (w->stride words, see A_*, V_*, B_*). */
+static void describe (const struct l3_state *st, uint64_t *p)
+{
     for (int i = 0; i < st->narrays; i++, p += A_N) {
         const struct l3_array *a = &st->arrays[i];
         p[A_HASH] = name_hash (a->name);
@@ -282,6 +273,115 @@ static int gather_check (struct writer *w)
         p[B_SIZE] = b->size;
         p[B_CRC] = l3_crc32 (0, b->data, b->size);
     }
+}
+
+/* Array i agrees on every rank (name, element size, type, global count)
+ * and the ranks' blocks tile it; table: scratch of 3 * w->size words. */
+static int check_array (struct writer *w, int i, uint64_t *table)
+{
+    const char *name = w->st->arrays[i].name;
+    const uint64_t *d0 = desc_of (w, 0);
+    int k = A_N * i;
+
+    for (int r = 0; r < w->size; r++) {
+        const uint64_t *d = desc_of (w, r) + k;
+        if (d[A_HASH] != d0[k + A_HASH]) {
+            errprintf (w->err,
+                       "array %d is '%s' on rank 0 but named differently on rank %d",
+                       i,
+                       name,
+                       r);
+            return ELASTIC_ERR_INVAL;
+        }
+        if (d[A_ELEM] != d0[k + A_ELEM] || d[A_TYPE] != d0[k + A_TYPE] ||
+            d[A_GLOBAL] != d0[k + A_GLOBAL]) {
+            errprintf (w->err,
+                       "array '%s': rank %d has elem_size %llu, type %d, global "
+                       "count %llu; rank 0 has "
+                       "%llu, %d, %llu",
+                       name,
+                       r,
+                       (unsigned long long)d[A_ELEM],
+                       (int)d[A_TYPE],
+                       (unsigned long long)d[A_GLOBAL],
+                       (unsigned long long)d0[k + A_ELEM],
+                       (int)d0[k + A_TYPE],
+                       (unsigned long long)d0[k + A_GLOBAL]);
+            return ELASTIC_ERR_INVAL;
+        }
+        table[3 * r] = d[A_OFF];
+        table[3 * r + 1] = d[A_COUNT];
+        table[3 * r + 2] = d[A_CRC];
+    }
+    if (!l3_blocks_tile (table, w->size, d0[k + A_GLOBAL])) {
+        errprintf (w->err,
+                   "array '%s': the ranks' blocks overlap or leave gaps in [0, %llu)",
+                   name,
+                   (unsigned long long)d0[k + A_GLOBAL]);
+        return ELASTIC_ERR_INVAL;
+    }
+    return ELASTIC_OK;
+}
+
+/* Value i is the same on every rank (replicated). */
+static int check_value (struct writer *w, int i)
+{
+    const uint64_t *d0 = desc_of (w, 0);
+    int k = A_N * w->st->narrays + V_N * i;
+
+    for (int r = 1; r < w->size; r++)
+        if (memcmp (desc_of (w, r) + k, d0 + k, sizeof (*d0) * V_N) != 0) {
+            errprintf (w->err,
+                       "value '%s' differs between rank 0 and rank %d (values must "
+                       "be replicated)",
+                       w->st->values[i].name,
+                       r);
+            return ELASTIC_ERR_INVAL;
+        }
+    return ELASTIC_OK;
+}
+
+/* Blob i has the same name on every rank. */
+static int check_blob (struct writer *w, int i)
+{
+    const struct l3_state *st = w->st;
+    const uint64_t *d0 = desc_of (w, 0);
+    int k = A_N * st->narrays + V_N * st->nvalues + B_N * i;
+
+    for (int r = 1; r < w->size; r++)
+        if (desc_of (w, r)[k + B_HASH] != d0[k + B_HASH]) {
+            errprintf (w->err,
+                       "blob %d is '%s' on rank 0 but named differently on rank %d",
+                       i,
+                       st->blobs[i].name,
+                       r);
+            return ELASTIC_ERR_INVAL;
+        }
+    return ELASTIC_OK;
+}
+
+/* Gather every rank's descriptors and check that they agree.  The result
+ * is the same on every rank (computed from the same gathered data). */
+static int gather_check (struct writer *w)
+{
+    const struct l3_state *st = w->st;
+    uint64_t *mine, *table;
+    int e, rc;
+
+    if ((rc = check_counts (w)) != ELASTIC_OK)
+        return rc;
+    w->stride = A_N * st->narrays + V_N * st->nvalues + B_N * st->nblobs + 1;
+    mine = calloc ((size_t)w->stride, sizeof (*mine));
+    w->all = calloc ((size_t)w->stride * (size_t)w->size, sizeof (*mine));
+    if (!mine || !w->all) {
+        errprintf (w->err, "out of memory gathering the snapshot layout");
+        rc = ELASTIC_ERR_NOMEM;
+    }
+    if ((rc = l3_agree (w->comm, rc, w->err)) != ELASTIC_OK) {
+        free (mine);
+        return rc;
+    }
+    describe (st, mine);
     e = MPI_Allgather (
         mine, w->stride, MPI_UINT64_T, w->all, w->stride, MPI_UINT64_T, w->comm);
     free (mine);
@@ -292,78 +392,12 @@ static int gather_check (struct writer *w)
         errprintf (w->err, "out of memory checking the snapshot layout");
         return ELASTIC_ERR_NOMEM;
     }
-    const uint64_t *d0 = desc_of (w, 0);
-    for (int i = 0; i < st->narrays && rc == ELASTIC_OK; i++) {
-        const char *name = st->arrays[i].name;
-        int k = A_N * i;
-        for (int r = 0; r < w->size; r++) {
-            const uint64_t *d = desc_of (w, r) + k;
-            if (d[A_HASH] != d0[k + A_HASH]) {
-                errprintf (w->err,
-                           "array %d is '%s' on rank 0 but named differently on rank %d",
-                           i,
-                           name,
-                           r);
-                rc = ELASTIC_ERR_INVAL;
-                break;
-            }
-            if (d[A_ELEM] != d0[k + A_ELEM] || d[A_TYPE] != d0[k + A_TYPE] ||
-                d[A_GLOBAL] != d0[k + A_GLOBAL]) {
-                errprintf (w->err,
-                           "array '%s': rank %d has elem_size %llu, type %d, global "
-                           "count %llu; rank 0 has "
-                           "%llu, %d, %llu",
-                           name,
-                           r,
-                           (unsigned long long)d[A_ELEM],
-                           (int)d[A_TYPE],
-                           (unsigned long long)d[A_GLOBAL],
-                           (unsigned long long)d0[k + A_ELEM],
-                           (int)d0[k + A_TYPE],
-                           (unsigned long long)d0[k + A_GLOBAL]);
-                rc = ELASTIC_ERR_INVAL;
-                break;
-            }
-            table[3 * r] = d[A_OFF];
-            table[3 * r + 1] = d[A_COUNT];
-            table[3 * r + 2] = d[A_CRC];
-        }
-        if (rc == ELASTIC_OK && !l3_blocks_tile (table, w->size, d0[k + A_GLOBAL])) {
-            errprintf (w->err,
-                       "array '%s': the ranks' blocks overlap or leave gaps in [0, %llu)",
-                       name,
-                       (unsigned long long)d0[k + A_GLOBAL]);
-            rc = ELASTIC_ERR_INVAL;
-        }
-    }
-    for (int i = 0; i < st->nvalues && rc == ELASTIC_OK; i++) {
-        int k = A_N * st->narrays + V_N * i;
-        for (int r = 1; r < w->size; r++) {
-            const uint64_t *d = desc_of (w, r) + k;
-            if (memcmp (d, d0 + k, sizeof (*d) * V_N) != 0) {
-                errprintf (w->err,
-                           "value '%s' differs between rank 0 and rank %d (values must "
-                           "be replicated)",
-                           st->values[i].name,
-                           r);
-                rc = ELASTIC_ERR_INVAL;
-                break;
-            }
-        }
-    }
-    for (int i = 0; i < st->nblobs && rc == ELASTIC_OK; i++) {
-        int k = A_N * st->narrays + V_N * st->nvalues + B_N * i;
-        for (int r = 1; r < w->size; r++)
-            if (desc_of (w, r)[k + B_HASH] != d0[k + B_HASH]) {
-                errprintf (w->err,
-                           "blob %d is '%s' on rank 0 but named differently on rank %d",
-                           i,
-                           st->blobs[i].name,
-                           r);
-                rc = ELASTIC_ERR_INVAL;
-                break;
-            }
-    }
+    for (int i = 0; i < st->narrays && rc == ELASTIC_OK; i++)
+        rc = check_array (w, i, table);
+    for (int i = 0; i < st->nvalues && rc == ELASTIC_OK; i++)
+        rc = check_value (w, i);
+    for (int i = 0; i < st->nblobs && rc == ELASTIC_OK; i++)
+        rc = check_blob (w, i);
     free (table);
     return rc;
 }

@@ -139,8 +139,7 @@ static int open_source (struct elastic_manager *m,
         is_dir = stat (from, &sb) == 0 && S_ISDIR (sb.st_mode);
     }
     if (MPI_Bcast (&is_dir, 1, MPI_INT, 0, m->work) != MPI_SUCCESS) {
-        snprintf (e->text, sizeof (e->text), "MPI_Bcast failed");
-        return ELASTIC_ERR_PROC_FAILED;
+        return errcodef (e, ELASTIC_ERR_PROC_FAILED, "MPI_Bcast failed");
     }
     /* an explicit directory: the newest valid snapshot of any run */
     return is_dir ? l3_restore_latest (m->work, from, NULL, read_source, rr, f, e)
@@ -363,11 +362,7 @@ static int restore (struct elastic_manager *m, elastic_error_t *err)
     step = l3_step (f);
     old_size = l3_world_size (f);
     /* the file is verified: its blocks are in the restore buffers */
-    char *p = rr.values;
-    for (int i = 0; i < m->reg->nv; i++) {
-        memcpy (m->reg->v[i].data, p, m->reg->v[i].size);
-        p += m->reg->v[i].size;
-    }
+    registry_values_load (m->reg, rr.values);
     free (rr.values);
     m->step = step;
     if ((rc = run_handler (m, f, err)) != ELASTIC_OK)

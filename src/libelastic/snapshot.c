@@ -221,30 +221,20 @@ void *snapstore_stage (struct snapstore *s, int j, size_t size)
 /* Serialize the registered state into b; -1 if memory runs out. */
 static int serialize (const struct registry *reg, struct membuf *b)
 {
-    size_t size = reg->vbytes;
+    struct reg_item it;
+    size_t size = 0;
     char *p;
 
-    for (int i = 0; i < reg->na; i++)
-        size += reg->a[i].count * reg->a[i].elem_size;
-    for (int i = 0; i < reg->nb; i++)
-        size += reg->b[i].size;
+    REG_FOREACH (reg, it)
+        size += it.bytes;
     if (membuf_reserve (b, size > 0 ? size : 1) < 0)
         return -1;
     p = b->p;
-    for (int i = 0; i < reg->nv; i++) {
-        memcpy (p, reg->v[i].data, reg->v[i].size);
-        p += reg->v[i].size;
-    }
-    for (int i = 0; i < reg->na; i++) {
-        size_t n = reg->a[i].count * reg->a[i].elem_size;
-        if (n > 0)
-            memcpy (p, reg->a[i].data, n);
-        p += n;
-    }
-    for (int i = 0; i < reg->nb; i++) {
-        if (reg->b[i].size > 0)
-            memcpy (p, reg->b[i].data, reg->b[i].size);
-        p += reg->b[i].size;
+    REG_FOREACH (reg, it)
+    {
+        if (it.bytes > 0)
+            memcpy (p, it.data, it.bytes);
+        p += it.bytes;
     }
     b->size = size;
     return 0;
@@ -340,6 +330,7 @@ static int snap_post (struct elastic_manager *m,
     int n = m->nwork, me = m->myslot, na = reg->na, nb = reg->nb;
     int L = na + nb + 1, rc;
     uint64_t *row = NULL;
+    struct reg_item it;
     char ebuf[200];
 
     memset (f, 0, sizeof (*f));
@@ -364,10 +355,9 @@ static int snap_post (struct elastic_manager *m,
     if (serialize (reg, &s->l1[f->k]) < 0)
         row[L - 1] = UINT64_MAX;
     else {
-        for (int a = 0; a < na; a++)
-            row[a] = reg->a[a].count;
-        for (int b = 0; b < nb; b++)
-            row[na + b] = reg->b[b].size;
+        REG_FOREACH (reg, it)
+            if (it.col >= 0)
+                row[it.col] = it.extent;
         row[L - 1] = s->l1[f->k].size;
     }
     s->l1[f->k].size = row[L - 1] == UINT64_MAX ? 0 : s->l1[f->k].size;
@@ -598,6 +588,7 @@ static int adoptable (struct elastic_manager *m, const char **img)
     const struct snapmeta *sm = s->meta;
     const struct registry *reg = m->reg;
     int n = m->nwork, me = m->myslot, na = reg->na, nb = reg->nb;
+    struct reg_item it;
     const char *p;
 
     *img = NULL;
@@ -612,27 +603,24 @@ static int adoptable (struct elastic_manager *m, const char **img)
         *img = s->l1[(s->l1_committed + 1) % s->nslots].p;
     else
         return 0;
-    /* the values and blobs as registered now are the snapshot's */
-    p = *img;
-    for (int i = 0; i < reg->nv; i++) {
-        if (memcmp (p, reg->v[i].data, reg->v[i].size) != 0)
-            return 0;
-        p += reg->v[i].size;
-    }
-    /* every array restored in place, so its storage holds what the
+    /* the values and blobs as registered now are the snapshot's, and
+     * every array was restored in place, so its storage holds what the
      * snapshot holds (elastic_array_set_realloc) */
-    for (int a = 0; a < na; a++) {
-        const struct reg_array *ra = &reg->a[a];
-        if (!ra->in_place || ra->data != ra->rbuf ||
-            ra->count != sm->counts[(size_t)me * na + a])
+    p = *img;
+    REG_FOREACH (reg, it)
+    {
+        if (it.kind == REG_ARRAY) {
+            const struct reg_array *ra = &reg->a[it.index];
+            if (!ra->in_place || ra->data != ra->rbuf ||
+                ra->count != sm->counts[(size_t)me * na + it.index])
+                return 0;
+        } else if (it.kind == REG_BLOB &&
+                   it.bytes != sm->blobsz[(size_t)me * nb + it.index])
             return 0;
-    }
-    for (int b = 0; b < nb; b++) {
-        size_t sz = reg->b[b].size;
-        if (sz != sm->blobsz[(size_t)me * nb + b] ||
-            (sz > 0 &&
-             memcmp (*img + snapmeta_blob_offset (sm, reg, me, b), reg->b[b].data, sz)))
+        else if (it.bytes > 0 && memcmp (p, it.data, it.bytes) != 0)
             return 0;
+        p += it.kind == REG_ARRAY ? sm->counts[(size_t)me * na + it.index] * it.unit
+                                  : it.bytes;
     }
     return 1;
 }
