@@ -15,8 +15,7 @@ int l3_h5fail (elastic_error_t *err, const char *what, const char *name)
     char h5[200];
 
     l3_h5_errtext (h5, sizeof (h5));
-    errprintf (err, "%s '%s': %s", what, name, h5);
-    return ELASTIC_ERR_IO;
+    return errcodef (err, ELASTIC_ERR_IO, "%s '%s': %s", what, name, h5);
 }
 
 int l3_mpi_error (int mpirc, const char *call, elastic_error_t *err)

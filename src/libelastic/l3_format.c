@@ -1109,6 +1109,21 @@ long l3_item_value (const struct l3_catalog *c, int value)
     return (long)(c->narrays + c->nblobs) * c->hdr.world_size + value;
 }
 
+/* Verify checked item k (l3_item_* order: every array's blocks, every
+ * blob's entries, the values). */
+static void verify_item (struct verifier *v, long k)
+{
+    const struct l3_catalog *c = v->c;
+    long world = c->hdr.world_size;
+
+    if (k < c->narrays * world)
+        verify_block (v, &c->arrays[k / world], (int)(k % world));
+    else if ((k -= c->narrays * world) < c->nblobs * world)
+        verify_blob (v, &c->blobs[k / world], (int)(k % world));
+    else
+        verify_value (v, &c->values[k - c->nblobs * world]);
+}
+
 int l3_catalog_verify_rest (const struct l3_catalog *c,
                             hid_t dxpl,
                             int part,
@@ -1118,8 +1133,6 @@ int l3_catalog_verify_rest (const struct l3_catalog *c,
                             void *arg)
 {
     struct verifier v = {.c = c, .dxpl = dxpl, .fault = fault, .arg = arg};
-    int world = c->hdr.world_size;
-    long k = 0;
 
     v.bufsz = VERIFY_CHUNK;
     for (int i = 0; i < c->narrays; i++)
@@ -1130,26 +1143,10 @@ int l3_catalog_verify_rest (const struct l3_catalog *c,
         return v.faults;
     }
     /* k runs through the items in l3_item_* order */
-    for (int i = 0; i < c->narrays; i++)
-        for (int r = 0; r < world; r++, k++)
-            if (k % nparts == part && !(done && done[k])) {
-                int before = v.faults;
-                verify_block (&v, &c->arrays[i], r);
-                if (done && v.faults == before)
-                    done[k] = 1;
-            }
-    for (int i = 0; i < c->nblobs; i++)
-        for (int r = 0; r < world; r++, k++)
-            if (k % nparts == part && !(done && done[k])) {
-                int before = v.faults;
-                verify_blob (&v, &c->blobs[i], r);
-                if (done && v.faults == before)
-                    done[k] = 1;
-            }
-    for (int i = 0; i < c->nvalues; i++, k++)
+    for (long k = 0; k < l3_catalog_nitems (c); k++)
         if (k % nparts == part && !(done && done[k])) {
             int before = v.faults;
-            verify_value (&v, &c->values[i]);
+            verify_item (&v, k);
             if (done && v.faults == before)
                 done[k] = 1;
         }

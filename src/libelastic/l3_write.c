@@ -78,129 +78,132 @@ static int check_local (const struct l3_write_opts *opts,
                         elastic_error_t *err)
 {
     if (!opts || !opts->dir || !*opts->dir) {
-        errprintf (err, "l3_write: no snapshot directory (snapshot_dir is empty)");
-        return ELASTIC_ERR_INVAL;
+        return errcodef (err,
+                         ELASTIC_ERR_INVAL,
+                         "l3_write: no snapshot directory (snapshot_dir is empty)");
     }
     if (!st || st->narrays < 0 || st->nvalues < 0 || st->nblobs < 0 ||
         (st->narrays > 0 && !st->arrays) || (st->nvalues > 0 && !st->values) ||
         (st->nblobs > 0 && !st->blobs)) {
-        errprintf (err, "l3_write: invalid state descriptor (NULL or negative counts)");
-        return ELASTIC_ERR_INVAL;
+        return errcodef (err,
+                         ELASTIC_ERR_INVAL,
+                         "l3_write: invalid state descriptor (NULL or negative counts)");
     }
     if (step < 0) {
-        errprintf (
-            err, "l3_write: step %lld is negative (expected >= 0)", (long long)step);
-        return ELASTIC_ERR_INVAL;
+        return errcodef (err,
+                         ELASTIC_ERR_INVAL,
+                         "l3_write: step %lld is negative (expected >= 0)",
+                         (long long)step);
     }
     if (opts->keep < 0) {
-        errprintf (err,
-                   "l3_write: keep %d is negative (expected >= 0; 0 keeps all)",
-                   opts->keep);
-        return ELASTIC_ERR_INVAL;
+        return errcodef (err,
+                         ELASTIC_ERR_INVAL,
+                         "l3_write: keep %d is negative (expected >= 0; 0 keeps all)",
+                         opts->keep);
     }
     if (opts->run_id && strlen (opts->run_id) >= 255) {
-        errprintf (err, "l3_write: run id is longer than 254 bytes");
-        return ELASTIC_ERR_INVAL;
+        return errcodef (
+            err, ELASTIC_ERR_INVAL, "l3_write: run id is longer than 254 bytes");
     }
     for (int i = 0; i < st->narrays; i++) {
         const struct l3_array *a = &st->arrays[i];
         size_t ts = l3_type_size (a->type);
         if (!l3_name_valid (a->name)) {
-            errprintf (
+            return errcodef (
                 err,
+                ELASTIC_ERR_INVAL,
                 "array name '%s' is invalid (1..255 bytes, no '/' or control characters)",
                 a->name ? a->name : "(null)");
-            return ELASTIC_ERR_INVAL;
         }
         for (int j = 0; j < i; j++)
             if (!strcmp (st->arrays[j].name, a->name)) {
-                errprintf (err, "array '%s' is given twice", a->name);
-                return ELASTIC_ERR_INVAL;
+                return errcodef (
+                    err, ELASTIC_ERR_INVAL, "array '%s' is given twice", a->name);
             }
         if (ts == 0) {
-            errprintf (err,
-                       "array '%s': type %d is not an enum l3_type (0..6)",
-                       a->name,
-                       a->type);
-            return ELASTIC_ERR_INVAL;
+            return errcodef (err,
+                             ELASTIC_ERR_INVAL,
+                             "array '%s': type %d is not an enum l3_type (0..6)",
+                             a->name,
+                             a->type);
         }
         if (a->elem_size == 0 || a->elem_size % ts != 0) {
-            errprintf (err,
-                       "array '%s': elem_size %zu is not a positive multiple of %zu (%s)",
-                       a->name,
-                       a->elem_size,
-                       ts,
-                       l3_type_name (a->type));
-            return ELASTIC_ERR_INVAL;
+            return errcodef (
+                err,
+                ELASTIC_ERR_INVAL,
+                "array '%s': elem_size %zu is not a positive multiple of %zu (%s)",
+                a->name,
+                a->elem_size,
+                ts,
+                l3_type_name (a->type));
         }
         if (a->global_offset > a->global_count ||
             a->local_count > a->global_count - a->global_offset) {
-            errprintf (err,
-                       "array '%s': block [%llu, +%llu) is outside the global count %llu",
-                       a->name,
-                       (unsigned long long)a->global_offset,
-                       (unsigned long long)a->local_count,
-                       (unsigned long long)a->global_count);
-            return ELASTIC_ERR_INVAL;
+            return errcodef (
+                err,
+                ELASTIC_ERR_INVAL,
+                "array '%s': block [%llu, +%llu) is outside the global count %llu",
+                a->name,
+                (unsigned long long)a->global_offset,
+                (unsigned long long)a->local_count,
+                (unsigned long long)a->global_count);
         }
         if (a->local_count > 0 && !a->data) {
-            errprintf (err, "array '%s': data is NULL", a->name);
-            return ELASTIC_ERR_INVAL;
+            return errcodef (err, ELASTIC_ERR_INVAL, "array '%s': data is NULL", a->name);
         }
         if (a->global_count > (uint64_t)SIZE_MAX / a->elem_size) {
-            errprintf (err,
-                       "array '%s': %llu elements overflow",
-                       a->name,
-                       (unsigned long long)a->global_count);
-            return ELASTIC_ERR_INVAL;
+            return errcodef (err,
+                             ELASTIC_ERR_INVAL,
+                             "array '%s': %llu elements overflow",
+                             a->name,
+                             (unsigned long long)a->global_count);
         }
     }
     for (int i = 0; i < st->nvalues; i++) {
         const struct l3_value *v = &st->values[i];
         size_t ts = l3_type_size (v->type);
         if (!l3_name_valid (v->name)) {
-            errprintf (
+            return errcodef (
                 err,
+                ELASTIC_ERR_INVAL,
                 "value name '%s' is invalid (1..255 bytes, no '/' or control characters)",
                 v->name ? v->name : "(null)");
-            return ELASTIC_ERR_INVAL;
         }
         for (int j = 0; j < i; j++)
             if (!strcmp (st->values[j].name, v->name)) {
-                errprintf (err, "value '%s' is given twice", v->name);
-                return ELASTIC_ERR_INVAL;
+                return errcodef (
+                    err, ELASTIC_ERR_INVAL, "value '%s' is given twice", v->name);
             }
         if (ts == 0 || v->size % ts != 0) {
-            errprintf (err,
-                       "value '%s': type %d with size %zu (the size must be a multiple "
-                       "of the type's)",
-                       v->name,
-                       v->type,
-                       v->size);
-            return ELASTIC_ERR_INVAL;
+            return errcodef (
+                err,
+                ELASTIC_ERR_INVAL,
+                "value '%s': type %d with size %zu (the size must be a multiple "
+                "of the type's)",
+                v->name,
+                v->type,
+                v->size);
         }
         if (v->size > 0 && !v->data) {
-            errprintf (err, "value '%s': data is NULL", v->name);
-            return ELASTIC_ERR_INVAL;
+            return errcodef (err, ELASTIC_ERR_INVAL, "value '%s': data is NULL", v->name);
         }
     }
     for (int i = 0; i < st->nblobs; i++) {
         const struct l3_blob *b = &st->blobs[i];
         if (!l3_name_valid (b->name)) {
-            errprintf (
+            return errcodef (
                 err,
+                ELASTIC_ERR_INVAL,
                 "blob name '%s' is invalid (1..255 bytes, no '/' or control characters)",
                 b->name ? b->name : "(null)");
-            return ELASTIC_ERR_INVAL;
         }
         for (int j = 0; j < i; j++)
             if (!strcmp (st->blobs[j].name, b->name)) {
-                errprintf (err, "blob '%s' is given twice", b->name);
-                return ELASTIC_ERR_INVAL;
+                return errcodef (
+                    err, ELASTIC_ERR_INVAL, "blob '%s' is given twice", b->name);
             }
         if (b->size > 0 && !b->data) {
-            errprintf (err, "blob '%s': data is NULL", b->name);
-            return ELASTIC_ERR_INVAL;
+            return errcodef (err, ELASTIC_ERR_INVAL, "blob '%s': data is NULL", b->name);
         }
     }
     return ELASTIC_OK;
@@ -215,8 +218,8 @@ static int check_counts (struct writer *w)
     int e, rc = ELASTIC_OK;
 
     if (!(all_counts = malloc (sizeof (int) * 3 * (size_t)w->size))) {
-        errprintf (w->err, "out of memory gathering the snapshot layout");
-        rc = ELASTIC_ERR_NOMEM;
+        rc = errcodef (
+            w->err, ELASTIC_ERR_NOMEM, "out of memory gathering the snapshot layout");
     }
     if ((rc = l3_agree (w->comm, rc, w->err)) != ELASTIC_OK)
         return rc;
@@ -286,39 +289,41 @@ static int check_array (struct writer *w, int i, uint64_t *table)
     for (int r = 0; r < w->size; r++) {
         const uint64_t *d = desc_of (w, r) + k;
         if (d[A_HASH] != d0[k + A_HASH]) {
-            errprintf (w->err,
-                       "array %d is '%s' on rank 0 but named differently on rank %d",
-                       i,
-                       name,
-                       r);
-            return ELASTIC_ERR_INVAL;
+            return errcodef (
+                w->err,
+                ELASTIC_ERR_INVAL,
+                "array %d is '%s' on rank 0 but named differently on rank %d",
+                i,
+                name,
+                r);
         }
         if (d[A_ELEM] != d0[k + A_ELEM] || d[A_TYPE] != d0[k + A_TYPE] ||
             d[A_GLOBAL] != d0[k + A_GLOBAL]) {
-            errprintf (w->err,
-                       "array '%s': rank %d has elem_size %llu, type %d, global "
-                       "count %llu; rank 0 has "
-                       "%llu, %d, %llu",
-                       name,
-                       r,
-                       (unsigned long long)d[A_ELEM],
-                       (int)d[A_TYPE],
-                       (unsigned long long)d[A_GLOBAL],
-                       (unsigned long long)d0[k + A_ELEM],
-                       (int)d0[k + A_TYPE],
-                       (unsigned long long)d0[k + A_GLOBAL]);
-            return ELASTIC_ERR_INVAL;
+            return errcodef (w->err,
+                             ELASTIC_ERR_INVAL,
+                             "array '%s': rank %d has elem_size %llu, type %d, global "
+                             "count %llu; rank 0 has "
+                             "%llu, %d, %llu",
+                             name,
+                             r,
+                             (unsigned long long)d[A_ELEM],
+                             (int)d[A_TYPE],
+                             (unsigned long long)d[A_GLOBAL],
+                             (unsigned long long)d0[k + A_ELEM],
+                             (int)d0[k + A_TYPE],
+                             (unsigned long long)d0[k + A_GLOBAL]);
         }
         table[3 * r] = d[A_OFF];
         table[3 * r + 1] = d[A_COUNT];
         table[3 * r + 2] = d[A_CRC];
     }
     if (!l3_blocks_tile (table, w->size, d0[k + A_GLOBAL])) {
-        errprintf (w->err,
-                   "array '%s': the ranks' blocks overlap or leave gaps in [0, %llu)",
-                   name,
-                   (unsigned long long)d0[k + A_GLOBAL]);
-        return ELASTIC_ERR_INVAL;
+        return errcodef (
+            w->err,
+            ELASTIC_ERR_INVAL,
+            "array '%s': the ranks' blocks overlap or leave gaps in [0, %llu)",
+            name,
+            (unsigned long long)d0[k + A_GLOBAL]);
     }
     return ELASTIC_OK;
 }
@@ -331,12 +336,12 @@ static int check_value (struct writer *w, int i)
 
     for (int r = 1; r < w->size; r++)
         if (memcmp (desc_of (w, r) + k, d0 + k, sizeof (*d0) * V_N) != 0) {
-            errprintf (w->err,
-                       "value '%s' differs between rank 0 and rank %d (values must "
-                       "be replicated)",
-                       w->st->values[i].name,
-                       r);
-            return ELASTIC_ERR_INVAL;
+            return errcodef (w->err,
+                             ELASTIC_ERR_INVAL,
+                             "value '%s' differs between rank 0 and rank %d (values must "
+                             "be replicated)",
+                             w->st->values[i].name,
+                             r);
         }
     return ELASTIC_OK;
 }
@@ -350,12 +355,12 @@ static int check_blob (struct writer *w, int i)
 
     for (int r = 1; r < w->size; r++)
         if (desc_of (w, r)[k + B_HASH] != d0[k + B_HASH]) {
-            errprintf (w->err,
-                       "blob %d is '%s' on rank 0 but named differently on rank %d",
-                       i,
-                       st->blobs[i].name,
-                       r);
-            return ELASTIC_ERR_INVAL;
+            return errcodef (w->err,
+                             ELASTIC_ERR_INVAL,
+                             "blob %d is '%s' on rank 0 but named differently on rank %d",
+                             i,
+                             st->blobs[i].name,
+                             r);
         }
     return ELASTIC_OK;
 }
@@ -374,8 +379,8 @@ static int gather_check (struct writer *w)
     mine = calloc ((size_t)w->stride, sizeof (*mine));
     w->all = calloc ((size_t)w->stride * (size_t)w->size, sizeof (*mine));
     if (!mine || !w->all) {
-        errprintf (w->err, "out of memory gathering the snapshot layout");
-        rc = ELASTIC_ERR_NOMEM;
+        rc = errcodef (
+            w->err, ELASTIC_ERR_NOMEM, "out of memory gathering the snapshot layout");
     }
     if ((rc = l3_agree (w->comm, rc, w->err)) != ELASTIC_OK) {
         free (mine);
@@ -389,8 +394,8 @@ static int gather_check (struct writer *w)
         return l3_mpi_error (e, "MPI_Allgather", w->err);
 
     if (!(table = malloc (sizeof (*table) * 3 * (size_t)w->size))) {
-        errprintf (w->err, "out of memory checking the snapshot layout");
-        return ELASTIC_ERR_NOMEM;
+        return errcodef (
+            w->err, ELASTIC_ERR_NOMEM, "out of memory checking the snapshot layout");
     }
     for (int i = 0; i < st->narrays && rc == ELASTIC_OK; i++)
         rc = check_array (w, i, table);
@@ -599,8 +604,7 @@ static int write_arrays (struct writer *w, hid_t dxpl)
     int rc = ELASTIC_OK;
 
     if (!table) {
-        errprintf (w->err, "out of memory");
-        rc = ELASTIC_ERR_NOMEM;
+        rc = errcodef (w->err, ELASTIC_ERR_NOMEM, "out of memory");
     }
     if ((rc = l3_agree (w->comm, rc, w->err)) != ELASTIC_OK ||
         (rc = groups_create (w, "arrays", &ga, "checksums", &gc)) != ELASTIC_OK)
@@ -693,8 +697,7 @@ static int write_blobs (struct writer *w, hid_t dxpl)
     int rc = ELASTIC_OK;
 
     if (!table) {
-        errprintf (w->err, "out of memory");
-        rc = ELASTIC_ERR_NOMEM;
+        rc = errcodef (w->err, ELASTIC_ERR_NOMEM, "out of memory");
     }
     if ((rc = l3_agree (w->comm, rc, w->err)) != ELASTIC_OK ||
         (rc = groups_create (w, "blobs", &gb, "blob_index", &gi)) != ELASTIC_OK)
@@ -775,14 +778,13 @@ static int prepare_dir (struct writer *w, struct prep *prep)
     if (w->rank == 0) {
         prep->created_unix = (int64_t)time (NULL);
         if (l3_mkdir_p (w->opts->dir) < 0) {
-            errprintf (w->err,
-                       "cannot create snapshot directory '%s': %s",
-                       w->opts->dir,
-                       strerror (errno));
-            rc = ELASTIC_ERR_IO;
+            rc = errcodef (w->err,
+                           ELASTIC_ERR_IO,
+                           "cannot create snapshot directory '%s': %s",
+                           w->opts->dir,
+                           strerror (errno));
         } else if (l3_dir_clean (w->opts->dir, &why) < 0) {
-            errprintf (w->err, "%s", why.text);
-            rc = ELASTIC_ERR_IO;
+            rc = errcodef (w->err, ELASTIC_ERR_IO, "%s", why.text);
         } else if (stat (w->opts->dir, &sb) == 0 && sb.st_blksize > 0)
             prep->align = (uint64_t)sb.st_blksize;
         else
@@ -855,15 +857,15 @@ static int check_fsize_limit (struct writer *w, uint64_t bound)
 
     if (getrlimit (RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
         (uint64_t)rl.rlim_cur < bound) {
-        errprintf (
+        return errcodef (
             w->err,
+            ELASTIC_ERR_IO,
             "the snapshot of step %lld needs up to %llu bytes, over the file size limit "
             "(ulimit -f) of %llu bytes on rank %d",
             (long long)w->step,
             (unsigned long long)bound,
             (unsigned long long)rl.rlim_cur,
             w->rank);
-        return ELASTIC_ERR_IO;
     }
     return ELASTIC_OK;
 }
@@ -878,15 +880,16 @@ static int check_free_space (struct writer *w, uint64_t bound)
 
     if (statvfs (w->opts->dir, &sv) < 0 || (uint64_t)sv.f_bavail * sv.f_frsize >= bound)
         return ELASTIC_OK;
-    errprintf (w->err,
-               "cannot reserve %llu bytes for the snapshot of step %lld in '%s': %s "
-               "(%llu bytes free)",
-               (unsigned long long)bound,
-               (long long)w->step,
-               w->opts->dir,
-               strerror (ENOSPC),
-               (unsigned long long)sv.f_bavail * sv.f_frsize);
-    return ELASTIC_ERR_IO;
+    return errcodef (
+        w->err,
+        ELASTIC_ERR_IO,
+        "cannot reserve %llu bytes for the snapshot of step %lld in '%s': %s "
+        "(%llu bytes free)",
+        (unsigned long long)bound,
+        (long long)w->step,
+        w->opts->dir,
+        strerror (ENOSPC),
+        (unsigned long long)sv.f_bavail * sv.f_frsize);
 }
 
 /* Rank 0: reserve the file's blocks before any data is written, so that a
@@ -900,8 +903,8 @@ static int reserve_space (struct writer *w, const char *tmp, uint64_t bound)
     int fd, e = 0;
 
     if ((fd = open (tmp, O_WRONLY | O_CLOEXEC)) < 0) {
-        errprintf (w->err, "cannot open '%s': %s", tmp, strerror (errno));
-        return ELASTIC_ERR_IO;
+        return errcodef (
+            w->err, ELASTIC_ERR_IO, "cannot open '%s': %s", tmp, strerror (errno));
     }
 #ifdef FALLOC_FL_KEEP_SIZE
     if (fallocate (fd, FALLOC_FL_KEEP_SIZE, 0, (off_t)bound) < 0)
@@ -918,13 +921,14 @@ static int reserve_space (struct writer *w, const char *tmp, uint64_t bound)
             return ELASTIC_OK;
         e = ENOSPC;
     }
-    errprintf (w->err,
-               "cannot reserve %llu bytes for the snapshot of step %lld in '%s': %s",
-               (unsigned long long)bound,
-               (long long)w->step,
-               w->opts->dir,
-               strerror (e));
-    return ELASTIC_ERR_IO;
+    return errcodef (
+        w->err,
+        ELASTIC_ERR_IO,
+        "cannot reserve %llu bytes for the snapshot of step %lld in '%s': %s",
+        (unsigned long long)bound,
+        (long long)w->step,
+        w->opts->dir,
+        strerror (e));
 }
 
 /* After the close: rank 0 checks the file's structure; with opts->verify,
@@ -940,15 +944,20 @@ static int check_written (struct writer *w, const char *tmp)
         return ELASTIC_OK;
     if ((fid = l3_file_open_serial (tmp, &kind, &why)) < 0 ||
         (kind = l3_catalog_load (fid, &c, &why)) != L3_GOOD) {
-        errprintf (w->err, "the written file '%s' does not read back: %s", tmp, why.text);
-        rc = ELASTIC_ERR_IO;
+        rc = errcodef (w->err,
+                       ELASTIC_ERR_IO,
+                       "the written file '%s' does not read back: %s",
+                       tmp,
+                       why.text);
     } else if (w->opts->verify) {
         struct l3_first_fault ff = {.err = &why};
         if (l3_catalog_verify (c, H5P_DEFAULT, w->rank, w->size, l3_first_fault_cb, &ff) >
             0) {
-            errprintf (
-                w->err, "the written file '%s' fails verification: %s", tmp, why.text);
-            rc = ELASTIC_ERR_IO;
+            rc = errcodef (w->err,
+                           ELASTIC_ERR_IO,
+                           "the written file '%s' fails verification: %s",
+                           tmp,
+                           why.text);
         }
     }
     l3_catalog_destroy (c);
@@ -1030,8 +1039,7 @@ int l3_write (MPI_Comm comm,
     w.err->text[0] = '\0';
     if (MPI_Comm_rank (comm, &w.rank) != MPI_SUCCESS ||
         MPI_Comm_size (comm, &w.size) != MPI_SUCCESS) {
-        errprintf (w.err, "l3_write: invalid communicator");
-        return ELASTIC_ERR_INVAL;
+        return errcodef (w.err, ELASTIC_ERR_INVAL, "l3_write: invalid communicator");
     }
     l3_h5quiet_begin (&q);
     rc = check_local (opts, st, step, w.err);
@@ -1049,8 +1057,7 @@ int l3_write (MPI_Comm comm,
         goto out;
     l3_snap_name (name, sizeof (name), step, 1);
     if (snprintf (tmp, sizeof (tmp), "%s/%s", opts->dir, name) >= (int)sizeof (tmp)) {
-        errprintf (w.err, "snapshot directory name is too long");
-        rc = ELASTIC_ERR_INVAL;
+        rc = errcodef (w.err, ELASTIC_ERR_INVAL, "snapshot directory name is too long");
         goto out;
     }
     if ((rc = write_file (&w, tmp, &prep)) == ELASTIC_OK) {
@@ -1070,21 +1077,21 @@ int l3_write (MPI_Comm comm,
         snprintf (final, sizeof (final), "%s/%s", opts->dir, name);
         if (l3_file_run_id (final, owner, sizeof (owner)) == 1 &&
             strcmp (owner, me) != 0) {
-            errprintf (w.err,
-                       "'%s' is a snapshot of run '%s', not of this run '%s' (a snapshot "
-                       "directory holds one run's snapshots)",
-                       final,
-                       owner,
-                       me);
-            rc = ELASTIC_ERR_EXISTS;
+            rc = errcodef (
+                w.err,
+                ELASTIC_ERR_EXISTS,
+                "'%s' is a snapshot of run '%s', not of this run '%s' (a snapshot "
+                "directory holds one run's snapshots)",
+                final,
+                owner,
+                me);
             (void)unlink (tmp);
         }
     }
     if (w.rank == 0 && rc == ELASTIC_OK) {
         int c = l3_dir_commit (opts->dir, step, &why);
         if (c < 0) {
-            errprintf (w.err, "%s", why.text);
-            rc = ELASTIC_ERR_IO;
+            rc = errcodef (w.err, ELASTIC_ERR_IO, "%s", why.text);
             (void)unlink (tmp);
         } else {
             if (c > 0)

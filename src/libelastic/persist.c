@@ -136,9 +136,8 @@ static struct l3_array array_desc (const struct elastic_manager *m, int a)
 /* The registered state as l3_write's descriptors (state_free frees them).
  * Out of memory: NULL descriptors, which l3_write refuses on every rank
  * (it agrees on it), and e says so. */
-static void state_describe (const struct elastic_manager *m,
-                            struct l3_state *st,
-                            elastic_error_t *e)
+static void
+state_describe (const struct elastic_manager *m, struct l3_state *st, elastic_error_t *e)
 {
     const struct registry *reg = m->reg;
     struct l3_array *arrays = calloc (reg->na > 0 ? reg->na : 1, sizeof (*arrays));

@@ -19,6 +19,12 @@
  * the L2 copies whose buddy changed).  Anything failing before that snapshot commits
  * starts another attempt: the committed snapshot is never touched until then, so every
  * attempt restores from the same, whole data.
+ *
+ * event_run repeats attempt() until one ends the event; an attempt is one
+ * function per phase, each adding to its timing of the event line:
+ * phase_agree (t_revoke_agree), phase_shrink (t_shrink), phase_place and
+ * phase_restore (t_restore, to the commit), phase_handler (t_handler) and
+ * phase_protect (t_protect).
  */
 #if HAVE_CONFIG_H
 #include "config.h"
@@ -157,11 +163,8 @@ static int sync_state (struct elastic_manager *m, MPI_Comm nw)
             for (int j = 0; j < sm->n; j++) {
                 buf[pos++] = sm->holder[j];
                 buf[pos++] = sm->buddy[j];
-                for (int a = 0; a < sm->na; a++)
-                    buf[pos++] = (int64_t)sm->counts[(size_t)j * sm->na + a];
-                for (int b = 0; b < sm->nb; b++)
-                    buf[pos++] = (int64_t)sm->blobsz[(size_t)j * sm->nb + b];
-                buf[pos++] = (int64_t)sm->bytes[j];
+                snapmeta_row_get (sm, j, (uint64_t *)(buf + pos));
+                pos += sm->na + sm->nb + 1;
             }
         }
     }
@@ -207,11 +210,8 @@ static int sync_state (struct elastic_manager *m, MPI_Comm nw)
         for (int j = 0; j < n; j++) {
             nsm->holder[j] = (int)buf[pos++];
             nsm->buddy[j] = (int)buf[pos++];
-            for (int a = 0; a < na; a++)
-                nsm->counts[(size_t)j * na + a] = (uint64_t)buf[pos++];
-            for (int b = 0; b < nb; b++)
-                nsm->blobsz[(size_t)j * nb + b] = (uint64_t)buf[pos++];
-            nsm->bytes[j] = (uint64_t)buf[pos++];
+            snapmeta_row_set (nsm, j, (const uint64_t *)(buf + pos));
+            pos += na + nb + 1;
         }
         snapstore_set_meta (m->store, nsm);
     }

@@ -43,13 +43,13 @@ static int check_name (const struct registry *r, const char *name, elastic_error
                          name,
                          REG_NAME_MAX - 1);
     REG_FOREACH (r, it)
-        if (!strcmp (it.name, name))
-            return errcodef (err,
-                             ELASTIC_ERR_EXISTS,
-                             "'%s' is already registered (%s %s)",
-                             name,
-                             it.kind == REG_ARRAY ? "an" : "a",
-                             it.what);
+    if (!strcmp (it.name, name))
+        return errcodef (err,
+                         ELASTIC_ERR_EXISTS,
+                         "'%s' is already registered (%s %s)",
+                         name,
+                         it.kind == REG_ARRAY ? "an" : "a",
+                         it.what);
     if (r->frozen)
         return errcodef (err,
                          ELASTIC_ERR_STATE,
@@ -257,13 +257,16 @@ int registry_item (const struct registry *r, int k, struct reg_item *it)
         return 0;
     it->what = what[it->kind];
     it->extent = it->kind == REG_ARRAY ? r->a[it->index].count : it->bytes;
-    it->col = it->kind == REG_VALUE  ? -1
+    it->col = it->kind == REG_VALUE   ? -1
               : it->kind == REG_ARRAY ? it->index
                                       : r->na + it->index;
     return 1;
 }
 
-int registry_item_of (const struct registry *r, enum reg_kind kind, int i, struct reg_item *it)
+int registry_item_of (const struct registry *r,
+                      enum reg_kind kind,
+                      int i,
+                      struct reg_item *it)
 {
     const int n[] = {r->nv, r->na, r->nb};
     int first = kind == REG_VALUE ? 0 : kind == REG_ARRAY ? r->nv : r->nv + r->na;
@@ -278,8 +281,8 @@ int registry_find (const struct registry *r, enum reg_kind kind, const char *nam
     struct reg_item it;
 
     REG_FOREACH_OF (r, kind, it)
-        if (name && !strcmp (it.name, name))
-            return it.index;
+    if (name && !strcmp (it.name, name))
+        return it.index;
     return -1;
 }
 

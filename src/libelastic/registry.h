@@ -63,7 +63,7 @@ enum reg_kind { REG_VALUE = 0, REG_ARRAY = 1, REG_BLOB = 2 };
 /* One registered item as an iteration over all of them sees it. */
 struct reg_item {
     enum reg_kind kind;
-    int index;        /* within its kind: r->v[index], r->a[index] or r->b[index] */
+    int index; /* within its kind: r->v[index], r->a[index] or r->b[index] */
     const char *name;
     void *data;       /* the application's bytes (a blob's: read only) */
     size_t bytes;     /* its local bytes now: size, count * elem_size, size */
@@ -82,11 +82,15 @@ struct reg_item {
 int registry_item (const struct registry *r, int k, struct reg_item *it);
 
 /* Every registered item of r in that order, into the struct reg_item it. */
-#define REG_FOREACH(r, it) for (int reg_k_ = 0; registry_item ((r), reg_k_, &(it)); reg_k_++)
+#define REG_FOREACH(r, it)                                                               \
+    for (int reg_k_ = 0; registry_item ((r), reg_k_, &(it)); reg_k_++)
 
 /* Item i of one kind (r->v[i], r->a[i] or r->b[i]) as registry_item sees
  * it: 1, or 0 when i is past the last of that kind. */
-int registry_item_of (const struct registry *r, enum reg_kind kind, int i, struct reg_item *it);
+int registry_item_of (const struct registry *r,
+                      enum reg_kind kind,
+                      int i,
+                      struct reg_item *it);
 
 /* Every registered item of one kind, in order. */
 #define REG_FOREACH_OF(r, kind, it)                                                      \

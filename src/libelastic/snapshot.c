@@ -90,6 +90,20 @@ void snapmeta_destroy (struct snapmeta *sm)
     errno = saved;
 }
 
+void snapmeta_row_get (const struct snapmeta *sm, int j, uint64_t *row)
+{
+    memcpy (row, sm->counts + (size_t)j * sm->na, sm->na * sizeof (uint64_t));
+    memcpy (row + sm->na, sm->blobsz + (size_t)j * sm->nb, sm->nb * sizeof (uint64_t));
+    row[sm->na + sm->nb] = sm->bytes[j];
+}
+
+void snapmeta_row_set (struct snapmeta *sm, int j, const uint64_t *row)
+{
+    memcpy (sm->counts + (size_t)j * sm->na, row, sm->na * sizeof (uint64_t));
+    memcpy (sm->blobsz + (size_t)j * sm->nb, row + sm->na, sm->nb * sizeof (uint64_t));
+    sm->bytes[j] = row[sm->na + sm->nb];
+}
+
 uint64_t snapmeta_array_offset (const struct snapmeta *sm,
                                 const struct registry *reg,
                                 int j,
@@ -226,7 +240,7 @@ static int serialize (const struct registry *reg, struct membuf *b)
     char *p;
 
     REG_FOREACH (reg, it)
-        size += it.bytes;
+    size += it.bytes;
     if (membuf_reserve (b, size > 0 ? size : 1) < 0)
         return -1;
     p = b->p;
@@ -356,8 +370,8 @@ static int snap_post (struct elastic_manager *m,
         row[L - 1] = UINT64_MAX;
     else {
         REG_FOREACH (reg, it)
-            if (it.col >= 0)
-                row[it.col] = it.extent;
+        if (it.col >= 0)
+            row[it.col] = it.extent;
         row[L - 1] = s->l1[f->k].size;
     }
     s->l1[f->k].size = row[L - 1] == UINT64_MAX ? 0 : s->l1[f->k].size;
@@ -452,11 +466,7 @@ snap_finish (struct elastic_manager *m, struct inflight *f, elastic_error_t *err
         for (int j = 0; j < n; j++) {
             sm->holder[j] = m->slot[j];
             sm->buddy[j] = m->buddy[j] >= 0 ? m->slot[m->buddy[j]] : -1;
-            for (int a = 0; a < na; a++)
-                sm->counts[(size_t)j * na + a] = f->rows[(size_t)j * L + a];
-            for (int b = 0; b < nb; b++)
-                sm->blobsz[(size_t)j * nb + b] = f->rows[(size_t)j * L + na + b];
-            sm->bytes[j] = f->rows[(size_t)j * L + L - 1];
+            snapmeta_row_set (sm, j, f->rows + (size_t)j * L);
         }
         s->l1[k].size = sm->bytes[me];
         s->l1_committed = k;

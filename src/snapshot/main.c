@@ -153,7 +153,7 @@ static int verify_file (const char *path)
     if (load (path, &fid, &c, 0, &err) < 0)
         return 1;
     l3_catalog_verify (c, H5P_DEFAULT, 0, 1, print_fault, &f);
-    items = (long)(c->narrays + c->nblobs) * c->hdr.world_size + c->nvalues;
+    items = l3_catalog_nitems (c);
     if (f.n == 0)
         printf ("%s: ok (step %" PRId64
                 ", world size %d, %d arrays, %d values, %d blobs; %ld "
