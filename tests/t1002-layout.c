@@ -204,6 +204,8 @@ static void check_testhook (void)
 /* the registry */
 static void check_registry (void)
 {
+    elastic_error_t err;
+
     struct registry *r = registry_create ();
     double x[4];
     int64_t step;
