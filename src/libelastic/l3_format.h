@@ -4,7 +4,10 @@
  * libelastic's parallel L3 code (l3.h) and the elastic-snapshot tool both
  * link: names and datatypes of the layout, checksums, quiet HDF5 error
  * handling, loading a file's catalog (header, datasets, block tables) with
- * structural checks, and verifying block checksums.  The layout:
+ * structural checks, and verifying block checksums.  Nothing here calls or
+ * declares MPI (<elastic.h> is read with ELASTIC_NO_MPI); parallel HDF5's
+ * own <hdf5.h> still includes <mpi.h>, so the build passes MPI's flags.
+ * The layout:
  *
  *   /                  attributes elastic_format ("elastic-l3"),
  *                      format_version (1), step, world_size, created,
