@@ -12,6 +12,24 @@
  *   - the library never aborts the process and never prints unless asked
  *     (ELASTIC_LOG=error|warn|info|debug; default warn, to stderr).
  *
+ * Exceptions to this contract, as the library stands:
+ *   - it ends the process itself in one case.  When a process failure
+ *     interrupted an L3 (HDF5) write or resume read, HDF5 cannot close that
+ *     file (MPI-IO is not fault tolerant) and would crash when MPI_Finalize
+ *     shuts HDF5 down; the library then arms a hook that runs first thing in
+ *     MPI_Finalize, flushes stdio and calls _exit() with
+ *     elastic_exit_code() of the manager's last result (logged at level
+ *     info).  Code after MPI_Finalize and atexit handlers do not run;
+ *   - no call has a timeout of its own: a call waits as long as the MPI
+ *     calls inside it do.  A peer that dies is reported by ULFM's failure
+ *     detector (mpi_ft_detector_timeout) as a process failure, which the
+ *     library repairs in place (ELASTIC_OK, the state rolled back) or ends
+ *     with a final ELASTIC_ERR_RELAUNCH (ELASTIC_ERR_NO_ULFM without ULFM);
+ *     a peer that is alive but stuck is not detected and the call blocks
+ *     until a supervisor's watchdog (elastic-exec --hang-timeout) ends the
+ *     process.  The deadline is not a timeout: reaching it returns
+ *     ELASTIC_SUSPENDED (not an error) from elastic_maybe_snapshot.
+ *
  * Only symbols prefixed elastic_ / ELASTIC_ are part of the interface.
  */
 #ifndef ELASTIC_H

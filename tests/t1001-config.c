@@ -59,9 +59,10 @@ static void env_rejects (const char *var, const char *value, const char *want)
             value);
 }
 
-int main (void)
+/* The defaults of elastic_config_init. */
+static void check_defaults (void)
 {
-    elastic_config_t cfg, bad;
+    elastic_config_t cfg;
     elastic_error_t err;
 
     clear_env ();
@@ -88,7 +89,15 @@ int main (void)
     ok (cfg.deadline == 0, "no deadline by default");
     is_int (cfg.deadline_margin, 30, "default deadline_margin");
     is_int (elastic_config_validate (&cfg, 8, &err), ELASTIC_OK, "defaults are valid");
+}
 
+/* elastic_config_validate of the values a program sets. */
+static void check_program_values (void)
+{
+    elastic_config_t cfg, bad;
+    elastic_error_t err;
+
+    elastic_config_init (&cfg);
     /* each field, set by the program */
     struct {
         int *field;
@@ -205,6 +214,13 @@ int main (void)
     is_str (err.text,
             "deadline: -1 is invalid (expected seconds since the epoch, or 0 for none)",
             "negative deadline");
+}
+
+/* elastic_config_from_env. */
+static void check_environment (void)
+{
+    elastic_config_t cfg;
+    elastic_error_t err;
 
     /* the environment */
     clear_env ();
@@ -302,7 +318,11 @@ int main (void)
                  "-1",
                  "ELASTIC_SNAPSHOT_KEEP: -1 is invalid (expected an integer >= 0)");
     clear_env ();
+}
 
+/* elastic_exit_code and elastic_strerror. */
+static void check_exit_codes (void)
+{
     /* exit codes and names */
     is_int (elastic_exit_code (ELASTIC_OK), 0, "exit code for OK");
     is_int (elastic_exit_code (ELASTIC_ERR_RELAUNCH),
@@ -320,5 +340,13 @@ int main (void)
     is_str (elastic_strerror (ELASTIC_ERR_PROC_FAILED),
             "a process failed",
             "strerror(PROC_FAILED)");
+}
+
+int main (void)
+{
+    check_defaults ();
+    check_program_values ();
+    check_environment ();
+    check_exit_codes ();
     return done_testing ();
 }

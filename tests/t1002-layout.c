@@ -55,14 +55,11 @@ static int is_cycle (const int *b, int n)
     return j == 0;
 }
 
-int main (void)
+/* layout_even: blocks over ranks */
+static void check_even (void)
 {
-    uint64_t c[16], o[16];
-    int node[16], buddy[16];
-    char line[4096];
-    int cross;
+    uint64_t c[16];
 
-    /* even layouts */
     layout_even (10, 4, c, 1);
     ok (c[0] == 3 && c[1] == 3 && c[2] == 2 && c[3] == 2, "10 over 4 is 3,3,2,2");
     is_int (layout_sum (c, 4, 1), 10, "the sum is the global count");
@@ -73,8 +70,13 @@ int main (void)
     layout_even (7, 4, two + 1, 2);
     ok (two[1] == 2 && two[3] == 2 && two[5] == 2 && two[7] == 1,
         "strided layouts (column of a table)");
+}
 
-    /* overlaps: every element exactly once, in order, inside both blocks */
+/* layout_overlaps: every element exactly once, in order, inside both blocks */
+static void check_overlaps (void)
+{
+    uint64_t c[16], o[16];
+
     layout_even (100, 8, o, 1);
     layout_even (100, 7, c, 1);
     ok (sweep_ok (o, 8, c, 7, 100), "8 -> 7 ranks covers 100 elements once");
@@ -94,8 +96,13 @@ int main (void)
         all &= sweep_ok (o, no, c, nn, g);
     }
     ok (all, "200 random re-shardings cover every element once");
+}
 
-    /* buddies */
+/* layout_buddies */
+static void check_buddies (void)
+{
+    int node[16], buddy[16], all, cross;
+
     for (int j = 0; j < 8; j++)
         node[j] = 0;
     layout_buddies (8, node, buddy);
@@ -129,8 +136,13 @@ int main (void)
         cross += un_nodes[buddy[j]] != un_nodes[j];
     ok (is_cycle (buddy, 7) && cross == 4,
         "nodes of 5 and 2: a cycle, cross-node wherever possible (4 of 7)");
+}
 
-    /* event lines */
+/* event_format */
+static void check_events (void)
+{
+    char line[4096];
+
     int failed[2] = {3, 4}, used[1] = {7};
     struct event_rec e = {
         .kind = "fatal",
@@ -161,8 +173,11 @@ int main (void)
     ok (strchr (line, '\n') == NULL, "one line");
     printf ("# %s\n", line);
     ok (event_format (&e, line, 40) < 0, "a buffer too small is reported");
+}
 
-    /* ELASTIC_TEST_KILL */
+/* testhook_create, testhook_check */
+static void check_testhook (void)
+{
     struct testhook *h = NULL;
     elastic_error_t err;
     is_int (testhook_create ("3:40:snapshot,5:0:recovery", &h, &err),
@@ -194,8 +209,13 @@ int main (void)
     is_int (testhook_create ("3:40", &h, &err),
             ELASTIC_ERR_INVAL,
             "a missing place is rejected");
+}
 
-    /* the registry */
+/* the registry */
+static void check_registry (void)
+{
+    elastic_error_t err;
+
     struct registry *r = registry_create ();
     double x[4];
     int64_t step;
@@ -273,5 +293,15 @@ int main (void)
         "a different element size changes the signature");
     registry_destroy (r);
     registry_destroy (r2);
+}
+
+int main (void)
+{
+    check_even ();
+    check_overlaps ();
+    check_buddies ();
+    check_events ();
+    check_testhook ();
+    check_registry ();
     return done_testing ();
 }

@@ -37,7 +37,9 @@ static int exists (const char *dir, const char *name)
 
 int main (void)
 {
-    char name[64], why[256], tmpl[] = "/tmp/t3000.XXXXXX", *dir;
+    char name[64], tmpl[] = "/tmp/t3000.XXXXXX", *dir;
+    elastic_error_t err;
+    const char *why = err.text;
     struct l3_entry *e;
     int n;
 
@@ -131,7 +133,7 @@ int main (void)
     touch (dir, "snap-.h5");
     touch (dir, "snap-x1.h5");
     touch (dir, "notes.txt");
-    ok (l3_dir_list (dir, &e, &n, why, sizeof (why)) == 0, "list the directory");
+    ok (l3_dir_list (dir, &e, &n, &err) == 0, "list the directory");
     is_int (n, 4, "4 snapshot files (junk ignored)");
     if (n == 4) {
         is_int (e[0].step, 3, "sorted: 3 first");
@@ -141,12 +143,12 @@ int main (void)
         is_int (e[3].step, 100, "100 last");
     }
     l3_dir_free (e, n);
-    is_int (l3_dir_clean (dir, why, sizeof (why)), 1, "clean removes the temporary");
+    is_int (l3_dir_clean (dir, &err), 1, "clean removes the temporary");
     ok (!exists (dir, ".snap-000000000020.h5.tmp"), "temporary gone");
     ok (exists (dir, "snap-000000000020.h5"), "committed file kept");
 
     touch (dir, ".snap-000000000200.h5.tmp");
-    is_int (l3_dir_commit (dir, 200, why, sizeof (why)), 0, "commit step 200");
+    is_int (l3_dir_commit (dir, 200, &err), 0, "commit step 200");
     ok (exists (dir, "snap-000000000200.h5") &&
             !exists (dir, ".snap-000000000200.h5.tmp"),
         "the temporary was renamed");
@@ -158,12 +160,11 @@ int main (void)
             target[l] = '\0';
         is_str (target, "snap-000000000200.h5", "latest points at it");
     }
-    ok (l3_dir_commit (dir, 300, why, sizeof (why)) < 0,
-        "committing a missing temporary fails");
+    ok (l3_dir_commit (dir, 300, &err) < 0, "committing a missing temporary fails");
     diag ("%s", why);
     ok (strstr (why, ".snap-000000000300.h5.tmp") != NULL, "... naming the file");
 
-    ok (l3_dir_list ("/nonexistent/l3", &e, &n, why, sizeof (why)) < 0,
+    ok (l3_dir_list ("/nonexistent/l3", &e, &n, &err) < 0,
         "listing a missing directory fails");
     ok (strstr (why, "/nonexistent/l3") && strstr (why, "No such file"),
         "... with a clear message");

@@ -127,25 +127,18 @@ static int file_exists (const char *name)
     return stat (path, &sb) == 0;
 }
 
-int main (int argc, char **argv)
+/* The state the steps below share, in order: each builds on the files and
+ * the environment the earlier ones left. */
+static elastic_manager_t *m = NULL;
+static elastic_error_t err;
+static elastic_info_t info;
+static struct sigaction sa;
+static struct state s;
+static int active, rc;
+
+/* 1. handlers: installed for the list, SIG_IGN left alone, restored */
+static void check_handlers (void)
 {
-    elastic_manager_t *m = NULL;
-    elastic_error_t err;
-    elastic_info_t info;
-    struct sigaction sa;
-    struct state s;
-    int active, rc;
-
-    MPI_Init (&argc, &argv);
-    snprintf (dir,
-              sizeof (dir),
-              "%s/t3010.XXXXXX",
-              getenv ("TMPDIR") ? getenv ("TMPDIR") : "/tmp");
-    if (!mkdtemp (dir))
-        bail_out ("mkdtemp");
-    clear_env ();
-
-    /* 1. handlers: installed for the list, SIG_IGN left alone, restored */
     signal (SIGUSR2, SIG_IGN);
     setenv ("ELASTIC_SIGNALS", "TERM,USR2", 1);
     memset (&s, 0, sizeof (s));
@@ -164,8 +157,11 @@ int main (int argc, char **argv)
     ok (sa.sa_handler == SIG_DFL, "none: SIGTERM is not caught");
     elastic_manager_destroy (m);
     clear_env ();
+}
 
-    /* 2. bad launch variables fail the creation */
+/* 2. bad launch variables fail the creation */
+static void check_bad_variables (void)
+{
     setenv ("ELASTIC_RESUME", "yes", 1);
     is_int (setup (&m, &s, N, &err), ELASTIC_ERR_INVAL, "ELASTIC_RESUME=yes is rejected");
     is_str (err.text,
@@ -175,8 +171,11 @@ int main (int argc, char **argv)
     elastic_manager_destroy (m);
     m = NULL;
     clear_env ();
+}
 
-    /* 3. a suspend on a real signal (agreement every step) */
+/* 3. a suspend on a real signal (agreement every step) */
+static void check_suspend (void)
+{
     setenv ("ELASTIC_SIGNAL_CHECK_PERIOD", "1", 1);
     setenv ("ELASTIC_RUN_ID", "t3010", 1);
     events[0] = '\0';
@@ -211,8 +210,11 @@ int main (int argc, char **argv)
         elastic_exit_code (ELASTIC_SUSPENDED), ELASTIC_EXIT_SUSPENDED, "exit code 75");
     elastic_manager_destroy (m);
     clear_env ();
+}
 
-    /* 4. a fresh start with the run's snapshots present: fresh, warned */
+/* 4. a fresh start with the run's snapshots present: fresh, warned */
+static void check_fresh_start (void)
+{
     setenv ("ELASTIC_RUN_ID", "t3010", 1);
     memset (&s, 0, sizeof (s));
     setup (&m, &s, N, &err);
@@ -221,8 +223,11 @@ int main (int argc, char **argv)
     ok (s.step == 0 && s.handler_calls == 0,
         "without ELASTIC_RESUME nothing is restored");
     elastic_manager_destroy (m);
+}
 
-    /* 5. resume: values, the array, the blob (from the file), the info */
+/* 5. resume: values, the array, the blob (from the file), the info */
+static void check_resume (void)
+{
     setenv ("ELASTIC_RESUME", "1", 1);
     memset (&s, 0, sizeof (s));
     events[0] = '\0';
@@ -245,8 +250,11 @@ int main (int argc, char **argv)
                 "\"event\":\"resume\",\"step\":6,\"old_size\":1,\"new_size\":1") != NULL,
         "a resume event");
     elastic_manager_destroy (m);
+}
 
-    /* 6. a snapshot that does not fit */
+/* 6. a snapshot that does not fit */
+static void check_no_fit (void)
+{
     memset (&s, 0, sizeof (s));
     setup (&m, &s, N + 2, &err);
     is_int (elastic_manager_start (m, handler, &s, &active, &err),
@@ -259,8 +267,11 @@ int main (int argc, char **argv)
         "the message says what differs");
     diag ("%s", err.text);
     elastic_manager_destroy (m);
+}
 
-    /* 7. no snapshot: an error, or a fresh start if allowed */
+/* 7. no snapshot: an error, or a fresh start if allowed */
+static void check_no_snapshot (void)
+{
     setenv ("ELASTIC_RUN_ID", "another-run", 1);
     memset (&s, 0, sizeof (s));
     setup (&m, &s, N, &err);
@@ -282,8 +293,11 @@ int main (int argc, char **argv)
     ok (info.resumed_step == -1 && info.resumed_from == NULL, "info: not resumed");
     elastic_manager_destroy (m);
     unsetenv ("ELASTIC_RESUME_FRESH_OK");
+}
 
-    /* 8. resume_from a file, whatever its run */
+/* 8. resume_from a file, whatever its run */
+static void check_resume_from (void)
+{
     {
         char path[PATH_MAX + 32];
         snprintf (path, sizeof (path), "%s/snap-000000000006.h5", dir);
@@ -299,8 +313,11 @@ int main (int argc, char **argv)
         unsetenv ("ELASTIC_RESUME_FROM");
     }
     clear_env ();
+}
 
-    /* 9. the deadline: suspend before it, having measured a step */
+/* 9. the deadline: suspend before it, having measured a step */
+static void check_deadline (void)
+{
     {
         time_t deadline = time (NULL) + 4;
         char d[32];
@@ -337,6 +354,28 @@ int main (int argc, char **argv)
         elastic_manager_destroy (m);
         clear_env ();
     }
+}
+
+int main (int argc, char **argv)
+{
+    MPI_Init (&argc, &argv);
+    snprintf (dir,
+              sizeof (dir),
+              "%s/t3010.XXXXXX",
+              getenv ("TMPDIR") ? getenv ("TMPDIR") : "/tmp");
+    if (!mkdtemp (dir))
+        bail_out ("mkdtemp");
+    clear_env ();
+
+    check_handlers ();
+    check_bad_variables ();
+    check_suspend ();
+    check_fresh_start ();
+    check_resume ();
+    check_no_fit ();
+    check_no_snapshot ();
+    check_resume_from ();
+    check_deadline ();
 
     {
         char cmd[PATH_MAX + 16];

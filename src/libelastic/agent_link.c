@@ -18,18 +18,13 @@
 #include <unistd.h>
 
 #include <elastic.h>
+#include "common/clock.h"
 #include "common/heartbeat.h"
+#include "common/json.h"
 #include "manager.h"
 
 static struct elastic_heartbeat *hb;
 static int hb_tried;
-
-static uint64_t monotonic_ns (void)
-{
-    struct timespec ts;
-    clock_gettime (CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static struct elastic_heartbeat *heartbeat_attach (void)
 {
@@ -71,7 +66,7 @@ int elastic_progress (int64_t step)
         return ELASTIC_OK;
     __atomic_store_n (&h->step, step, __ATOMIC_RELAXED);
     __atomic_add_fetch (&h->count, 1, __ATOMIC_RELAXED);
-    __atomic_store_n (&h->updated_ns, monotonic_ns (), __ATOMIC_RELEASE);
+    __atomic_store_n (&h->updated_ns, mono_ns (), __ATOMIC_RELEASE);
     return ELASTIC_OK;
 }
 
@@ -82,7 +77,7 @@ int elastic_progress_snapshot (int64_t step)
     if (!h)
         return ELASTIC_OK;
     __atomic_store_n (&h->last_snapshot_step, step, __ATOMIC_RELAXED);
-    __atomic_store_n (&h->updated_ns, monotonic_ns (), __ATOMIC_RELEASE);
+    __atomic_store_n (&h->updated_ns, mono_ns (), __ATOMIC_RELEASE);
     return ELASTIC_OK;
 }
 
@@ -93,7 +88,7 @@ void heartbeat_flag (uint32_t flag)
     if (!h)
         return;
     __atomic_or_fetch (&h->flags, flag, __ATOMIC_RELEASE);
-    __atomic_store_n (&h->updated_ns, monotonic_ns (), __ATOMIC_RELEASE);
+    __atomic_store_n (&h->updated_ns, mono_ns (), __ATOMIC_RELEASE);
 }
 
 void heartbeat_touch (void)
@@ -105,26 +100,6 @@ int elastic_progress_end (void)
 {
     heartbeat_flag (ELASTIC_HEARTBEAT_ENDED);
     return ELASTIC_OK;
-}
-
-/* Write s as a JSON string literal (quotes included) to f. */
-static void json_string (FILE *f, const char *s)
-{
-    fputc ('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf (f, "\\%c", c);
-        else if (c == '\n')
-            fputs ("\\n", f);
-        else if (c == '\t')
-            fputs ("\\t", f);
-        else if (c < 0x20)
-            fprintf (f, "\\u%04x", c);
-        else
-            fputc (c, f);
-    }
-    fputc ('"', f);
 }
 
 int elastic_record_error (const char *fmt, ...)
@@ -157,7 +132,7 @@ int elastic_record_error (const char *fmt, ...)
         return ELASTIC_ERR_IO;
     }
     fputs ("{\"message\": {\"message\": ", f);
-    json_string (f, msg);
+    json_fputs (f, msg);
     fprintf (f,
              ", \"extraInfo\": {\"py_callstack\": \"\", \"timestamp\": \"%lld\"}}}\n",
              (long long)time (NULL));

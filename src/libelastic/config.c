@@ -8,7 +8,6 @@
 #include "config.h"
 #endif
 #include <errno.h>
-#include <stdarg.h>
 #include <limits.h>
 #include <signal.h>
 #include <stddef.h>
@@ -18,6 +17,8 @@
 
 #include <elastic.h>
 
+#include "common/error.h"
+#include "common/signame.h"
 #include "config_int.h"
 
 struct int_field {
@@ -74,21 +75,6 @@ static void expected (const struct int_field *f, char *buf, size_t size)
         snprintf (buf, size, "an integer from %ld to %ld", f->min, f->max);
 }
 
-static int errset (elastic_error_t *err, const char *fmt, ...)
-    __attribute__ ((format (printf, 2, 3)));
-
-static int errset (elastic_error_t *err, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (err) {
-        va_start (ap, fmt);
-        vsnprintf (err->text, sizeof (err->text), fmt, ap);
-        va_end (ap);
-    }
-    return ELASTIC_ERR_INVAL;
-}
-
 void elastic_config_init (elastic_config_t *cfg)
 {
     if (!cfg)
@@ -129,7 +115,8 @@ static int env_string (const char *var,
     if (!s)
         return ELASTIC_OK;
     if (*s == '\0' && !empty_ok)
-        return errset (err, "%s: '' is invalid (expected %s)", var, what);
+        return errcodef (
+            err, ELASTIC_ERR_INVAL, "%s: '' is invalid (expected %s)", var, what);
     *field = *s ? s : NULL;
     return ELASTIC_OK;
 }
@@ -141,7 +128,7 @@ int elastic_config_from_env (elastic_config_t *cfg, elastic_error_t *err)
     long v;
 
     if (!cfg)
-        return errset (err, "elastic_config_from_env: cfg is NULL");
+        return errcodef (err, ELASTIC_ERR_INVAL, "elastic_config_from_env: cfg is NULL");
     for (size_t i = 0; i < NFIELDS; i++) {
         const struct int_field *f = &int_fields[i];
         if (!(s = getenv (f->env)))
@@ -150,15 +137,27 @@ int elastic_config_from_env (elastic_config_t *cfg, elastic_error_t *err)
         errno = 0;
         v = strtol (s, &end, 10);
         if (*s == '\0' || *end != '\0' || errno != 0)
-            return errset (err, "%s: '%s' is invalid (expected %s)", f->env, s, want);
+            return errcodef (err,
+                             ELASTIC_ERR_INVAL,
+                             "%s: '%s' is invalid (expected %s)",
+                             f->env,
+                             s,
+                             want);
         if (v < f->min || v > f->max)
-            return errset (err, "%s: %ld is invalid (expected %s)", f->env, v, want);
+            return errcodef (err,
+                             ELASTIC_ERR_INVAL,
+                             "%s: %ld is invalid (expected %s)",
+                             f->env,
+                             v,
+                             want);
         *field_ptr (cfg, f) = (int)v;
     }
     if ((s = getenv ("ELASTIC_SNAPSHOT_DIR"))) {
         if (*s == '\0')
-            return errset (
-                err, "ELASTIC_SNAPSHOT_DIR: '' is invalid (expected a directory path)");
+            return errcodef (
+                err,
+                ELASTIC_ERR_INVAL,
+                "ELASTIC_SNAPSHOT_DIR: '' is invalid (expected a directory path)");
         cfg->snapshot_dir = s;
     }
     if ((s = getenv ("ELASTIC_EVENT_LOG")))
@@ -177,27 +176,27 @@ int elastic_config_from_env (elastic_config_t *cfg, elastic_error_t *err)
         return ELASTIC_ERR_INVAL;
     if (getenv ("ELASTIC_SIGNALS")) {
         int sigs[16], n;
-        char bad[64];
-        if (config_signals_parse (cfg->signals, sigs, 16, &n, bad, sizeof (bad)) < 0)
-            return errset (
-                err,
-                "ELASTIC_SIGNALS: '%s' is invalid (expected a comma-separated "
-                "list of HUP, INT, QUIT, ALRM, TERM, USR1, USR2, XCPU, or none)",
-                bad);
+        if (config_signals_parse ("ELASTIC_SIGNALS", cfg->signals, sigs, 16, &n, err) !=
+            ELASTIC_OK)
+            return ELASTIC_ERR_INVAL;
     }
     if (cfg->run_id && getenv ("ELASTIC_RUN_ID") && strlen (cfg->run_id) > 254)
-        return errset (err,
-                       "ELASTIC_RUN_ID: '%.40s...' is invalid (expected 1 to 254 bytes)",
-                       cfg->run_id);
+        return errcodef (
+            err,
+            ELASTIC_ERR_INVAL,
+            "ELASTIC_RUN_ID: '%.40s...' is invalid (expected 1 to 254 bytes)",
+            cfg->run_id);
     if ((s = getenv ("ELASTIC_RESUME_MODE"))) {
         int i;
         for (i = 0; i < 3 && strcmp (s, resume_names[i]) != 0; i++)
             ;
         if (i == 3)
-            return errset (err,
-                           "ELASTIC_RESUME_MODE: '%s' is invalid (expected auto, always "
-                           "or never)",
-                           s);
+            return errcodef (
+                err,
+                ELASTIC_ERR_INVAL,
+                "ELASTIC_RESUME_MODE: '%s' is invalid (expected auto, always "
+                "or never)",
+                s);
         cfg->resume = i;
     }
     if ((s = getenv ("ELASTIC_DEADLINE"))) {
@@ -205,67 +204,69 @@ int elastic_config_from_env (elastic_config_t *cfg, elastic_error_t *err)
         errno = 0;
         v = strtoll (s, &end, 10);
         if (*s == '\0' || *end != '\0' || errno != 0 || v < 0)
-            return errset (err,
-                           "ELASTIC_DEADLINE: '%s' is invalid (expected a time in "
-                           "seconds since the epoch, or 0 for none)",
-                           s);
+            return errcodef (err,
+                             ELASTIC_ERR_INVAL,
+                             "ELASTIC_DEADLINE: '%s' is invalid (expected a time in "
+                             "seconds since the epoch, or 0 for none)",
+                             s);
         cfg->deadline = v;
     }
     return ELASTIC_OK;
 }
 
-/* Signal names accepted in `signals`. */
-static const struct {
-    const char *name;
-    int sig;
-} sig_names[] = {
-    {"HUP", SIGHUP},
-    {"INT", SIGINT},
-    {"QUIT", SIGQUIT},
-    {"ALRM", SIGALRM},
-    {"TERM", SIGTERM},
-    {"USR1", SIGUSR1},
-    {"USR2", SIGUSR2},
-    {"XCPU", SIGXCPU},
-};
+/* The signals accepted in `signals`, named as common/signame.h names them
+ * less "SIG" (the accepted spellings are "TERM" and "SIGTERM"). */
+static const int accepted_signals[] = {
+    SIGHUP, SIGINT, SIGQUIT, SIGALRM, SIGTERM, SIGUSR1, SIGUSR2, SIGXCPU};
+
+#define NACCEPTED (sizeof (accepted_signals) / sizeof (accepted_signals[0]))
+
+/* The accepted signal named name ("TERM"), or -1. */
+static int accepted_signal (const char *name)
+{
+    for (size_t i = 0; i < NACCEPTED; i++)
+        if (!strcmp (name, signal_name (accepted_signals[i]) + 3))
+            return accepted_signals[i];
+    return -1;
+}
+
+static int signals_invalid (const char *what, const char *bad, elastic_error_t *err)
+{
+    return errcodef (err,
+                     ELASTIC_ERR_INVAL,
+                     "%s: '%s' is invalid (expected a comma-separated list of HUP, "
+                     "INT, QUIT, ALRM, TERM, USR1, USR2, XCPU, or none)",
+                     what,
+                     bad);
+}
 
 int config_signals_parse (
-    const char *spec, int *sigs, int max, int *n, char *bad, size_t len)
+    const char *what, const char *spec, int *sigs, int max, int *n, elastic_error_t *err)
 {
     char copy[256], *save = NULL, *tok;
 
     *n = 0;
-    if (!spec || strlen (spec) >= sizeof (copy)) {
-        snprintf (bad, len, "%s", spec ? "(too long)" : "(null)");
-        return -1;
-    }
+    if (!spec || strlen (spec) >= sizeof (copy))
+        return signals_invalid (what, spec ? "(too long)" : "(null)", err);
     if (!strcmp (spec, "none"))
-        return 0;
+        return ELASTIC_OK;
     snprintf (copy, sizeof (copy), "%s", spec);
     for (tok = strtok_r (copy, ",", &save); tok; tok = strtok_r (NULL, ",", &save)) {
-        const char *name = strncmp (tok, "SIG", 3) == 0 ? tok + 3 : tok;
-        size_t i;
-        for (i = 0; i < sizeof (sig_names) / sizeof (sig_names[0]); i++)
-            if (!strcmp (name, sig_names[i].name))
-                break;
-        if (i == sizeof (sig_names) / sizeof (sig_names[0]) || *n == max) {
-            snprintf (bad, len, "%s", tok);
-            return -1;
-        }
-        sigs[(*n)++] = sig_names[i].sig;
+        int sig = accepted_signal (strncmp (tok, "SIG", 3) == 0 ? tok + 3 : tok);
+        if (sig < 0 || *n == max)
+            return signals_invalid (what, tok, err);
+        sigs[(*n)++] = sig;
     }
-    if (*n == 0) {
-        snprintf (bad, len, "%s", spec);
-        return -1;
-    }
-    return 0;
+    if (*n == 0)
+        return signals_invalid (what, spec, err);
+    return ELASTIC_OK;
 }
 
 const char *config_signal_name (int sig)
 {
-    for (size_t i = 0; i < sizeof (sig_names) / sizeof (sig_names[0]); i++)
-        if (sig_names[i].sig == sig)
-            return sig_names[i].name;
+    for (size_t i = 0; i < NACCEPTED; i++)
+        if (accepted_signals[i] == sig)
+            return signal_name (sig) + 3;
     return "?";
 }
 
@@ -276,68 +277,86 @@ int elastic_config_validate (const elastic_config_t *cfg,
     char want[64];
 
     if (!cfg)
-        return errset (err, "elastic_config_validate: cfg is NULL");
+        return errcodef (err, ELASTIC_ERR_INVAL, "elastic_config_validate: cfg is NULL");
     for (size_t i = 0; i < NFIELDS; i++) {
         const struct int_field *f = &int_fields[i];
         int v = field_get (cfg, f);
         if (v < f->min || v > f->max) {
             expected (f, want, sizeof (want));
-            return errset (err, "%s: %d is invalid (expected %s)", f->name, v, want);
+            return errcodef (err,
+                             ELASTIC_ERR_INVAL,
+                             "%s: %d is invalid (expected %s)",
+                             f->name,
+                             v,
+                             want);
         }
     }
     if (!cfg->snapshot_dir || cfg->snapshot_dir[0] == '\0')
-        return errset (err, "snapshot_dir: '' is invalid (expected a directory path)");
+        return errcodef (err,
+                         ELASTIC_ERR_INVAL,
+                         "snapshot_dir: '' is invalid (expected a directory path)");
     if (strlen (cfg->snapshot_dir) >= 4096)
-        return errset (err,
-                       "snapshot_dir: a %zu-byte path is invalid (expected < 4096 bytes)",
-                       strlen (cfg->snapshot_dir));
+        return errcodef (
+            err,
+            ELASTIC_ERR_INVAL,
+            "snapshot_dir: a %zu-byte path is invalid (expected < 4096 bytes)",
+            strlen (cfg->snapshot_dir));
     if (cfg->event_log && strlen (cfg->event_log) >= 4096)
-        return errset (err,
-                       "event_log: a %zu-byte path is invalid (expected < 4096 bytes)",
-                       strlen (cfg->event_log));
+        return errcodef (err,
+                         ELASTIC_ERR_INVAL,
+                         "event_log: a %zu-byte path is invalid (expected < 4096 bytes)",
+                         strlen (cfg->event_log));
     if (cfg->run_id && (cfg->run_id[0] == '\0' || strlen (cfg->run_id) > 254))
-        return errset (
-            err, "run_id: '%.40s' is invalid (expected 1 to 254 bytes)", cfg->run_id);
+        return errcodef (err,
+                         ELASTIC_ERR_INVAL,
+                         "run_id: '%.40s' is invalid (expected 1 to 254 bytes)",
+                         cfg->run_id);
     if (cfg->resume_from && strlen (cfg->resume_from) >= 4096)
-        return errset (err,
-                       "resume_from: a %zu-byte path is invalid (expected < 4096 bytes)",
-                       strlen (cfg->resume_from));
+        return errcodef (
+            err,
+            ELASTIC_ERR_INVAL,
+            "resume_from: a %zu-byte path is invalid (expected < 4096 bytes)",
+            strlen (cfg->resume_from));
     if (cfg->resume < ELASTIC_RESUME_AUTO || cfg->resume > ELASTIC_RESUME_NEVER)
-        return errset (err,
-                       "resume: %d is invalid (expected ELASTIC_RESUME_AUTO, _ALWAYS or "
-                       "_NEVER)",
-                       cfg->resume);
+        return errcodef (
+            err,
+            ELASTIC_ERR_INVAL,
+            "resume: %d is invalid (expected ELASTIC_RESUME_AUTO, _ALWAYS or "
+            "_NEVER)",
+            cfg->resume);
     if (cfg->resume_from && cfg->resume == ELASTIC_RESUME_NEVER)
-        return errset (err,
-                       "resume_from: '%s' is invalid with resume never (expected no "
-                       "resume_from, or resume auto or always)",
-                       cfg->resume_from);
+        return errcodef (err,
+                         ELASTIC_ERR_INVAL,
+                         "resume_from: '%s' is invalid with resume never (expected no "
+                         "resume_from, or resume auto or always)",
+                         cfg->resume_from);
     if (cfg->deadline < 0)
-        return errset (err,
-                       "deadline: %lld is invalid (expected seconds since the epoch, or "
-                       "0 for none)",
-                       (long long)cfg->deadline);
+        return errcodef (
+            err,
+            ELASTIC_ERR_INVAL,
+            "deadline: %lld is invalid (expected seconds since the epoch, or "
+            "0 for none)",
+            (long long)cfg->deadline);
     {
         int sigs[16], n;
-        char bad[64];
-        if (config_signals_parse (cfg->signals, sigs, 16, &n, bad, sizeof (bad)) < 0)
-            return errset (err,
-                           "signals: '%s' is invalid (expected a comma-separated list of "
-                           "HUP, INT, QUIT, ALRM, TERM, USR1, USR2, XCPU, or none)",
-                           bad);
+        if (config_signals_parse ("signals", cfg->signals, sigs, 16, &n, err) !=
+            ELASTIC_OK)
+            return ELASTIC_ERR_INVAL;
     }
     if (comm_size > 0) {
         if (cfg->spare_ranks > comm_size - 1)
-            return errset (
+            return errcodef (
                 err,
+                ELASTIC_ERR_INVAL,
                 "spare_ranks: %d is invalid (expected an integer from 0 to %d: "
                 "at least one of the %d ranks must work)",
                 cfg->spare_ranks,
                 comm_size - 1,
                 comm_size);
         if (cfg->min_world_size > comm_size - cfg->spare_ranks)
-            return errset (
+            return errcodef (
                 err,
+                ELASTIC_ERR_INVAL,
                 "min_world_size: %d is invalid (expected an integer from 1 to %d, "
                 "the working size: %d ranks less %d spares)",
                 cfg->min_world_size,

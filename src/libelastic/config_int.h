@@ -3,11 +3,13 @@
 #define ELASTIC_CONFIG_INT_H
 
 #include <stddef.h>
+#include <elastic.h>
 
 /* Parse a `signals` list ("TERM,USR1", "SIGTERM", "none") into at most max
- * signal numbers.  Returns 0, or -1 with the bad item in bad. */
+ * signal numbers.  Returns ELASTIC_OK, or ELASTIC_ERR_INVAL with err naming
+ * `what` (the field or variable), the bad item and what is accepted. */
 int config_signals_parse (
-    const char *spec, int *sigs, int max, int *n, char *bad, size_t len);
+    const char *what, const char *spec, int *sigs, int max, int *n, elastic_error_t *err);
 
 /* The name of a signal accepted in `signals` ("TERM"), or "?". */
 const char *config_signal_name (int sig);

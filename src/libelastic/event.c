@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/json.h"
 #include "event.h"
 #include "log.h"
 #include "manager.h"
@@ -40,25 +41,18 @@ static void put (struct sbuf *b, const char *fmt, ...)
         b->len += n;
 }
 
+/* s as a JSON string literal (common/json.h). */
 static void put_string (struct sbuf *b, const char *s)
 {
-    put (b, "\"");
-    for (; s && *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            put (b, "\\%c", c);
-        else if (c == '\n')
-            put (b, "\\n");
-        else if (c == '\r')
-            put (b, "\\r");
-        else if (c == '\t')
-            put (b, "\\t");
-        else if (c < 0x20 || c == 0x7f)
-            put (b, "\\u%04x", c);
-        else
-            put (b, "%c", c);
-    }
-    put (b, "\"");
+    size_t n;
+
+    if (b->overflow)
+        return;
+    n = json_quote (b->p + b->len, b->size - b->len, s);
+    if (n >= b->size - b->len)
+        b->overflow = 1;
+    else
+        b->len += n;
 }
 
 static void put_ints (struct sbuf *b, const char *key, const int *v, int n)

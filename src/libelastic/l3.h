@@ -21,20 +21,9 @@
 #include <mpi.h>
 #include <elastic.h>
 
-/* Element type of an array or value, used for the HDF5 datatype only (the
- * data is always copied as bytes).  L3_TYPE_BYTES (0, the default) stores
- * uint8.  elem_size must be a multiple of the type's size; an element of
- * k > 1 items is stored as a row of k items: a float64 array of elem_size
- * cols*8 becomes a dataset [global_count][cols]. */
-enum l3_type {
-    L3_TYPE_BYTES = 0,
-    L3_TYPE_INT32 = 1,
-    L3_TYPE_INT64 = 2,
-    L3_TYPE_UINT32 = 3,
-    L3_TYPE_UINT64 = 4,
-    L3_TYPE_FLOAT32 = 5,
-    L3_TYPE_FLOAT64 = 6,
-};
+#include "l3_format.h" /* enum l3_type */
+
+/* Element types: enum l3_type (l3_format.h). */
 
 struct l3_array { /* block-distributed along the first dimension */
     const char *name;

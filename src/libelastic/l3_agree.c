@@ -3,7 +3,6 @@
 #include "config.h"
 #endif
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -11,22 +10,12 @@
 #include "l3_agree.h"
 #include "l3_format.h"
 
-void l3_errset (elastic_error_t *err, const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start (ap, fmt);
-    vsnprintf (err->text, sizeof (err->text), fmt, ap);
-    va_end (ap);
-}
-
 int l3_h5fail (elastic_error_t *err, const char *what, const char *name)
 {
     char h5[200];
 
     l3_h5_errtext (h5, sizeof (h5));
-    l3_errset (err, "%s '%s': %s", what, name, h5);
-    return ELASTIC_ERR_IO;
+    return errcodef (err, ELASTIC_ERR_IO, "%s '%s': %s", what, name, h5);
 }
 
 int l3_mpi_error (int mpirc, const char *call, elastic_error_t *err)
@@ -37,7 +26,7 @@ int l3_mpi_error (int mpirc, const char *call, elastic_error_t *err)
     MPI_Error_class (mpirc, &cls);
     if (MPI_Error_string (mpirc, s, &len) != MPI_SUCCESS)
         snprintf (s, sizeof (s), "error code %d", mpirc);
-    l3_errset (err, "%s failed: %s (MPI error class %d)", call, s, cls);
+    errprintf (err, "%s failed: %s (MPI error class %d)", call, s, cls);
     return ft_is_failure (mpirc) ? ELASTIC_ERR_PROC_FAILED : ELASTIC_ERR_MPI;
 }
 
@@ -70,5 +59,5 @@ void l3_first_fault_cb (const char *what, void *arg)
     struct l3_first_fault *f = arg;
 
     if (f->n++ == 0)
-        snprintf (f->buf, f->len, "%s", what);
+        errprintf (f->err, "%s", what);
 }

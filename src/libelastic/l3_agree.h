@@ -1,4 +1,5 @@
-/* l3_agree.h - L3's error texts and collective agreement on outcomes (internal)
+/* l3_agree.h - L3's MPI and HDF5 error texts, collective agreement on outcomes
+ * (internal)
  *
  * HDF5 and MPI-IO calls can fail on some ranks only (a full disk seen by
  * one writer); the next collective call would then be mismatched.  After
@@ -12,9 +13,7 @@
 #include <mpi.h>
 #include <elastic.h>
 
-/* Format err's text (printf). */
-void l3_errset (elastic_error_t *err, const char *fmt, ...)
-    __attribute__ ((format (printf, 2, 3)));
+#include "common/error.h"
 
 /* Set err to "WHAT 'NAME': <innermost HDF5 error>" and return
  * ELASTIC_ERR_IO. */
@@ -30,10 +29,9 @@ int l3_mpi_error (int mpirc, const char *call, elastic_error_t *err);
  * failed, or ELASTIC_ERR_MPI if the agreement itself failed. */
 int l3_agree (MPI_Comm comm, int rc, elastic_error_t *err);
 
-/* An l3_fault_f that keeps the first fault's text. */
+/* An l3_fault_f that keeps the first fault's text in err. */
 struct l3_first_fault {
-    char *buf;
-    size_t len;
+    elastic_error_t *err;
     int n;
 };
 void l3_first_fault_cb (const char *what, void *arg);

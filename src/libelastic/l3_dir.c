@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/error.h"
 #include "l3_dir.h"
 #include "l3_format.h"
 
@@ -76,7 +77,7 @@ void l3_dir_free (struct l3_entry *e, int n)
     errno = saved;
 }
 
-int l3_dir_list (const char *dir, struct l3_entry **out, int *n, char *why, size_t len)
+int l3_dir_list (const char *dir, struct l3_entry **out, int *n, elastic_error_t *err)
 {
     DIR *d;
     struct dirent *de;
@@ -84,7 +85,7 @@ int l3_dir_list (const char *dir, struct l3_entry **out, int *n, char *why, size
     int count = 0, cap = 0;
 
     if (!(d = opendir (dir))) {
-        snprintf (why, len, "cannot read directory '%s': %s", dir, strerror (errno));
+        errprintf (err, "cannot read directory '%s': %s", dir, strerror (errno));
         return -1;
     }
     while ((de = readdir (d))) {
@@ -115,7 +116,7 @@ int l3_dir_list (const char *dir, struct l3_entry **out, int *n, char *why, size
     *n = count;
     return 0;
 nomem:
-    snprintf (why, len, "out of memory listing '%s'", dir);
+    errprintf (err, "out of memory listing '%s'", dir);
     closedir (d);
     l3_dir_free (v, count);
     return -1;
@@ -158,12 +159,12 @@ int l3_mkdir_p (const char *dir)
     return 0;
 }
 
-int l3_dir_clean (const char *dir, char *why, size_t len)
+int l3_dir_clean (const char *dir, elastic_error_t *err)
 {
     struct l3_entry *e;
     int n, removed = 0;
 
-    if (l3_dir_list (dir, &e, &n, why, len) < 0)
+    if (l3_dir_list (dir, &e, &n, err) < 0)
         return -1;
     for (int i = 0; i < n; i++)
         if (e[i].temporary && unlink (e[i].path) == 0)
@@ -202,7 +203,7 @@ static int sync_file (const char *path)
     return rc;
 }
 
-int l3_dir_commit (const char *dir, int64_t step, char *why, size_t len)
+int l3_dir_commit (const char *dir, int64_t step, elastic_error_t *err)
 {
     char name[64], tmp[PATH_MAX], final[PATH_MAX], link_tmp[PATH_MAX], link[PATH_MAX];
 
@@ -211,24 +212,22 @@ int l3_dir_commit (const char *dir, int64_t step, char *why, size_t len)
     l3_snap_name (name, sizeof (name), step, 0);
     snprintf (final, sizeof (final), "%s/%s", dir, name);
     if (sync_file (tmp) < 0) {
-        snprintf (why, len, "cannot sync '%s': %s", tmp, strerror (errno));
+        errprintf (err, "cannot sync '%s': %s", tmp, strerror (errno));
         return -1;
     }
     if (rename (tmp, final) < 0) {
-        snprintf (
-            why, len, "cannot rename '%s' to '%s': %s", tmp, name, strerror (errno));
+        errprintf (err, "cannot rename '%s' to '%s': %s", tmp, name, strerror (errno));
         return -1;
     }
     if (fsync_path (dir, O_DIRECTORY) < 0) {
-        snprintf (why, len, "cannot sync directory '%s': %s", dir, strerror (errno));
+        errprintf (err, "cannot sync directory '%s': %s", dir, strerror (errno));
         return -1;
     }
     snprintf (link_tmp, sizeof (link_tmp), "%s/.latest.tmp", dir);
     snprintf (link, sizeof (link), "%s/latest", dir);
     (void)unlink (link_tmp);
     if (symlink (name, link_tmp) < 0 || rename (link_tmp, link) < 0) {
-        snprintf (
-            why, len, "committed, but cannot update '%s': %s", link, strerror (errno));
+        errprintf (err, "committed, but cannot update '%s': %s", link, strerror (errno));
         (void)unlink (link_tmp);
         return 1;
     }
@@ -254,13 +253,12 @@ static int classify (const char *path, const char *run_id)
 {
     struct l3_h5quiet q;
     struct l3_catalog *c = NULL;
-    char why[256];
     int kind, cls = UNREADABLE;
     hid_t f;
 
     l3_h5quiet_begin (&q);
-    if ((f = l3_file_open_serial (path, &kind, why, sizeof (why))) >= 0) {
-        if (l3_catalog_load (f, &c, why, sizeof (why)) == L3_GOOD) {
+    if ((f = l3_file_open_serial (path, &kind, NULL)) >= 0) {
+        if (l3_catalog_load (f, &c, NULL) == L3_GOOD) {
             cls = !run_id || !strcmp (c->hdr.run_id, run_id) ? OURS : OTHER_RUN;
             l3_catalog_destroy (c);
         }
@@ -276,8 +274,7 @@ int l3_dir_prune (const char *dir,
                   int64_t newest_step,
                   l3_removed_f removed,
                   void *arg,
-                  char *why,
-                  size_t len)
+                  elastic_error_t *err)
 {
     struct l3_entry *e;
     int n, count = 0, kept = 0;
@@ -285,10 +282,10 @@ int l3_dir_prune (const char *dir,
     int64_t cutoff = -1;
     char reason[128];
 
-    if (l3_dir_list (dir, &e, &n, why, len) < 0)
+    if (l3_dir_list (dir, &e, &n, err) < 0)
         return -1;
     if (n > 0 && !(cls = calloc ((size_t)n, sizeof (*cls)))) {
-        snprintf (why, len, "out of memory");
+        errprintf (err, "out of memory");
         l3_dir_free (e, n);
         return -1;
     }
@@ -322,8 +319,10 @@ int l3_dir_prune (const char *dir,
     return count;
 }
 
-int l3_dir_newest (
-    const char *dir, const char *run_id, int64_t *step, char *why, size_t len)
+int l3_dir_newest (const char *dir,
+                   const char *run_id,
+                   int64_t *step,
+                   elastic_error_t *err)
 {
     struct l3_entry *e;
     struct stat sb;
@@ -331,7 +330,7 @@ int l3_dir_newest (
 
     if (stat (dir, &sb) < 0 && errno == ENOENT)
         return 0;
-    if (l3_dir_list (dir, &e, &n, why, len) < 0)
+    if (l3_dir_list (dir, &e, &n, err) < 0)
         return -1;
     for (int i = n - 1; i >= 0 && !found; i--) {
         if (!e[i].temporary && classify (e[i].path, run_id) == OURS) {
@@ -347,7 +346,6 @@ int l3_file_run_id (const char *path, char *buf, size_t len)
 {
     struct l3_h5quiet q;
     struct l3_catalog *c = NULL;
-    char why[256];
     int kind, found = 0;
     hid_t f;
     struct stat sb;
@@ -355,8 +353,8 @@ int l3_file_run_id (const char *path, char *buf, size_t len)
     if (stat (path, &sb) < 0)
         return 0;
     l3_h5quiet_begin (&q);
-    if ((f = l3_file_open_serial (path, &kind, why, sizeof (why))) >= 0) {
-        if (l3_catalog_load (f, &c, why, sizeof (why)) == L3_GOOD) {
+    if ((f = l3_file_open_serial (path, &kind, NULL)) >= 0) {
+        if (l3_catalog_load (f, &c, NULL) == L3_GOOD) {
             snprintf (buf, len, "%s", c->hdr.run_id);
             found = 1;
             l3_catalog_destroy (c);

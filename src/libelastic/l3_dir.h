@@ -1,5 +1,5 @@
 /* l3_dir.h - the L3 snapshot directory: names, listing, commit, retention
- * (internal, no MPI)
+ * (internal, no MPI; in libl3format.la with l3_format.h)
  *
  * A directory holds committed snapshots snap-SSSSSSSSSSSS.h5 (the step,
  * zero-padded to 12 digits so that `ls` sorts them), at most one temporary
@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <elastic.h>
 
 struct l3_entry {
     char *name; /* file name within the directory */
@@ -25,9 +26,9 @@ struct l3_entry {
 void l3_snap_name (char *buf, size_t len, int64_t step, int temporary);
 
 /* List the snapshot files of dir, sorted by step (ascending; a temporary
- * after the committed file of the same step).  -1 with why set if dir
+ * after the committed file of the same step).  -1 with err set if dir
  * cannot be read. */
-int l3_dir_list (const char *dir, struct l3_entry **out, int *n, char *why, size_t len);
+int l3_dir_list (const char *dir, struct l3_entry **out, int *n, elastic_error_t *err);
 
 /* Free a listing (NULL-safe). */
 void l3_dir_free (struct l3_entry *e, int n);
@@ -36,13 +37,13 @@ void l3_dir_free (struct l3_entry *e, int n);
 int l3_mkdir_p (const char *dir);
 
 /* Remove every temporary of dir (a stale write).  Returns the number
- * removed, -1 with why set if dir cannot be read. */
-int l3_dir_clean (const char *dir, char *why, size_t len);
+ * removed, -1 with err set if dir cannot be read. */
+int l3_dir_clean (const char *dir, elastic_error_t *err);
 
 /* Make the temporary of step the committed snapshot: release blocks
  * reserved beyond its end, fsync it, rename it, fsync dir, and point
- * dir/latest at it.  -1 with why set; 1 if only dir/latest failed. */
-int l3_dir_commit (const char *dir, int64_t step, char *why, size_t len);
+ * dir/latest at it.  -1 with err set; 1 if only dir/latest failed. */
+int l3_dir_commit (const char *dir, int64_t step, elastic_error_t *err);
 
 /* Called for each file removed by l3_dir_prune, with the reason. */
 typedef void (*l3_removed_f) (const char *path, const char *reason, void *arg);
@@ -52,15 +53,14 @@ typedef void (*l3_removed_f) (const char *path, const char *reason, void *arg);
  * unreadable ones older than the oldest kept; if newest_step >= 0, also
  * remove this run's snapshots of steps after newest_step (a timeline
  * abandoned by a restart from an older snapshot).  Snapshots of other runs
- * are never removed.  Returns the number removed, -1 with why set. */
+ * are never removed.  Returns the number removed, -1 with err set. */
 int l3_dir_prune (const char *dir,
                   int keep,
                   const char *run_id,
                   int64_t newest_step,
                   l3_removed_f removed,
                   void *arg,
-                  char *why,
-                  size_t len);
+                  elastic_error_t *err);
 
 /* The run id of the snapshot file at path into buf: 1, or 0 if path is not
  * a readable snapshot (missing, foreign, damaged). */
@@ -68,8 +68,10 @@ int l3_file_run_id (const char *path, char *buf, size_t len);
 
 /* The newest step of dir's committed, readable snapshots of run_id (NULL:
  * any run) into *step.  Returns 1 if there is one, 0 if not (or dir does
- * not exist), -1 with why set if dir cannot be read. */
-int l3_dir_newest (
-    const char *dir, const char *run_id, int64_t *step, char *why, size_t len);
+ * not exist), -1 with err set if dir cannot be read. */
+int l3_dir_newest (const char *dir,
+                   const char *run_id,
+                   int64_t *step,
+                   elastic_error_t *err);
 
 #endif /* ELASTIC_L3_DIR_H */

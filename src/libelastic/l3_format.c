@@ -16,7 +16,7 @@
 #include <libdeflate.h>
 #endif
 
-#include "l3.h"
+#include "common/error.h"
 #include "l3_format.h"
 
 #define VERIFY_CHUNK (8u << 20) /* bytes read at a time when verifying */
@@ -72,6 +72,14 @@ void l3_h5_errtext (char *buf, size_t len)
     H5Ewalk2 (H5E_DEFAULT, H5E_WALK_UPWARD, errwalk_cb, &w);
     if (!w.found || buf[0] == '\0')
         snprintf (buf, len, "unknown HDF5 error");
+}
+
+void l3_h5_errprintf (elastic_error_t *err)
+{
+    char h5[sizeof (err->text)];
+
+    l3_h5_errtext (h5, sizeof (h5));
+    errprintf (err, "%s", h5);
 }
 
 hid_t l3_h5_errsave (void)
@@ -203,7 +211,7 @@ int l3_name_valid (const char *name)
     return 1;
 }
 
-hid_t l3_file_open_serial (const char *path, int *kind, char *why, size_t len)
+hid_t l3_file_open_serial (const char *path, int *kind, elastic_error_t *err)
 {
     struct stat sb;
     hid_t fapl = -1, file = -1;
@@ -211,26 +219,24 @@ hid_t l3_file_open_serial (const char *path, int *kind, char *why, size_t len)
 
     if (stat (path, &sb) < 0) {
         *kind = L3_UNREADABLE;
-        snprintf (why, len, "%s", strerror (errno));
+        errprintf (err, "%s", strerror (errno));
         return -1;
     }
     if (!S_ISREG (sb.st_mode)) {
         *kind = L3_FOREIGN;
-        snprintf (why,
-                  len,
-                  S_ISDIR (sb.st_mode) ? "is a directory, not a snapshot file"
-                                       : "not a regular file");
+        errprintf (err,
+                   S_ISDIR (sb.st_mode) ? "is a directory, not a snapshot file"
+                                        : "not a regular file");
         return -1;
     }
     if ((is = H5Fis_hdf5 (path)) <= 0) {
         *kind = is == 0 ? L3_FOREIGN : L3_UNREADABLE;
         if (is == 0)
-            snprintf (why,
-                      len,
-                      sb.st_size == 0 ? "not an HDF5 file (empty)"
-                                      : "not an HDF5 file (no HDF5 signature)");
+            errprintf (err,
+                       sb.st_size == 0 ? "not an HDF5 file (empty)"
+                                       : "not an HDF5 file (no HDF5 signature)");
         else
-            l3_h5_errtext (why, len);
+            l3_h5_errprintf (err);
         return -1;
     }
     if ((fapl = H5Pcreate (H5P_FILE_ACCESS)) < 0)
@@ -244,31 +250,31 @@ hid_t l3_file_open_serial (const char *path, int *kind, char *why, size_t len)
     return file;
 h5error:
     *kind = L3_DAMAGED;
-    l3_h5_errtext (why, len);
+    l3_h5_errprintf (err);
     if (fapl >= 0)
         H5Pclose (fapl);
     return -1;
 }
 
-/* Attribute helpers: 0 on success, -1 with why set. */
+/* Attribute helpers: 0 on success, -1 with err set. */
 
 static int
-attr_read (hid_t obj, const char *name, hid_t memtype, void *buf, char *why, size_t len)
+attr_read (hid_t obj, const char *name, hid_t memtype, void *buf, elastic_error_t *err)
 {
     hid_t a;
     hid_t space = -1;
     int rc = -1;
 
     if ((a = H5Aopen (obj, name, H5P_DEFAULT)) < 0) {
-        snprintf (why, len, "attribute '%s' is missing", name);
+        errprintf (err, "attribute '%s' is missing", name);
         return -1;
     }
     if ((space = H5Aget_space (a)) < 0 || H5Sget_simple_extent_npoints (space) != 1) {
-        snprintf (why, len, "attribute '%s' is not a single value", name);
+        errprintf (err, "attribute '%s' is not a single value", name);
         goto out;
     }
     if (H5Aread (a, memtype, buf) < 0) {
-        snprintf (why, len, "attribute '%s' cannot be read as a number", name);
+        errprintf (err, "attribute '%s' cannot be read as a number", name);
         goto out;
     }
     rc = 0;
@@ -280,17 +286,17 @@ out:
 }
 
 static int attr_read_string (
-    hid_t obj, const char *name, char *buf, size_t bufsz, char *why, size_t len)
+    hid_t obj, const char *name, char *buf, size_t bufsz, elastic_error_t *err)
 {
     hid_t a, ftype = -1, mtype = -1;
     int rc = -1;
 
     if ((a = H5Aopen (obj, name, H5P_DEFAULT)) < 0) {
-        snprintf (why, len, "attribute '%s' is missing", name);
+        errprintf (err, "attribute '%s' is missing", name);
         return -1;
     }
     if ((ftype = H5Aget_type (a)) < 0 || H5Tget_class (ftype) != H5T_STRING) {
-        snprintf (why, len, "attribute '%s' is not a string", name);
+        errprintf (err, "attribute '%s' is not a string", name);
         goto out;
     }
     if (H5Tis_variable_str (ftype) > 0) {
@@ -321,7 +327,7 @@ static int attr_read_string (
     rc = 0;
     goto out;
 bad:
-    snprintf (why, len, "attribute '%s' cannot be read", name);
+    errprintf (err, "attribute '%s' cannot be read", name);
 out:
     if (mtype >= 0)
         H5Tclose (mtype);
@@ -331,59 +337,51 @@ out:
     return rc;
 }
 
-static int header_load (hid_t file, struct l3_header *h, char *why, size_t len)
+static int header_load (hid_t file, struct l3_header *h, elastic_error_t *err)
 {
     char format[64];
 
     if (H5Aexists (file, "elastic_format") <= 0) {
-        snprintf (
-            why,
-            len,
+        errprintf (
+            err,
             "HDF5 file, but not an elastic snapshot (no attribute 'elastic_format')");
         return L3_FOREIGN;
     }
-    if (attr_read_string (file, "elastic_format", format, sizeof (format), why, len) < 0)
+    if (attr_read_string (file, "elastic_format", format, sizeof (format), err) < 0)
         return L3_FOREIGN;
     if (strcmp (format, L3_FORMAT_NAME) != 0) {
-        snprintf (
-            why,
-            len,
+        errprintf (
+            err,
             "HDF5 file, but not an elastic snapshot (elastic_format is '%s', not '%s')",
             format,
             L3_FORMAT_NAME);
         return L3_FOREIGN;
     }
-    if (attr_read (file, "format_version", H5T_NATIVE_INT, &h->format_version, why, len) <
-        0)
+    if (attr_read (file, "format_version", H5T_NATIVE_INT, &h->format_version, err) < 0)
         return L3_DAMAGED;
     if (h->format_version != L3_FORMAT_VERSION) {
-        snprintf (why,
-                  len,
-                  "snapshot format version %d (this library reads version %d)",
-                  h->format_version,
-                  L3_FORMAT_VERSION);
+        errprintf (err,
+                   "snapshot format version %d (this library reads version %d)",
+                   h->format_version,
+                   L3_FORMAT_VERSION);
         return L3_FOREIGN;
     }
-    if (attr_read (file, "step", H5T_NATIVE_INT64, &h->step, why, len) < 0 ||
-        attr_read (file, "world_size", H5T_NATIVE_INT, &h->world_size, why, len) < 0 ||
-        attr_read (file, "created_unix", H5T_NATIVE_INT64, &h->created_unix, why, len) <
-            0 ||
-        attr_read_string (file, "created", h->created, sizeof (h->created), why, len) <
-            0 ||
+    if (attr_read (file, "step", H5T_NATIVE_INT64, &h->step, err) < 0 ||
+        attr_read (file, "world_size", H5T_NATIVE_INT, &h->world_size, err) < 0 ||
+        attr_read (file, "created_unix", H5T_NATIVE_INT64, &h->created_unix, err) < 0 ||
+        attr_read_string (file, "created", h->created, sizeof (h->created), err) < 0 ||
         attr_read_string (file,
                           "library_version",
                           h->library_version,
                           sizeof (h->library_version),
-                          why,
-                          len) < 0 ||
-        attr_read_string (file, "run_id", h->run_id, sizeof (h->run_id), why, len) < 0)
+                          err) < 0 ||
+        attr_read_string (file, "run_id", h->run_id, sizeof (h->run_id), err) < 0)
         return L3_DAMAGED;
     if (h->step < 0 || h->world_size < 1) {
-        snprintf (why,
-                  len,
-                  "bad header: step %lld, world_size %d",
-                  (long long)h->step,
-                  h->world_size);
+        errprintf (err,
+                   "bad header: step %lld, world_size %d",
+                   (long long)h->step,
+                   h->world_size);
         return L3_DAMAGED;
     }
     return L3_GOOD;
@@ -391,7 +389,7 @@ static int header_load (hid_t file, struct l3_header *h, char *why, size_t len)
 
 /* Names of the links in group `path` of file (sorted by name). */
 static int
-group_names (hid_t file, const char *path, char ***names, int *n, char *why, size_t len)
+group_names (hid_t file, const char *path, char ***names, int *n, elastic_error_t *err)
 {
     H5G_info_t info;
     hid_t g;
@@ -401,7 +399,7 @@ group_names (hid_t file, const char *path, char ***names, int *n, char *why, siz
     *names = NULL;
     *n = 0;
     if ((g = H5Gopen2 (file, path, H5P_DEFAULT)) < 0) {
-        snprintf (why, len, "group '%s' is missing (incomplete file)", path);
+        errprintf (err, "group '%s' is missing (incomplete file)", path);
         return -1;
     }
     if (H5Gget_info (g, &info) < 0)
@@ -425,12 +423,12 @@ group_names (hid_t file, const char *path, char ***names, int *n, char *why, siz
     *n = (int)info.nlinks;
     return 0;
 nomem:
-    snprintf (why, len, "out of memory listing '%s'", path);
+    errprintf (err, "out of memory listing '%s'", path);
     goto fail;
 h5error : {
     char h5[160];
     l3_h5_errtext (h5, sizeof (h5));
-    snprintf (why, len, "cannot list group '%s': %s", path, h5);
+    errprintf (err, "cannot list group '%s': %s", path, h5);
 }
 fail:
     if (v) {
@@ -452,8 +450,8 @@ static void names_free (char **v, int n)
 }
 
 /* Read a uint64 [world][3] table at path into *out. */
-static int table_load (
-    hid_t file, const char *path, int world, uint64_t **out, char *why, size_t len)
+static int
+table_load (hid_t file, const char *path, int world, uint64_t **out, elastic_error_t *err)
 {
     hid_t d, space = -1;
     hsize_t dims[2];
@@ -461,32 +459,31 @@ static int table_load (
     int rc = -1;
 
     if ((d = H5Dopen2 (file, path, H5P_DEFAULT)) < 0) {
-        snprintf (why, len, "dataset '%s' is missing (incomplete file)", path);
+        errprintf (err, "dataset '%s' is missing (incomplete file)", path);
         return -1;
     }
     if ((space = H5Dget_space (d)) < 0 || H5Sget_simple_extent_ndims (space) != 2) {
-        snprintf (why, len, "dataset '%s' is not a 2-D table", path);
+        errprintf (err, "dataset '%s' is not a 2-D table", path);
         goto out;
     }
     H5Sget_simple_extent_dims (space, dims, NULL);
     if (dims[0] != (hsize_t)world || dims[1] != 3) {
-        snprintf (why,
-                  len,
-                  "dataset '%s' has shape [%llu][%llu], expected [%d][3]",
-                  path,
-                  (unsigned long long)dims[0],
-                  (unsigned long long)dims[1],
-                  world);
+        errprintf (err,
+                   "dataset '%s' has shape [%llu][%llu], expected [%d][3]",
+                   path,
+                   (unsigned long long)dims[0],
+                   (unsigned long long)dims[1],
+                   world);
         goto out;
     }
     if (!(t = malloc (sizeof (*t) * 3 * (size_t)world))) {
-        snprintf (why, len, "out of memory");
+        errprintf (err, "out of memory");
         goto out;
     }
     if (H5Dread (d, H5T_NATIVE_UINT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, t) < 0) {
         char h5[160];
         l3_h5_errtext (h5, sizeof (h5));
-        snprintf (why, len, "cannot read '%s': %s", path, h5);
+        errprintf (err, "cannot read '%s': %s", path, h5);
         free (t);
         t = NULL;
         goto out;
@@ -529,7 +526,7 @@ int l3_blocks_tile (const uint64_t *table, int world, uint64_t total)
 }
 
 static int
-array_load (hid_t file, struct l3_cat_array *a, int world, char *why, size_t len)
+array_load (hid_t file, struct l3_cat_array *a, int world, elastic_error_t *err)
 {
     char path[L3_NAME_MAX + 32];
     hid_t ftype = -1, space = -1;
@@ -540,42 +537,40 @@ array_load (hid_t file, struct l3_cat_array *a, int world, char *why, size_t len
 
     snprintf (path, sizeof (path), "/arrays/%s", a->name);
     if ((a->dset = H5Dopen2 (file, path, H5P_DEFAULT)) < 0) {
-        snprintf (why, len, "'%s' is not a dataset", path);
+        errprintf (err, "'%s' is not a dataset", path);
         return -1;
     }
     if ((ftype = H5Dget_type (a->dset)) < 0 || (a->type = l3_type_from_h5 (ftype)) < 0) {
-        snprintf (why, len, "dataset '%s' has an unsupported datatype", path);
+        errprintf (err, "dataset '%s' has an unsupported datatype", path);
         goto out;
     }
     a->memtype = H5Tget_native_type (ftype, H5T_DIR_ASCEND);
     if ((space = H5Dget_space (a->dset)) < 0 ||
         (ndims = H5Sget_simple_extent_ndims (space)) < 1 || ndims > 2) {
-        snprintf (why, len, "dataset '%s' is not 1-D or 2-D", path);
+        errprintf (err, "dataset '%s' is not 1-D or 2-D", path);
         goto out;
     }
     H5Sget_simple_extent_dims (space, dims, NULL);
-    if (attr_read (a->dset, "elem_size", H5T_NATIVE_UINT64, &elem_size, why, len) < 0)
+    if (attr_read (a->dset, "elem_size", H5T_NATIVE_UINT64, &elem_size, err) < 0)
         goto out;
     a->elem_size = (size_t)elem_size;
     a->global_count = dims[0];
     if (elem_size == 0 || elem_size != l3_type_size (a->type) * dims[1]) {
-        snprintf (why,
-                  len,
-                  "dataset '%s': elem_size %llu does not match its shape and type",
-                  path,
-                  (unsigned long long)elem_size);
+        errprintf (err,
+                   "dataset '%s': elem_size %llu does not match its shape and type",
+                   path,
+                   (unsigned long long)elem_size);
         goto out;
     }
     snprintf (path, sizeof (path), "/checksums/%s", a->name);
-    if (table_load (file, path, world, &a->blocks, why, len) < 0)
+    if (table_load (file, path, world, &a->blocks, err) < 0)
         goto out;
     if (!l3_blocks_tile (a->blocks, world, a->global_count)) {
-        snprintf (why,
-                  len,
-                  "'%s': the blocks do not tile the %llu elements of array '%s'",
-                  path,
-                  (unsigned long long)a->global_count,
-                  a->name);
+        errprintf (err,
+                   "'%s': the blocks do not tile the %llu elements of array '%s'",
+                   path,
+                   (unsigned long long)a->global_count,
+                   a->name);
         goto out;
     }
     rc = 0;
@@ -587,7 +582,7 @@ out:
     return rc;
 }
 
-static int value_load (hid_t file, struct l3_cat_value *v, char *why, size_t len)
+static int value_load (hid_t file, struct l3_cat_value *v, elastic_error_t *err)
 {
     char path[L3_NAME_MAX + 32];
     hid_t ftype = -1, space = -1;
@@ -596,22 +591,22 @@ static int value_load (hid_t file, struct l3_cat_value *v, char *why, size_t len
 
     snprintf (path, sizeof (path), "/values/%s", v->name);
     if ((v->dset = H5Dopen2 (file, path, H5P_DEFAULT)) < 0) {
-        snprintf (why, len, "'%s' is not a dataset", path);
+        errprintf (err, "'%s' is not a dataset", path);
         return -1;
     }
     if ((ftype = H5Dget_type (v->dset)) < 0 || (v->type = l3_type_from_h5 (ftype)) < 0) {
-        snprintf (why, len, "dataset '%s' has an unsupported datatype", path);
+        errprintf (err, "dataset '%s' has an unsupported datatype", path);
         goto out;
     }
     v->memtype = H5Tget_native_type (ftype, H5T_DIR_ASCEND);
     if ((space = H5Dget_space (v->dset)) < 0 ||
         (npoints = H5Sget_simple_extent_npoints (space)) < 0 ||
         H5Sget_simple_extent_ndims (space) > 1) {
-        snprintf (why, len, "dataset '%s' is not a scalar or 1-D", path);
+        errprintf (err, "dataset '%s' is not a scalar or 1-D", path);
         goto out;
     }
     v->size = (size_t)npoints * l3_type_size (v->type);
-    if (attr_read (v->dset, "crc32", H5T_NATIVE_UINT32, &v->crc, why, len) < 0)
+    if (attr_read (v->dset, "crc32", H5T_NATIVE_UINT32, &v->crc, err) < 0)
         goto out;
     rc = 0;
 out:
@@ -622,7 +617,7 @@ out:
     return rc;
 }
 
-static int blob_load (hid_t file, struct l3_cat_blob *b, int world, char *why, size_t len)
+static int blob_load (hid_t file, struct l3_cat_blob *b, int world, elastic_error_t *err)
 {
     char path[L3_NAME_MAX + 32];
     hid_t ftype = -1, space = -1;
@@ -632,29 +627,28 @@ static int blob_load (hid_t file, struct l3_cat_blob *b, int world, char *why, s
 
     snprintf (path, sizeof (path), "/blobs/%s", b->name);
     if ((b->dset = H5Dopen2 (file, path, H5P_DEFAULT)) < 0) {
-        snprintf (why, len, "'%s' is not a dataset", path);
+        errprintf (err, "'%s' is not a dataset", path);
         return -1;
     }
     if ((ftype = H5Dget_type (b->dset)) < 0 || l3_type_from_h5 (ftype) != L3_TYPE_BYTES ||
         (space = H5Dget_space (b->dset)) < 0 || H5Sget_simple_extent_ndims (space) != 1) {
-        snprintf (why, len, "dataset '%s' is not a 1-D uint8 dataset", path);
+        errprintf (err, "dataset '%s' is not a 1-D uint8 dataset", path);
         goto out;
     }
     H5Sget_simple_extent_dims (space, dims, NULL);
     b->total = dims[0];
     snprintf (path, sizeof (path), "/blob_index/%s", b->name);
-    if (table_load (file, path, world, &b->index, why, len) < 0)
+    if (table_load (file, path, world, &b->index, err) < 0)
         goto out;
     for (int r = 0; r < world; r++) {
         if (b->index[3 * r] != next || b->index[3 * r + 1] > b->total - next) {
-            snprintf (
-                why, len, "'%s': the entry of old rank %d is out of place", path, r);
+            errprintf (err, "'%s': the entry of old rank %d is out of place", path, r);
             goto out;
         }
         next += b->index[3 * r + 1];
     }
     if (next != b->total) {
-        snprintf (why, len, "'%s': the entries do not cover blob '%s'", path, b->name);
+        errprintf (err, "'%s': the entries do not cover blob '%s'", path, b->name);
         goto out;
     }
     rc = 0;
@@ -673,26 +667,24 @@ static int names_load (hid_t file,
                        const char *tables,
                        char ***names,
                        int *n,
-                       char *why,
-                       size_t len)
+                       elastic_error_t *err)
 {
     char **t = NULL;
     int nt = 0;
 
-    if (group_names (file, items, names, n, why, len) < 0)
+    if (group_names (file, items, names, n, err) < 0)
         return -1;
     if (!tables)
         return 0;
-    if (group_names (file, tables, &t, &nt, why, len) < 0)
+    if (group_names (file, tables, &t, &nt, err) < 0)
         goto error;
     for (int i = 0; i < nt || i < *n; i++) {
         if (i >= nt || i >= *n || strcmp (t[i], (*names)[i]) != 0) {
-            snprintf (why,
-                      len,
-                      "'%s/%s' has no matching '%s' entry (incomplete file)",
-                      i < *n ? items : tables,
-                      i < *n ? (*names)[i] : t[i],
-                      i < *n ? tables : items);
+            errprintf (err,
+                       "'%s/%s' has no matching '%s' entry (incomplete file)",
+                       i < *n ? items : tables,
+                       i < *n ? (*names)[i] : t[i],
+                       i < *n ? tables : items);
             goto error;
         }
     }
@@ -706,20 +698,20 @@ error:
     return -1;
 }
 
-int l3_catalog_load (hid_t file, struct l3_catalog **out, char *why, size_t len)
+int l3_catalog_load (hid_t file, struct l3_catalog **out, elastic_error_t *err)
 {
     struct l3_catalog *c;
     char **names = NULL;
     int n = 0, kind;
 
     if (!(c = calloc (1, sizeof (*c)))) {
-        snprintf (why, len, "out of memory");
+        errprintf (err, "out of memory");
         return L3_DAMAGED;
     }
-    if ((kind = header_load (file, &c->hdr, why, len)) != L3_GOOD)
+    if ((kind = header_load (file, &c->hdr, err)) != L3_GOOD)
         goto error;
     kind = L3_DAMAGED;
-    if (names_load (file, "/arrays", "/checksums", &names, &n, why, len) < 0)
+    if (names_load (file, "/arrays", "/checksums", &names, &n, err) < 0)
         goto error;
     if (n > 0 && !(c->arrays = calloc ((size_t)n, sizeof (c->arrays[0]))))
         goto nomem;
@@ -728,12 +720,12 @@ int l3_catalog_load (hid_t file, struct l3_catalog **out, char *why, size_t len)
         c->arrays[i].name = names[i];
         names[i] = NULL;
         c->narrays++;
-        if (array_load (file, &c->arrays[i], c->hdr.world_size, why, len) < 0)
+        if (array_load (file, &c->arrays[i], c->hdr.world_size, err) < 0)
             goto error;
     }
     names_free (names, n);
     names = NULL;
-    if (names_load (file, "/values", NULL, &names, &n, why, len) < 0)
+    if (names_load (file, "/values", NULL, &names, &n, err) < 0)
         goto error;
     if (n > 0 && !(c->values = calloc ((size_t)n, sizeof (c->values[0]))))
         goto nomem;
@@ -742,12 +734,12 @@ int l3_catalog_load (hid_t file, struct l3_catalog **out, char *why, size_t len)
         c->values[i].name = names[i];
         names[i] = NULL;
         c->nvalues++;
-        if (value_load (file, &c->values[i], why, len) < 0)
+        if (value_load (file, &c->values[i], err) < 0)
             goto error;
     }
     names_free (names, n);
     names = NULL;
-    if (names_load (file, "/blobs", "/blob_index", &names, &n, why, len) < 0)
+    if (names_load (file, "/blobs", "/blob_index", &names, &n, err) < 0)
         goto error;
     if (n > 0 && !(c->blobs = calloc ((size_t)n, sizeof (c->blobs[0]))))
         goto nomem;
@@ -756,14 +748,14 @@ int l3_catalog_load (hid_t file, struct l3_catalog **out, char *why, size_t len)
         c->blobs[i].name = names[i];
         names[i] = NULL;
         c->nblobs++;
-        if (blob_load (file, &c->blobs[i], c->hdr.world_size, why, len) < 0)
+        if (blob_load (file, &c->blobs[i], c->hdr.world_size, err) < 0)
             goto error;
     }
     names_free (names, n);
     *out = c;
     return L3_GOOD;
 nomem:
-    snprintf (why, len, "out of memory");
+    errprintf (err, "out of memory");
 error:
     names_free (names, n);
     l3_catalog_destroy (c);
@@ -774,7 +766,7 @@ error:
 struct probe_report {
     int kind;
     struct l3_header hdr;
-    char why[512];
+    elastic_error_t err;
 };
 
 static void probe_load (const char *path, struct probe_report *r)
@@ -782,16 +774,16 @@ static void probe_load (const char *path, struct probe_report *r)
     struct l3_catalog *c = NULL;
     hid_t fid;
 
-    if ((fid = l3_file_open_serial (path, &r->kind, r->why, sizeof (r->why))) < 0)
+    if ((fid = l3_file_open_serial (path, &r->kind, &r->err)) < 0)
         return;
-    if ((r->kind = l3_catalog_load (fid, &c, r->why, sizeof (r->why))) == L3_GOOD) {
+    if ((r->kind = l3_catalog_load (fid, &c, &r->err)) == L3_GOOD) {
         r->hdr = c->hdr;
         l3_catalog_destroy (c);
     }
     H5Fclose (fid);
 }
 
-int l3_probe (const char *path, struct l3_header *hdr, char *why, size_t len)
+int l3_probe (const char *path, struct l3_header *hdr, elastic_error_t *err)
 {
     struct probe_report r = {.kind = L3_DAMAGED};
     size_t got = 0;
@@ -829,26 +821,24 @@ int l3_probe (const char *path, struct l3_header *hdr, char *why, size_t len)
     if (got != sizeof (r) || !WIFEXITED (status) || WEXITSTATUS (status) != 0) {
         r.kind = L3_DAMAGED;
         if (WIFSIGNALED (status))
-            snprintf (r.why,
-                      sizeof (r.why),
-                      "HDF5 crashed reading its metadata (signal %d, %s): the file "
-                      "is damaged",
-                      WTERMSIG (status),
-                      strsignal (WTERMSIG (status)));
+            errprintf (&r.err,
+                       "HDF5 crashed reading its metadata (signal %d, %s): the file "
+                       "is damaged",
+                       WTERMSIG (status),
+                       strsignal (WTERMSIG (status)));
         else
-            snprintf (r.why,
-                      sizeof (r.why),
-                      "HDF5 failed reading its metadata (the reader exited with "
-                      "status %d): the file is damaged",
-                      WIFEXITED (status) ? WEXITSTATUS (status) : -1);
+            errprintf (&r.err,
+                       "HDF5 failed reading its metadata (the reader exited with "
+                       "status %d): the file is damaged",
+                       WIFEXITED (status) ? WEXITSTATUS (status) : -1);
     }
-    r.why[sizeof (r.why) - 1] = '\0';
+    r.err.text[sizeof (r.err.text) - 1] = '\0';
     r.hdr.run_id[sizeof (r.hdr.run_id) - 1] = '\0';
 out:
     if (r.kind == L3_GOOD)
         *hdr = r.hdr;
     else
-        snprintf (why, len, "%s", r.why);
+        errprintf (err, "%s", r.err.text);
     return r.kind;
 }
 
@@ -1119,6 +1109,21 @@ long l3_item_value (const struct l3_catalog *c, int value)
     return (long)(c->narrays + c->nblobs) * c->hdr.world_size + value;
 }
 
+/* Verify checked item k (l3_item_* order: every array's blocks, every
+ * blob's entries, the values). */
+static void verify_item (struct verifier *v, long k)
+{
+    const struct l3_catalog *c = v->c;
+    long world = c->hdr.world_size;
+
+    if (k < c->narrays * world)
+        verify_block (v, &c->arrays[k / world], (int)(k % world));
+    else if ((k -= c->narrays * world) < c->nblobs * world)
+        verify_blob (v, &c->blobs[k / world], (int)(k % world));
+    else
+        verify_value (v, &c->values[k - c->nblobs * world]);
+}
+
 int l3_catalog_verify_rest (const struct l3_catalog *c,
                             hid_t dxpl,
                             int part,
@@ -1128,8 +1133,6 @@ int l3_catalog_verify_rest (const struct l3_catalog *c,
                             void *arg)
 {
     struct verifier v = {.c = c, .dxpl = dxpl, .fault = fault, .arg = arg};
-    int world = c->hdr.world_size;
-    long k = 0;
 
     v.bufsz = VERIFY_CHUNK;
     for (int i = 0; i < c->narrays; i++)
@@ -1140,26 +1143,10 @@ int l3_catalog_verify_rest (const struct l3_catalog *c,
         return v.faults;
     }
     /* k runs through the items in l3_item_* order */
-    for (int i = 0; i < c->narrays; i++)
-        for (int r = 0; r < world; r++, k++)
-            if (k % nparts == part && !(done && done[k])) {
-                int before = v.faults;
-                verify_block (&v, &c->arrays[i], r);
-                if (done && v.faults == before)
-                    done[k] = 1;
-            }
-    for (int i = 0; i < c->nblobs; i++)
-        for (int r = 0; r < world; r++, k++)
-            if (k % nparts == part && !(done && done[k])) {
-                int before = v.faults;
-                verify_blob (&v, &c->blobs[i], r);
-                if (done && v.faults == before)
-                    done[k] = 1;
-            }
-    for (int i = 0; i < c->nvalues; i++, k++)
+    for (long k = 0; k < l3_catalog_nitems (c); k++)
         if (k % nparts == part && !(done && done[k])) {
             int before = v.faults;
-            verify_value (&v, &c->values[i]);
+            verify_item (&v, k);
             if (done && v.faults == before)
                 done[k] = 1;
         }

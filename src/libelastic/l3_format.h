@@ -1,9 +1,13 @@
 /* l3_format.h - the L3 snapshot file format, read without MPI (internal)
  *
- * Shared by libelastic's parallel L3 code (l3.c) and the elastic-snapshot
- * tool: names and datatypes of the layout, checksums, quiet HDF5 error
+ * In libl3format.la (with l3_dir.h), an MPI-free convenience library that
+ * libelastic's parallel L3 code (l3.h) and the elastic-snapshot tool both
+ * link: names and datatypes of the layout, checksums, quiet HDF5 error
  * handling, loading a file's catalog (header, datasets, block tables) with
- * structural checks, and verifying block checksums.  The layout:
+ * structural checks, and verifying block checksums.  Nothing here calls or
+ * declares MPI (<elastic.h> is read with ELASTIC_NO_MPI); parallel HDF5's
+ * own <hdf5.h> still includes <mpi.h>, so the build passes MPI's flags.
+ * The layout:
  *
  *   /                  attributes elastic_format ("elastic-l3"),
  *                      format_version (1), step, world_size, created,
@@ -22,10 +26,26 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <hdf5.h>
+#include <elastic.h>
 
 #define L3_FORMAT_NAME    "elastic-l3"
 #define L3_FORMAT_VERSION 1
 #define L3_NAME_MAX       255
+
+/* Element type of an array or value, used for the HDF5 datatype only (the
+ * data is always copied as bytes).  L3_TYPE_BYTES (0, the default) stores
+ * uint8.  elem_size must be a multiple of the type's size; an element of
+ * k > 1 items is stored as a row of k items: a float64 array of elem_size
+ * cols*8 becomes a dataset [global_count][cols]. */
+enum l3_type {
+    L3_TYPE_BYTES = 0,
+    L3_TYPE_INT32 = 1,
+    L3_TYPE_INT64 = 2,
+    L3_TYPE_UINT32 = 3,
+    L3_TYPE_UINT64 = 4,
+    L3_TYPE_FLOAT32 = 5,
+    L3_TYPE_FLOAT64 = 6,
+};
 
 /* How a file failed to load (l3_catalog_load, l3_file_open_serial). */
 enum l3_fault_kind {
@@ -91,8 +111,10 @@ void l3_h5quiet_begin (struct l3_h5quiet *q);
 void l3_h5quiet_end (struct l3_h5quiet *q);
 
 /* Describe the innermost error on HDF5's error stack in buf ("unknown
- * HDF5 error" if the stack is empty). */
+ * HDF5 error" if the stack is empty); l3_h5_errprintf puts the same text
+ * in err (NULL allowed). */
 void l3_h5_errtext (char *buf, size_t len);
+void l3_h5_errprintf (elastic_error_t *err);
 
 /* Keep the current HDF5 error stack across cleanup calls (which clear it):
  * save returns a stack id, restore makes it current again and frees it. */
@@ -120,14 +142,14 @@ int l3_type_from_h5 (hid_t dtype);
 int l3_name_valid (const char *name);
 
 /* Open a file read-only with the serial (sec2) driver, without file
- * locking.  Returns a file id, or -1 with *kind and why set. */
-hid_t l3_file_open_serial (const char *path, int *kind, char *why, size_t len);
+ * locking.  Returns a file id, or -1 with *kind and err set. */
+hid_t l3_file_open_serial (const char *path, int *kind, elastic_error_t *err);
 
 /* Read the header attributes and every dataset of file, check the
  * structure, and return the catalog (datasets left open).  Returns L3_GOOD,
- * or L3_FOREIGN / L3_DAMAGED with why set.  Metadata calls only: under the
+ * or L3_FOREIGN / L3_DAMAGED with err set.  Metadata calls only: under the
  * mpio driver with collective metadata reads every rank must call it. */
-int l3_catalog_load (hid_t file, struct l3_catalog **out, char *why, size_t len);
+int l3_catalog_load (hid_t file, struct l3_catalog **out, elastic_error_t *err);
 
 /* l3_file_open_serial and l3_catalog_load of path in a child process, for
  * a file that may be damaged: HDF5 1.10 parses a malformed file's
@@ -136,9 +158,9 @@ int l3_catalog_load (hid_t file, struct l3_catalog **out, char *why, size_t len)
  * header; a child that dies (a signal, or any other end than its report)
  * makes the file L3_DAMAGED ("HDF5 crashed reading it").  Once a file
  * passed, the caller's own open parses the same metadata in the same way.
- * Returns L3_GOOD with *hdr set, or another enum l3_fault_kind with why
+ * Returns L3_GOOD with *hdr set, or another enum l3_fault_kind with err
  * set.  Without fork (it failed) the load runs in this process. */
-int l3_probe (const char *path, struct l3_header *hdr, char *why, size_t len);
+int l3_probe (const char *path, struct l3_header *hdr, elastic_error_t *err);
 
 /* Close the catalog's datasets and free it (NULL-safe). */
 void l3_catalog_destroy (struct l3_catalog *c);

@@ -78,147 +78,148 @@ static int check_local (const struct l3_write_opts *opts,
                         elastic_error_t *err)
 {
     if (!opts || !opts->dir || !*opts->dir) {
-        l3_errset (err, "l3_write: no snapshot directory (snapshot_dir is empty)");
-        return ELASTIC_ERR_INVAL;
+        return errcodef (err,
+                         ELASTIC_ERR_INVAL,
+                         "l3_write: no snapshot directory (snapshot_dir is empty)");
     }
     if (!st || st->narrays < 0 || st->nvalues < 0 || st->nblobs < 0 ||
         (st->narrays > 0 && !st->arrays) || (st->nvalues > 0 && !st->values) ||
         (st->nblobs > 0 && !st->blobs)) {
-        l3_errset (err, "l3_write: invalid state descriptor (NULL or negative counts)");
-        return ELASTIC_ERR_INVAL;
+        return errcodef (err,
+                         ELASTIC_ERR_INVAL,
+                         "l3_write: invalid state descriptor (NULL or negative counts)");
     }
     if (step < 0) {
-        l3_errset (
-            err, "l3_write: step %lld is negative (expected >= 0)", (long long)step);
-        return ELASTIC_ERR_INVAL;
+        return errcodef (err,
+                         ELASTIC_ERR_INVAL,
+                         "l3_write: step %lld is negative (expected >= 0)",
+                         (long long)step);
     }
     if (opts->keep < 0) {
-        l3_errset (err,
-                   "l3_write: keep %d is negative (expected >= 0; 0 keeps all)",
-                   opts->keep);
-        return ELASTIC_ERR_INVAL;
+        return errcodef (err,
+                         ELASTIC_ERR_INVAL,
+                         "l3_write: keep %d is negative (expected >= 0; 0 keeps all)",
+                         opts->keep);
     }
     if (opts->run_id && strlen (opts->run_id) >= 255) {
-        l3_errset (err, "l3_write: run id is longer than 254 bytes");
-        return ELASTIC_ERR_INVAL;
+        return errcodef (
+            err, ELASTIC_ERR_INVAL, "l3_write: run id is longer than 254 bytes");
     }
     for (int i = 0; i < st->narrays; i++) {
         const struct l3_array *a = &st->arrays[i];
         size_t ts = l3_type_size (a->type);
         if (!l3_name_valid (a->name)) {
-            l3_errset (
+            return errcodef (
                 err,
+                ELASTIC_ERR_INVAL,
                 "array name '%s' is invalid (1..255 bytes, no '/' or control characters)",
                 a->name ? a->name : "(null)");
-            return ELASTIC_ERR_INVAL;
         }
         for (int j = 0; j < i; j++)
             if (!strcmp (st->arrays[j].name, a->name)) {
-                l3_errset (err, "array '%s' is given twice", a->name);
-                return ELASTIC_ERR_INVAL;
+                return errcodef (
+                    err, ELASTIC_ERR_INVAL, "array '%s' is given twice", a->name);
             }
         if (ts == 0) {
-            l3_errset (err,
-                       "array '%s': type %d is not an enum l3_type (0..6)",
-                       a->name,
-                       a->type);
-            return ELASTIC_ERR_INVAL;
+            return errcodef (err,
+                             ELASTIC_ERR_INVAL,
+                             "array '%s': type %d is not an enum l3_type (0..6)",
+                             a->name,
+                             a->type);
         }
         if (a->elem_size == 0 || a->elem_size % ts != 0) {
-            l3_errset (err,
-                       "array '%s': elem_size %zu is not a positive multiple of %zu (%s)",
-                       a->name,
-                       a->elem_size,
-                       ts,
-                       l3_type_name (a->type));
-            return ELASTIC_ERR_INVAL;
+            return errcodef (
+                err,
+                ELASTIC_ERR_INVAL,
+                "array '%s': elem_size %zu is not a positive multiple of %zu (%s)",
+                a->name,
+                a->elem_size,
+                ts,
+                l3_type_name (a->type));
         }
         if (a->global_offset > a->global_count ||
             a->local_count > a->global_count - a->global_offset) {
-            l3_errset (err,
-                       "array '%s': block [%llu, +%llu) is outside the global count %llu",
-                       a->name,
-                       (unsigned long long)a->global_offset,
-                       (unsigned long long)a->local_count,
-                       (unsigned long long)a->global_count);
-            return ELASTIC_ERR_INVAL;
+            return errcodef (
+                err,
+                ELASTIC_ERR_INVAL,
+                "array '%s': block [%llu, +%llu) is outside the global count %llu",
+                a->name,
+                (unsigned long long)a->global_offset,
+                (unsigned long long)a->local_count,
+                (unsigned long long)a->global_count);
         }
         if (a->local_count > 0 && !a->data) {
-            l3_errset (err, "array '%s': data is NULL", a->name);
-            return ELASTIC_ERR_INVAL;
+            return errcodef (err, ELASTIC_ERR_INVAL, "array '%s': data is NULL", a->name);
         }
         if (a->global_count > (uint64_t)SIZE_MAX / a->elem_size) {
-            l3_errset (err,
-                       "array '%s': %llu elements overflow",
-                       a->name,
-                       (unsigned long long)a->global_count);
-            return ELASTIC_ERR_INVAL;
+            return errcodef (err,
+                             ELASTIC_ERR_INVAL,
+                             "array '%s': %llu elements overflow",
+                             a->name,
+                             (unsigned long long)a->global_count);
         }
     }
     for (int i = 0; i < st->nvalues; i++) {
         const struct l3_value *v = &st->values[i];
         size_t ts = l3_type_size (v->type);
         if (!l3_name_valid (v->name)) {
-            l3_errset (
+            return errcodef (
                 err,
+                ELASTIC_ERR_INVAL,
                 "value name '%s' is invalid (1..255 bytes, no '/' or control characters)",
                 v->name ? v->name : "(null)");
-            return ELASTIC_ERR_INVAL;
         }
         for (int j = 0; j < i; j++)
             if (!strcmp (st->values[j].name, v->name)) {
-                l3_errset (err, "value '%s' is given twice", v->name);
-                return ELASTIC_ERR_INVAL;
+                return errcodef (
+                    err, ELASTIC_ERR_INVAL, "value '%s' is given twice", v->name);
             }
         if (ts == 0 || v->size % ts != 0) {
-            l3_errset (err,
-                       "value '%s': type %d with size %zu (the size must be a multiple "
-                       "of the type's)",
-                       v->name,
-                       v->type,
-                       v->size);
-            return ELASTIC_ERR_INVAL;
+            return errcodef (
+                err,
+                ELASTIC_ERR_INVAL,
+                "value '%s': type %d with size %zu (the size must be a multiple "
+                "of the type's)",
+                v->name,
+                v->type,
+                v->size);
         }
         if (v->size > 0 && !v->data) {
-            l3_errset (err, "value '%s': data is NULL", v->name);
-            return ELASTIC_ERR_INVAL;
+            return errcodef (err, ELASTIC_ERR_INVAL, "value '%s': data is NULL", v->name);
         }
     }
     for (int i = 0; i < st->nblobs; i++) {
         const struct l3_blob *b = &st->blobs[i];
         if (!l3_name_valid (b->name)) {
-            l3_errset (
+            return errcodef (
                 err,
+                ELASTIC_ERR_INVAL,
                 "blob name '%s' is invalid (1..255 bytes, no '/' or control characters)",
                 b->name ? b->name : "(null)");
-            return ELASTIC_ERR_INVAL;
         }
         for (int j = 0; j < i; j++)
             if (!strcmp (st->blobs[j].name, b->name)) {
-                l3_errset (err, "blob '%s' is given twice", b->name);
-                return ELASTIC_ERR_INVAL;
+                return errcodef (
+                    err, ELASTIC_ERR_INVAL, "blob '%s' is given twice", b->name);
             }
         if (b->size > 0 && !b->data) {
-            l3_errset (err, "blob '%s': data is NULL", b->name);
-            return ELASTIC_ERR_INVAL;
+            return errcodef (err, ELASTIC_ERR_INVAL, "blob '%s': data is NULL", b->name);
         }
     }
     return ELASTIC_OK;
 }
 
-/* Gather every rank's descriptors and check that they agree.  The result
- * is the same on every rank (computed from the same gathered data). */
-static int gather_check (struct writer *w)
+/* Every rank registered as many arrays, values and blobs as this one: the
+ * same answer on every rank. */
+static int check_counts (struct writer *w)
 {
     const struct l3_state *st = w->st;
     int counts[3] = {st->narrays, st->nvalues, st->nblobs}, *all_counts;
-    uint64_t *mine;
-    uint64_t *table = NULL;
     int e, rc = ELASTIC_OK;
 
     if (!(all_counts = malloc (sizeof (int) * 3 * (size_t)w->size))) {
-        l3_errset (w->err, "out of memory gathering the snapshot layout");
-        rc = ELASTIC_ERR_NOMEM;
+        rc = errcodef (
+            w->err, ELASTIC_ERR_NOMEM, "out of memory gathering the snapshot layout");
     }
     if ((rc = l3_agree (w->comm, rc, w->err)) != ELASTIC_OK)
         return rc;
@@ -230,7 +231,7 @@ static int gather_check (struct writer *w)
     /* a difference is seen by every rank, so all return here together */
     for (int r = 0; r < w->size; r++)
         if (memcmp (&all_counts[3 * r], counts, sizeof (counts)) != 0) {
-            l3_errset (w->err,
+            errprintf (w->err,
                        "ranks registered different state: rank %d has %d arrays, %d "
                        "values, %d blobs; "
                        "rank %d has %d, %d, %d",
@@ -246,19 +247,12 @@ static int gather_check (struct writer *w)
             return ELASTIC_ERR_INVAL;
         }
     free (all_counts);
+    return ELASTIC_OK;
+}
 
-    w->stride = A_N * st->narrays + V_N * st->nvalues + B_N * st->nblobs + 1;
-    mine = calloc ((size_t)w->stride, sizeof (*mine));
-    w->all = calloc ((size_t)w->stride * (size_t)w->size, sizeof (*mine));
-    if (!mine || !w->all) {
-        l3_errset (w->err, "out of memory gathering the snapshot layout");
-        rc = ELASTIC_ERR_NOMEM;
-    }
-    if ((rc = l3_agree (w->comm, rc, w->err)) != ELASTIC_OK) {
-        free (mine);
-        return rc;
-    }
-    uint64_t *p = mine;
+/* This rank's descriptor row (w->stride words, see A_*, V_*, B_*). */
+static void describe (const struct l3_state *st, uint64_t *p)
+{
     for (int i = 0; i < st->narrays; i++, p += A_N) {
         const struct l3_array *a = &st->arrays[i];
         p[A_HASH] = name_hash (a->name);
@@ -282,6 +276,117 @@ static int gather_check (struct writer *w)
         p[B_SIZE] = b->size;
         p[B_CRC] = l3_crc32 (0, b->data, b->size);
     }
+}
+
+/* Array i agrees on every rank (name, element size, type, global count)
+ * and the ranks' blocks tile it; table: scratch of 3 * w->size words. */
+static int check_array (struct writer *w, int i, uint64_t *table)
+{
+    const char *name = w->st->arrays[i].name;
+    const uint64_t *d0 = desc_of (w, 0);
+    int k = A_N * i;
+
+    for (int r = 0; r < w->size; r++) {
+        const uint64_t *d = desc_of (w, r) + k;
+        if (d[A_HASH] != d0[k + A_HASH]) {
+            return errcodef (
+                w->err,
+                ELASTIC_ERR_INVAL,
+                "array %d is '%s' on rank 0 but named differently on rank %d",
+                i,
+                name,
+                r);
+        }
+        if (d[A_ELEM] != d0[k + A_ELEM] || d[A_TYPE] != d0[k + A_TYPE] ||
+            d[A_GLOBAL] != d0[k + A_GLOBAL]) {
+            return errcodef (w->err,
+                             ELASTIC_ERR_INVAL,
+                             "array '%s': rank %d has elem_size %llu, type %d, global "
+                             "count %llu; rank 0 has "
+                             "%llu, %d, %llu",
+                             name,
+                             r,
+                             (unsigned long long)d[A_ELEM],
+                             (int)d[A_TYPE],
+                             (unsigned long long)d[A_GLOBAL],
+                             (unsigned long long)d0[k + A_ELEM],
+                             (int)d0[k + A_TYPE],
+                             (unsigned long long)d0[k + A_GLOBAL]);
+        }
+        table[3 * r] = d[A_OFF];
+        table[3 * r + 1] = d[A_COUNT];
+        table[3 * r + 2] = d[A_CRC];
+    }
+    if (!l3_blocks_tile (table, w->size, d0[k + A_GLOBAL])) {
+        return errcodef (
+            w->err,
+            ELASTIC_ERR_INVAL,
+            "array '%s': the ranks' blocks overlap or leave gaps in [0, %llu)",
+            name,
+            (unsigned long long)d0[k + A_GLOBAL]);
+    }
+    return ELASTIC_OK;
+}
+
+/* Value i is the same on every rank (replicated). */
+static int check_value (struct writer *w, int i)
+{
+    const uint64_t *d0 = desc_of (w, 0);
+    int k = A_N * w->st->narrays + V_N * i;
+
+    for (int r = 1; r < w->size; r++)
+        if (memcmp (desc_of (w, r) + k, d0 + k, sizeof (*d0) * V_N) != 0) {
+            return errcodef (w->err,
+                             ELASTIC_ERR_INVAL,
+                             "value '%s' differs between rank 0 and rank %d (values must "
+                             "be replicated)",
+                             w->st->values[i].name,
+                             r);
+        }
+    return ELASTIC_OK;
+}
+
+/* Blob i has the same name on every rank. */
+static int check_blob (struct writer *w, int i)
+{
+    const struct l3_state *st = w->st;
+    const uint64_t *d0 = desc_of (w, 0);
+    int k = A_N * st->narrays + V_N * st->nvalues + B_N * i;
+
+    for (int r = 1; r < w->size; r++)
+        if (desc_of (w, r)[k + B_HASH] != d0[k + B_HASH]) {
+            return errcodef (w->err,
+                             ELASTIC_ERR_INVAL,
+                             "blob %d is '%s' on rank 0 but named differently on rank %d",
+                             i,
+                             st->blobs[i].name,
+                             r);
+        }
+    return ELASTIC_OK;
+}
+
+/* Gather every rank's descriptors and check that they agree.  The result
+ * is the same on every rank (computed from the same gathered data). */
+static int gather_check (struct writer *w)
+{
+    const struct l3_state *st = w->st;
+    uint64_t *mine, *table;
+    int e, rc;
+
+    if ((rc = check_counts (w)) != ELASTIC_OK)
+        return rc;
+    w->stride = A_N * st->narrays + V_N * st->nvalues + B_N * st->nblobs + 1;
+    mine = calloc ((size_t)w->stride, sizeof (*mine));
+    w->all = calloc ((size_t)w->stride * (size_t)w->size, sizeof (*mine));
+    if (!mine || !w->all) {
+        rc = errcodef (
+            w->err, ELASTIC_ERR_NOMEM, "out of memory gathering the snapshot layout");
+    }
+    if ((rc = l3_agree (w->comm, rc, w->err)) != ELASTIC_OK) {
+        free (mine);
+        return rc;
+    }
+    describe (st, mine);
     e = MPI_Allgather (
         mine, w->stride, MPI_UINT64_T, w->all, w->stride, MPI_UINT64_T, w->comm);
     free (mine);
@@ -289,81 +394,15 @@ static int gather_check (struct writer *w)
         return l3_mpi_error (e, "MPI_Allgather", w->err);
 
     if (!(table = malloc (sizeof (*table) * 3 * (size_t)w->size))) {
-        l3_errset (w->err, "out of memory checking the snapshot layout");
-        return ELASTIC_ERR_NOMEM;
+        return errcodef (
+            w->err, ELASTIC_ERR_NOMEM, "out of memory checking the snapshot layout");
     }
-    const uint64_t *d0 = desc_of (w, 0);
-    for (int i = 0; i < st->narrays && rc == ELASTIC_OK; i++) {
-        const char *name = st->arrays[i].name;
-        int k = A_N * i;
-        for (int r = 0; r < w->size; r++) {
-            const uint64_t *d = desc_of (w, r) + k;
-            if (d[A_HASH] != d0[k + A_HASH]) {
-                l3_errset (w->err,
-                           "array %d is '%s' on rank 0 but named differently on rank %d",
-                           i,
-                           name,
-                           r);
-                rc = ELASTIC_ERR_INVAL;
-                break;
-            }
-            if (d[A_ELEM] != d0[k + A_ELEM] || d[A_TYPE] != d0[k + A_TYPE] ||
-                d[A_GLOBAL] != d0[k + A_GLOBAL]) {
-                l3_errset (w->err,
-                           "array '%s': rank %d has elem_size %llu, type %d, global "
-                           "count %llu; rank 0 has "
-                           "%llu, %d, %llu",
-                           name,
-                           r,
-                           (unsigned long long)d[A_ELEM],
-                           (int)d[A_TYPE],
-                           (unsigned long long)d[A_GLOBAL],
-                           (unsigned long long)d0[k + A_ELEM],
-                           (int)d0[k + A_TYPE],
-                           (unsigned long long)d0[k + A_GLOBAL]);
-                rc = ELASTIC_ERR_INVAL;
-                break;
-            }
-            table[3 * r] = d[A_OFF];
-            table[3 * r + 1] = d[A_COUNT];
-            table[3 * r + 2] = d[A_CRC];
-        }
-        if (rc == ELASTIC_OK && !l3_blocks_tile (table, w->size, d0[k + A_GLOBAL])) {
-            l3_errset (w->err,
-                       "array '%s': the ranks' blocks overlap or leave gaps in [0, %llu)",
-                       name,
-                       (unsigned long long)d0[k + A_GLOBAL]);
-            rc = ELASTIC_ERR_INVAL;
-        }
-    }
-    for (int i = 0; i < st->nvalues && rc == ELASTIC_OK; i++) {
-        int k = A_N * st->narrays + V_N * i;
-        for (int r = 1; r < w->size; r++) {
-            const uint64_t *d = desc_of (w, r) + k;
-            if (memcmp (d, d0 + k, sizeof (*d) * V_N) != 0) {
-                l3_errset (w->err,
-                           "value '%s' differs between rank 0 and rank %d (values must "
-                           "be replicated)",
-                           st->values[i].name,
-                           r);
-                rc = ELASTIC_ERR_INVAL;
-                break;
-            }
-        }
-    }
-    for (int i = 0; i < st->nblobs && rc == ELASTIC_OK; i++) {
-        int k = A_N * st->narrays + V_N * st->nvalues + B_N * i;
-        for (int r = 1; r < w->size; r++)
-            if (desc_of (w, r)[k + B_HASH] != d0[k + B_HASH]) {
-                l3_errset (w->err,
-                           "blob %d is '%s' on rank 0 but named differently on rank %d",
-                           i,
-                           st->blobs[i].name,
-                           r);
-                rc = ELASTIC_ERR_INVAL;
-                break;
-            }
-    }
+    for (int i = 0; i < st->narrays && rc == ELASTIC_OK; i++)
+        rc = check_array (w, i, table);
+    for (int i = 0; i < st->nvalues && rc == ELASTIC_OK; i++)
+        rc = check_value (w, i);
+    for (int i = 0; i < st->nblobs && rc == ELASTIC_OK; i++)
+        rc = check_blob (w, i);
     free (table);
     return rc;
 }
@@ -565,8 +604,7 @@ static int write_arrays (struct writer *w, hid_t dxpl)
     int rc = ELASTIC_OK;
 
     if (!table) {
-        l3_errset (w->err, "out of memory");
-        rc = ELASTIC_ERR_NOMEM;
+        rc = errcodef (w->err, ELASTIC_ERR_NOMEM, "out of memory");
     }
     if ((rc = l3_agree (w->comm, rc, w->err)) != ELASTIC_OK ||
         (rc = groups_create (w, "arrays", &ga, "checksums", &gc)) != ELASTIC_OK)
@@ -659,8 +697,7 @@ static int write_blobs (struct writer *w, hid_t dxpl)
     int rc = ELASTIC_OK;
 
     if (!table) {
-        l3_errset (w->err, "out of memory");
-        rc = ELASTIC_ERR_NOMEM;
+        rc = errcodef (w->err, ELASTIC_ERR_NOMEM, "out of memory");
     }
     if ((rc = l3_agree (w->comm, rc, w->err)) != ELASTIC_OK ||
         (rc = groups_create (w, "blobs", &gb, "blob_index", &gi)) != ELASTIC_OK)
@@ -734,21 +771,20 @@ struct prep {
 
 static int prepare_dir (struct writer *w, struct prep *prep)
 {
-    char why[200];
+    elastic_error_t why;
     struct stat sb;
     int rc = ELASTIC_OK, e;
 
     if (w->rank == 0) {
         prep->created_unix = (int64_t)time (NULL);
         if (l3_mkdir_p (w->opts->dir) < 0) {
-            l3_errset (w->err,
-                       "cannot create snapshot directory '%s': %s",
-                       w->opts->dir,
-                       strerror (errno));
-            rc = ELASTIC_ERR_IO;
-        } else if (l3_dir_clean (w->opts->dir, why, sizeof (why)) < 0) {
-            l3_errset (w->err, "%s", why);
-            rc = ELASTIC_ERR_IO;
+            rc = errcodef (w->err,
+                           ELASTIC_ERR_IO,
+                           "cannot create snapshot directory '%s': %s",
+                           w->opts->dir,
+                           strerror (errno));
+        } else if (l3_dir_clean (w->opts->dir, &why) < 0) {
+            rc = errcodef (w->err, ELASTIC_ERR_IO, "%s", why.text);
         } else if (stat (w->opts->dir, &sb) == 0 && sb.st_blksize > 0)
             prep->align = (uint64_t)sb.st_blksize;
         else
@@ -821,15 +857,15 @@ static int check_fsize_limit (struct writer *w, uint64_t bound)
 
     if (getrlimit (RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
         (uint64_t)rl.rlim_cur < bound) {
-        l3_errset (
+        return errcodef (
             w->err,
+            ELASTIC_ERR_IO,
             "the snapshot of step %lld needs up to %llu bytes, over the file size limit "
             "(ulimit -f) of %llu bytes on rank %d",
             (long long)w->step,
             (unsigned long long)bound,
             (unsigned long long)rl.rlim_cur,
             w->rank);
-        return ELASTIC_ERR_IO;
     }
     return ELASTIC_OK;
 }
@@ -844,15 +880,16 @@ static int check_free_space (struct writer *w, uint64_t bound)
 
     if (statvfs (w->opts->dir, &sv) < 0 || (uint64_t)sv.f_bavail * sv.f_frsize >= bound)
         return ELASTIC_OK;
-    l3_errset (w->err,
-               "cannot reserve %llu bytes for the snapshot of step %lld in '%s': %s "
-               "(%llu bytes free)",
-               (unsigned long long)bound,
-               (long long)w->step,
-               w->opts->dir,
-               strerror (ENOSPC),
-               (unsigned long long)sv.f_bavail * sv.f_frsize);
-    return ELASTIC_ERR_IO;
+    return errcodef (
+        w->err,
+        ELASTIC_ERR_IO,
+        "cannot reserve %llu bytes for the snapshot of step %lld in '%s': %s "
+        "(%llu bytes free)",
+        (unsigned long long)bound,
+        (long long)w->step,
+        w->opts->dir,
+        strerror (ENOSPC),
+        (unsigned long long)sv.f_bavail * sv.f_frsize);
 }
 
 /* Rank 0: reserve the file's blocks before any data is written, so that a
@@ -866,8 +903,8 @@ static int reserve_space (struct writer *w, const char *tmp, uint64_t bound)
     int fd, e = 0;
 
     if ((fd = open (tmp, O_WRONLY | O_CLOEXEC)) < 0) {
-        l3_errset (w->err, "cannot open '%s': %s", tmp, strerror (errno));
-        return ELASTIC_ERR_IO;
+        return errcodef (
+            w->err, ELASTIC_ERR_IO, "cannot open '%s': %s", tmp, strerror (errno));
     }
 #ifdef FALLOC_FL_KEEP_SIZE
     if (fallocate (fd, FALLOC_FL_KEEP_SIZE, 0, (off_t)bound) < 0)
@@ -884,13 +921,14 @@ static int reserve_space (struct writer *w, const char *tmp, uint64_t bound)
             return ELASTIC_OK;
         e = ENOSPC;
     }
-    l3_errset (w->err,
-               "cannot reserve %llu bytes for the snapshot of step %lld in '%s': %s",
-               (unsigned long long)bound,
-               (long long)w->step,
-               w->opts->dir,
-               strerror (e));
-    return ELASTIC_ERR_IO;
+    return errcodef (
+        w->err,
+        ELASTIC_ERR_IO,
+        "cannot reserve %llu bytes for the snapshot of step %lld in '%s': %s",
+        (unsigned long long)bound,
+        (long long)w->step,
+        w->opts->dir,
+        strerror (e));
 }
 
 /* After the close: rank 0 checks the file's structure; with opts->verify,
@@ -898,22 +936,28 @@ static int reserve_space (struct writer *w, const char *tmp, uint64_t bound)
 static int check_written (struct writer *w, const char *tmp)
 {
     struct l3_catalog *c = NULL;
-    char why[sizeof (w->err->text)];
+    elastic_error_t why;
     int kind, rc = ELASTIC_OK;
     hid_t fid;
 
     if (w->rank != 0 && !w->opts->verify)
         return ELASTIC_OK;
-    if ((fid = l3_file_open_serial (tmp, &kind, why, sizeof (why))) < 0 ||
-        (kind = l3_catalog_load (fid, &c, why, sizeof (why))) != L3_GOOD) {
-        l3_errset (w->err, "the written file '%s' does not read back: %s", tmp, why);
-        rc = ELASTIC_ERR_IO;
+    if ((fid = l3_file_open_serial (tmp, &kind, &why)) < 0 ||
+        (kind = l3_catalog_load (fid, &c, &why)) != L3_GOOD) {
+        rc = errcodef (w->err,
+                       ELASTIC_ERR_IO,
+                       "the written file '%s' does not read back: %s",
+                       tmp,
+                       why.text);
     } else if (w->opts->verify) {
-        struct l3_first_fault ff = {.buf = why, .len = sizeof (why)};
+        struct l3_first_fault ff = {.err = &why};
         if (l3_catalog_verify (c, H5P_DEFAULT, w->rank, w->size, l3_first_fault_cb, &ff) >
             0) {
-            l3_errset (w->err, "the written file '%s' fails verification: %s", tmp, why);
-            rc = ELASTIC_ERR_IO;
+            rc = errcodef (w->err,
+                           ELASTIC_ERR_IO,
+                           "the written file '%s' fails verification: %s",
+                           tmp,
+                           why.text);
         }
     }
     l3_catalog_destroy (c);
@@ -987,15 +1031,15 @@ int l3_write (MPI_Comm comm,
     struct writer w = {.comm = comm, .opts = opts, .st = st, .step = step, .fid = -1};
     struct l3_h5quiet q;
     struct prep prep = {0};
-    char name[64], tmp[PATH_MAX], why[256];
+    char name[64], tmp[PATH_MAX];
+    elastic_error_t why;
     int rc;
 
     w.err = err ? err : &tmp_err;
     w.err->text[0] = '\0';
     if (MPI_Comm_rank (comm, &w.rank) != MPI_SUCCESS ||
         MPI_Comm_size (comm, &w.size) != MPI_SUCCESS) {
-        l3_errset (w.err, "l3_write: invalid communicator");
-        return ELASTIC_ERR_INVAL;
+        return errcodef (w.err, ELASTIC_ERR_INVAL, "l3_write: invalid communicator");
     }
     l3_h5quiet_begin (&q);
     rc = check_local (opts, st, step, w.err);
@@ -1013,8 +1057,7 @@ int l3_write (MPI_Comm comm,
         goto out;
     l3_snap_name (name, sizeof (name), step, 1);
     if (snprintf (tmp, sizeof (tmp), "%s/%s", opts->dir, name) >= (int)sizeof (tmp)) {
-        l3_errset (w.err, "snapshot directory name is too long");
-        rc = ELASTIC_ERR_INVAL;
+        rc = errcodef (w.err, ELASTIC_ERR_INVAL, "snapshot directory name is too long");
         goto out;
     }
     if ((rc = write_file (&w, tmp, &prep)) == ELASTIC_OK) {
@@ -1034,34 +1077,33 @@ int l3_write (MPI_Comm comm,
         snprintf (final, sizeof (final), "%s/%s", opts->dir, name);
         if (l3_file_run_id (final, owner, sizeof (owner)) == 1 &&
             strcmp (owner, me) != 0) {
-            l3_errset (w.err,
-                       "'%s' is a snapshot of run '%s', not of this run '%s' (a snapshot "
-                       "directory holds one run's snapshots)",
-                       final,
-                       owner,
-                       me);
-            rc = ELASTIC_ERR_EXISTS;
+            rc = errcodef (
+                w.err,
+                ELASTIC_ERR_EXISTS,
+                "'%s' is a snapshot of run '%s', not of this run '%s' (a snapshot "
+                "directory holds one run's snapshots)",
+                final,
+                owner,
+                me);
             (void)unlink (tmp);
         }
     }
     if (w.rank == 0 && rc == ELASTIC_OK) {
-        int c = l3_dir_commit (opts->dir, step, why, sizeof (why));
+        int c = l3_dir_commit (opts->dir, step, &why);
         if (c < 0) {
-            l3_errset (w.err, "%s", why);
-            rc = ELASTIC_ERR_IO;
+            rc = errcodef (w.err, ELASTIC_ERR_IO, "%s", why.text);
             (void)unlink (tmp);
         } else {
             if (c > 0)
-                el_log (EL_WARN, "%s", why);
+                el_log (EL_WARN, "%s", why.text);
             if (l3_dir_prune (opts->dir,
                               opts->keep,
                               opts->run_id ? opts->run_id : "",
                               step,
                               removed_cb,
                               NULL,
-                              why,
-                              sizeof (why)) < 0)
-                el_log (EL_WARN, "L3 retention in '%s' failed: %s", opts->dir, why);
+                              &why) < 0)
+                el_log (EL_WARN, "L3 retention in '%s' failed: %s", opts->dir, why.text);
         }
     }
     rc = l3_agree (comm, rc, w.err);

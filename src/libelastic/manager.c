@@ -8,7 +8,6 @@
 #include "config.h"
 #endif
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,25 +28,6 @@
 
 /* How long an idle spare sleeps between looks at its wake-up request. */
 #define SPARE_POLL_NS 10000000L
-
-double mgr_now (void)
-{
-    struct timespec ts;
-    clock_gettime (CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-int mgr_err (elastic_error_t *err, int code, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (err) {
-        va_start (ap, fmt);
-        vsnprintf (err->text, sizeof (err->text), fmt, ap);
-        va_end (ap);
-    }
-    return code;
-}
 
 int mgr_slot_of (const struct elastic_manager *m, int r)
 {
@@ -149,20 +129,20 @@ int elastic_manager_create (MPI_Comm comm,
         err = &local;
     err->text[0] = '\0';
     if (!mp)
-        return mgr_err (err, ELASTIC_ERR_INVAL, "elastic_manager_create: mp is NULL");
+        return errcodef (err, ELASTIC_ERR_INVAL, "elastic_manager_create: mp is NULL");
     *mp = NULL;
     MPI_Initialized (&initialized);
     if (!initialized)
-        return mgr_err (
+        return errcodef (
             err, ELASTIC_ERR_STATE, "elastic_manager_create: MPI is not initialized");
     if (comm == MPI_COMM_NULL)
-        return mgr_err (
+        return errcodef (
             err, ELASTIC_ERR_INVAL, "elastic_manager_create: comm is MPI_COMM_NULL");
     MPI_Comm_size (comm, &n);
     MPI_Comm_rank (comm, &rank);
     el_log_set_rank (rank);
     if (!(m = calloc (1, sizeof (*m))))
-        return mgr_err (err, ELASTIC_ERR_NOMEM, "elastic_manager_create: out of memory");
+        return errcodef (err, ELASTIC_ERR_NOMEM, "elastic_manager_create: out of memory");
     m->orig_group = MPI_GROUP_NULL;
     m->world = MPI_COMM_NULL;
     m->work = MPI_COMM_NULL;
@@ -180,12 +160,12 @@ int elastic_manager_create (MPI_Comm comm,
     /* every rank must fail together, or the others would wait for it */
     bad = rc;
     if (MPI_Allreduce (&bad, &anybad, 1, MPI_INT, MPI_MAX, comm) != MPI_SUCCESS) {
-        rc = mgr_err (
+        rc = errcodef (
             err, ELASTIC_ERR_MPI, "elastic_manager_create: MPI_Allreduce failed");
         goto error;
     }
     if (rc == ELASTIC_OK && anybad != ELASTIC_OK)
-        rc = mgr_err (
+        rc = errcodef (
             err, anybad, "elastic_manager_create: invalid configuration on another rank");
     if (rc != ELASTIC_OK) {
         mgr_set_agreed_error (rc, rank == 0);
@@ -212,8 +192,8 @@ int elastic_manager_create (MPI_Comm comm,
         goto nomem;
     if (MPI_Comm_dup (comm, &m->world) != MPI_SUCCESS) {
         m->world = MPI_COMM_NULL;
-        rc =
-            mgr_err (err, ELASTIC_ERR_MPI, "elastic_manager_create: MPI_Comm_dup failed");
+        rc = errcodef (
+            err, ELASTIC_ERR_MPI, "elastic_manager_create: MPI_Comm_dup failed");
         goto error;
     }
     MPI_Comm_set_errhandler (m->world, MPI_ERRORS_RETURN);
@@ -232,7 +212,7 @@ int elastic_manager_create (MPI_Comm comm,
     if (MPI_Comm_split (m->world, m->myslot >= 0 ? 0 : MPI_UNDEFINED, rank, &m->work) !=
         MPI_SUCCESS) {
         m->work = MPI_COMM_NULL;
-        rc = mgr_err (
+        rc = errcodef (
             err, ELASTIC_ERR_MPI, "elastic_manager_create: MPI_Comm_split failed");
         goto error;
     }
@@ -253,7 +233,7 @@ int elastic_manager_create (MPI_Comm comm,
     *mp = m;
     return ELASTIC_OK;
 nomem:
-    rc = mgr_err (err, ELASTIC_ERR_NOMEM, "elastic_manager_create: out of memory");
+    rc = errcodef (err, ELASTIC_ERR_NOMEM, "elastic_manager_create: out of memory");
 error:
     elastic_manager_destroy (m);
     return rc;
@@ -262,7 +242,7 @@ error:
 static int check_registering (elastic_manager_t *m, elastic_error_t *err)
 {
     if (!m)
-        return mgr_err (err, ELASTIC_ERR_INVAL, "manager is NULL");
+        return errcodef (err, ELASTIC_ERR_INVAL, "manager is NULL");
     return ELASTIC_OK;
 }
 
@@ -320,10 +300,10 @@ static int spare_wait (elastic_manager_t *m, int *active, elastic_error_t *err)
         rc = MPI_Irecv (&msg, 1, MPI_INT, MPI_ANY_SOURCE, TAG_WAKE, m->world, &req);
         if (rc != MPI_SUCCESS) {
             if (!ft_is_failure (rc))
-                return mgr_err (err,
-                                ELASTIC_ERR_MPI,
-                                "spare: %s",
-                                ft_strerror (rc, ebuf, sizeof (ebuf)));
+                return errcodef (err,
+                                 ELASTIC_ERR_MPI,
+                                 "spare: %s",
+                                 ft_strerror (rc, ebuf, sizeof (ebuf)));
             wake = 1;
         }
         while (!wake) {
@@ -349,10 +329,10 @@ static int spare_wait (elastic_manager_t *m, int *active, elastic_error_t *err)
                 }
                 if (req != MPI_REQUEST_NULL)
                     MPI_Request_free (&req);
-                return mgr_err (err,
-                                ELASTIC_ERR_MPI,
-                                "spare: %s",
-                                ft_strerror (rc, ebuf, sizeof (ebuf)));
+                return errcodef (err,
+                                 ELASTIC_ERR_MPI,
+                                 "spare: %s",
+                                 ft_strerror (rc, ebuf, sizeof (ebuf)));
             }
             nanosleep (&nap, NULL);
         }
@@ -389,17 +369,18 @@ int elastic_manager_start (elastic_manager_t *m,
     char ebuf[256];
 
     if (!m || !active)
-        return mgr_err (
+        return errcodef (
             err, ELASTIC_ERR_INVAL, "elastic_manager_start: invalid arguments");
     *active = 0;
     if (m->started)
-        return mgr_err (err, ELASTIC_ERR_STATE, "elastic_manager_start: already started");
+        return errcodef (
+            err, ELASTIC_ERR_STATE, "elastic_manager_start: already started");
     m->handler = handler;
     m->handler_arg = arg;
     m->reg->frozen = 1;
     if (!(m->layout = calloc ((size_t)m->norig * (m->reg->na > 0 ? m->reg->na : 1),
                               sizeof (uint64_t))))
-        return mgr_err (err, ELASTIC_ERR_NOMEM, "elastic_manager_start: out of memory");
+        return errcodef (err, ELASTIC_ERR_NOMEM, "elastic_manager_start: out of memory");
     /* same registrations everywhere: compare min and max of a signature */
     sig[0] = registry_signature (m->reg);
     sig[1] = ~sig[0];
@@ -407,7 +388,7 @@ int elastic_manager_start (elastic_manager_t *m,
         MPI_SUCCESS)
         goto mpi_error;
     if (res[0] != sig[0] || res[1] != sig[1]) {
-        return mgr_err (
+        return errcodef (
             err,
             ELASTIC_ERR_INVAL,
             "elastic_manager_start: ranks registered different state (every rank, "
@@ -417,7 +398,7 @@ int elastic_manager_start (elastic_manager_t *m,
     if ((rc = mgr_gather_layout (m)) != MPI_SUCCESS)
         goto mpi_error;
     m->started = 1;
-    m->t_progress = mgr_now ();
+    m->t_progress = mono_now ();
     if ((rc = resume_run (m, err)) != ELASTIC_OK) {
         /* every rank has the same result: the job ends here */
         m->finished = 1;
@@ -435,16 +416,16 @@ int elastic_manager_start (elastic_manager_t *m,
     return spare_wait (m, active, err);
 mpi_error:
     if (ft_is_failure (rc))
-        return mgr_err (
+        return errcodef (
             err,
             ELASTIC_ERR_RELAUNCH,
             "elastic_manager_start: a process failed before the first snapshot: %s; "
             "relaunch needed",
             ft_strerror (rc, ebuf, sizeof (ebuf)));
-    return mgr_err (err,
-                    ELASTIC_ERR_MPI,
-                    "elastic_manager_start: %s",
-                    ft_strerror (rc, ebuf, sizeof (ebuf)));
+    return errcodef (err,
+                     ELASTIC_ERR_MPI,
+                     "elastic_manager_start: %s",
+                     ft_strerror (rc, ebuf, sizeof (ebuf)));
 }
 
 MPI_Comm elastic_manager_comm (const elastic_manager_t *m)
@@ -489,20 +470,20 @@ void elastic_manager_set_event_callback (elastic_manager_t *m,
 static int check_working (elastic_manager_t *m, const char *fn, elastic_error_t *err)
 {
     if (!m)
-        return mgr_err (err, ELASTIC_ERR_INVAL, "%s: manager is NULL", fn);
+        return errcodef (err, ELASTIC_ERR_INVAL, "%s: manager is NULL", fn);
     if (m->finished)
-        return mgr_err (
+        return errcodef (
             err,
             m->fatal_rc ? m->fatal_rc : ELASTIC_ERR_STATE,
             "%s: the manager has ended (after a final error or the end of the job)",
             fn);
     if (!m->started)
-        return mgr_err (
+        return errcodef (
             err, ELASTIC_ERR_STATE, "%s: call elastic_manager_start first", fn);
     if (m->suspended)
-        return mgr_err (err, ELASTIC_SUSPENDED, "%s", m->suspend_text);
+        return errcodef (err, ELASTIC_SUSPENDED, "%s", m->suspend_text);
     if (m->myslot < 0)
-        return mgr_err (err, ELASTIC_ERR_STATE, "%s: not a working rank", fn);
+        return errcodef (err, ELASTIC_ERR_STATE, "%s: not a working rank", fn);
     return ELASTIC_OK;
 }
 
@@ -561,7 +542,7 @@ suspend (elastic_manager_t *m, int64_t step, const char *why, elastic_error_t *e
      * of the others' suspension from the heartbeat */
     mgr_set_agreed_error (ELASTIC_SUSPENDED, m->myslot == 0);
     heartbeat_flag (ELASTIC_HEARTBEAT_SUSPENDED);
-    return mgr_err (err, ELASTIC_SUSPENDED, "%s", m->suspend_text);
+    return errcodef (err, ELASTIC_SUSPENDED, "%s", m->suspend_text);
 }
 
 /* elastic_maybe_snapshot after the checks: notices, L1/L2, L3. */
@@ -585,10 +566,10 @@ static int maybe_snapshot (elastic_manager_t *m, int64_t step, elastic_error_t *
     if (preempt_due (m->pre, step)) {
         if ((mrc = preempt_agree (m->pre, m->work, step, &why)) != MPI_SUCCESS) {
             if (!ft_is_failure (mrc))
-                return mgr_err (err,
-                                ELASTIC_ERR_MPI,
-                                "elastic_maybe_snapshot: %s",
-                                ft_strerror (mrc, ebuf, sizeof (ebuf)));
+                return errcodef (err,
+                                 ELASTIC_ERR_MPI,
+                                 "elastic_maybe_snapshot: %s",
+                                 ft_strerror (mrc, ebuf, sizeof (ebuf)));
             ft_revoke (m->work);
             return ELASTIC_ERR_PROC_FAILED;
         }
@@ -631,13 +612,13 @@ int elastic_maybe_snapshot (elastic_manager_t *m, int64_t step, elastic_error_t 
     if ((rc = check_working (m, "elastic_maybe_snapshot", err)) != ELASTIC_OK)
         return rc;
     if (step < 0)
-        return mgr_err (err,
-                        ELASTIC_ERR_INVAL,
-                        "elastic_maybe_snapshot: step %lld is invalid (expected >= 0)",
-                        (long long)step);
+        return errcodef (err,
+                         ELASTIC_ERR_INVAL,
+                         "elastic_maybe_snapshot: step %lld is invalid (expected >= 0)",
+                         (long long)step);
     elastic_progress (step);
     preempt_enter (m->pre, m->generation);
-    m->t_progress = mgr_now ();
+    m->t_progress = mono_now ();
     m->step = step;
     rc = maybe_snapshot (m, step, err);
     if (rc == ELASTIC_ERR_PROC_FAILED)
@@ -661,17 +642,17 @@ int elastic_maybe_reshard_down (elastic_manager_t *m,
         return rc;
     if (!ft_available ()) {
         m->fatal_rc = ELASTIC_ERR_NO_ULFM;
-        return mgr_err (err,
-                        ELASTIC_ERR_NO_ULFM,
-                        "%s cannot be recovered in place: %s; relaunch needed",
-                        ft_strerror (mpi_err, ebuf, sizeof (ebuf)),
-                        ft_why_unavailable ());
+        return errcodef (err,
+                         ELASTIC_ERR_NO_ULFM,
+                         "%s cannot be recovered in place: %s; relaunch needed",
+                         ft_strerror (mpi_err, ebuf, sizeof (ebuf)),
+                         ft_why_unavailable ());
     }
     if (!ft_is_failure (mpi_err))
-        return mgr_err (err,
-                        ELASTIC_ERR_MPI,
-                        "not a process failure, returned unchanged: %s",
-                        ft_strerror (mpi_err, ebuf, sizeof (ebuf)));
+        return errcodef (err,
+                         ELASTIC_ERR_MPI,
+                         "not a process failure, returned unchanged: %s",
+                         ft_strerror (mpi_err, ebuf, sizeof (ebuf)));
     if (handler) {
         m->handler = handler;
         m->handler_arg = arg;
@@ -705,10 +686,10 @@ int elastic_maybe_reshard_up (elastic_manager_t *m,
     if ((rc = check_working (m, "elastic_maybe_reshard_up", err)) != ELASTIC_OK)
         return rc;
     if (step < 0)
-        return mgr_err (err,
-                        ELASTIC_ERR_INVAL,
-                        "elastic_maybe_reshard_up: step %lld is invalid (expected >= 0)",
-                        (long long)step);
+        return errcodef (err,
+                         ELASTIC_ERR_INVAL,
+                         "elastic_maybe_reshard_up: step %lld is invalid (expected >= 0)",
+                         (long long)step);
     if (step % m->cfg.reshard_check_period != 0 || m->nwork >= m->orig_nwork ||
         m->nspare == 0 || !ft_available ())
         return ELASTIC_OK;
@@ -716,7 +697,7 @@ int elastic_maybe_reshard_up (elastic_manager_t *m,
         m->handler = handler;
         m->handler_arg = arg;
     }
-    m->t_progress = mgr_now ();
+    m->t_progress = mono_now ();
     m->step = step;
     if ((rc = snapshot_complete (m, err)) == ELASTIC_ERR_PROC_FAILED) {
         if (resharded)
@@ -789,18 +770,19 @@ int elastic_array_restore (elastic_manager_t *m,
     int a;
 
     if (!m)
-        return mgr_err (err, ELASTIC_ERR_INVAL, "elastic_array_restore: manager is NULL");
+        return errcodef (
+            err, ELASTIC_ERR_INVAL, "elastic_array_restore: manager is NULL");
     if (!m->in_handler)
-        return mgr_err (
+        return errcodef (
             err, ELASTIC_ERR_STATE, "elastic_array_restore: only inside a handler");
     if ((a = registry_find_array (m->reg, name)) < 0)
-        return mgr_err (err,
-                        ELASTIC_ERR_NOT_FOUND,
-                        "elastic_array_restore: no array '%s'",
-                        name ? name : "");
+        return errcodef (err,
+                         ELASTIC_ERR_NOT_FOUND,
+                         "elastic_array_restore: no array '%s'",
+                         name ? name : "");
     ra = &m->reg->a[a];
     if (count != ra->rcount)
-        return mgr_err (
+        return errcodef (
             err,
             ELASTIC_ERR_INVAL,
             "elastic_array_restore: array '%s': count %llu is invalid (expected %llu, "
@@ -809,10 +791,10 @@ int elastic_array_restore (elastic_manager_t *m,
             (unsigned long long)count,
             (unsigned long long)ra->rcount);
     if (count > 0 && !buf)
-        return mgr_err (err,
-                        ELASTIC_ERR_INVAL,
-                        "elastic_array_restore: array '%s': buf is NULL",
-                        name);
+        return errcodef (err,
+                         ELASTIC_ERR_INVAL,
+                         "elastic_array_restore: array '%s': buf is NULL",
+                         name);
     ra->in_place = buf == ra->rbuf && ra->rbuf_app;
     if (count > 0 && buf != ra->rbuf)
         memcpy (buf, ra->rbuf, count * ra->elem_size);
@@ -831,13 +813,13 @@ int elastic_array_set_realloc (elastic_manager_t *m,
     int a;
 
     if (!m)
-        return mgr_err (
+        return errcodef (
             err, ELASTIC_ERR_INVAL, "elastic_array_set_realloc: manager is NULL");
     if ((a = registry_find_array (m->reg, name)) < 0)
-        return mgr_err (err,
-                        ELASTIC_ERR_NOT_FOUND,
-                        "elastic_array_set_realloc: no array '%s' (register it first)",
-                        name ? name : "");
+        return errcodef (err,
+                         ELASTIC_ERR_NOT_FOUND,
+                         "elastic_array_set_realloc: no array '%s' (register it first)",
+                         name ? name : "");
     m->reg->a[a].place = fn;
     m->reg->a[a].place_arg = arg;
     return ELASTIC_OK;

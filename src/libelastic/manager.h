@@ -12,6 +12,8 @@
 #include <mpi.h>
 #include <elastic.h>
 
+#include "common/clock.h"
+#include "common/error.h"
 #include "registry.h"
 #include "snapshot.h"
 #include "testhook.h"
@@ -118,13 +120,6 @@ struct elastic_manager {
     int suspended; /* answered ELASTIC_SUSPENDED */
     char suspend_text[200];
 };
-
-/* Seconds from an arbitrary origin (monotonic). */
-double mgr_now (void);
-
-/* Set err's text (if err is not NULL) and return code. */
-int mgr_err (elastic_error_t *err, int code, const char *fmt, ...)
-    __attribute__ ((format (printf, 3, 4)));
 
 /* Record that every rank agreed on error rc, and whether this process is
  * the one that reports it in its exit code (see elastic_exit_code). */

@@ -39,7 +39,7 @@ int persist_setup (struct elastic_manager *m, elastic_error_t *err)
     m->persist_step = -1;
     m->resumed_step = -1;
     if (!(m->run_id = strdup (id)))
-        return mgr_err (err, ELASTIC_ERR_NOMEM, "elastic_manager_create: out of memory");
+        return errcodef (err, ELASTIC_ERR_NOMEM, "elastic_manager_create: out of memory");
     m->cfg.run_id = m->run_id;
     return ELASTIC_OK;
 }
@@ -109,16 +109,89 @@ static void emit (struct elastic_manager *m,
     event_emit_l3 (m, &e, m->myslot == 0);
 }
 
+/* This rank's block of array a in the current layout, as l3_write takes it. */
+static struct l3_array array_desc (const struct elastic_manager *m, int a)
+{
+    const struct reg_array *ra = &m->reg->a[a];
+    int na = m->reg->na;
+    uint64_t off = 0, all = 0;
+
+    for (int j = 0; j < m->nwork; j++) {
+        uint64_t c = m->layout[(size_t)j * na + a];
+        if (j < m->myslot)
+            off += c;
+        all += c;
+    }
+    return (struct l3_array){
+        .name = ra->name,
+        .elem_size = ra->elem_size,
+        .local_count = ra->count,
+        .global_offset = off,
+        .global_count = all,
+        .data = ra->data,
+        .type = ra->type,
+    };
+}
+
+/* The registered state as l3_write's descriptors (state_free frees them).
+ * Out of memory: NULL descriptors, which l3_write refuses on every rank
+ * (it agrees on it), and e says so. */
+static void
+state_describe (const struct elastic_manager *m, struct l3_state *st, elastic_error_t *e)
+{
+    const struct registry *reg = m->reg;
+    struct l3_array *arrays = calloc (reg->na > 0 ? reg->na : 1, sizeof (*arrays));
+    struct l3_value *values = calloc (reg->nv > 0 ? reg->nv : 1, sizeof (*values));
+    struct l3_blob *blobs = calloc (reg->nb > 0 ? reg->nb : 1, sizeof (*blobs));
+    struct reg_item it;
+
+    if (!arrays || !values || !blobs) {
+        errprintf (e, "out of memory");
+        free (arrays);
+        free (values);
+        free (blobs);
+        *st = (struct l3_state){NULL, 1, NULL, 1, NULL, 1};
+        return;
+    }
+    REG_FOREACH (reg, it)
+    {
+        switch (it.kind) {
+            case REG_VALUE:
+                values[it.index] = (struct l3_value){
+                    .name = it.name,
+                    .size = it.bytes,
+                    .data = it.data,
+                    .type = it.type,
+                };
+                break;
+            case REG_ARRAY:
+                arrays[it.index] = array_desc (m, it.index);
+                break;
+            case REG_BLOB:
+                blobs[it.index] = (struct l3_blob){
+                    .name = it.name,
+                    .size = it.bytes,
+                    .data = it.data,
+                };
+                break;
+        }
+    }
+    *st = (struct l3_state){arrays, reg->na, values, reg->nv, blobs, reg->nb};
+}
+
+static void state_free (struct l3_state *st)
+{
+    free ((void *)st->arrays);
+    free ((void *)st->values);
+    free ((void *)st->blobs);
+}
+
 int persist_write (struct elastic_manager *m,
                    int64_t step,
                    const char *why,
                    int *written,
                    elastic_error_t *err)
 {
-    struct registry *reg = m->reg;
-    struct l3_array *arrays = NULL;
-    struct l3_value *values = NULL;
-    struct l3_blob *blobs = NULL;
     struct hook_ctx ctx = {m, step};
     struct l3_write_opts opts = {
         .dir = m->snapshot_dir,
@@ -130,65 +203,15 @@ int persist_write (struct elastic_manager *m,
     };
     struct l3_state st;
     elastic_error_t e = {""};
-    int na = reg->na, rc;
+    int rc;
     double t0, dt;
 
     *written = 0;
-    if (!(arrays = calloc (na > 0 ? na : 1, sizeof (*arrays))) ||
-        !(values = calloc (reg->nv > 0 ? reg->nv : 1, sizeof (*values))) ||
-        !(blobs = calloc (reg->nb > 0 ? reg->nb : 1, sizeof (*blobs)))) {
-        /* l3_write agrees on it: a NULL descriptor fails everywhere */
-        snprintf (e.text, sizeof (e.text), "out of memory");
-        free (arrays);
-        free (values);
-        free (blobs);
-        arrays = NULL;
-        values = NULL;
-        blobs = NULL;
-    }
-    st.arrays = arrays;
-    st.narrays = arrays ? na : 1;
-    st.values = values;
-    st.nvalues = values ? reg->nv : 1;
-    st.blobs = blobs;
-    st.nblobs = blobs ? reg->nb : 1;
-    for (int a = 0; arrays && a < na; a++) {
-        uint64_t off = 0, all = 0;
-        for (int j = 0; j < m->nwork; j++) {
-            uint64_t c = m->layout[(size_t)j * na + a];
-            if (j < m->myslot)
-                off += c;
-            all += c;
-        }
-        arrays[a] = (struct l3_array){
-            .name = reg->a[a].name,
-            .elem_size = reg->a[a].elem_size,
-            .local_count = reg->a[a].count,
-            .global_offset = off,
-            .global_count = all,
-            .data = reg->a[a].data,
-            .type = reg->a[a].type,
-        };
-    }
-    for (int i = 0; values && i < reg->nv; i++)
-        values[i] = (struct l3_value){
-            .name = reg->v[i].name,
-            .size = reg->v[i].size,
-            .data = reg->v[i].data,
-            .type = reg->v[i].type,
-        };
-    for (int i = 0; blobs && i < reg->nb; i++)
-        blobs[i] = (struct l3_blob){
-            .name = reg->b[i].name,
-            .size = reg->b[i].size,
-            .data = reg->b[i].data,
-        };
-    t0 = mgr_now ();
+    state_describe (m, &st, &e);
+    t0 = mono_now ();
     rc = l3_write (m->work, &opts, &st, step, &e);
-    dt = mgr_now () - t0;
-    free (arrays);
-    free (values);
-    free (blobs);
+    dt = mono_now () - t0;
+    state_free (&st);
     if (rc == ELASTIC_OK) {
         char name[64], path[PATH_MAX];
         struct stat sb;
@@ -220,12 +243,13 @@ int persist_write (struct elastic_manager *m,
         persist_finalize_guard ();
         ft_revoke (m->work);
         ft_revoke (m->world);
-        return mgr_err (err,
-                        ELASTIC_ERR_PROC_FAILED,
-                        "the L3 write of step %lld was interrupted by a process failure: "
-                        "%s",
-                        (long long)step,
-                        e.text);
+        return errcodef (
+            err,
+            ELASTIC_ERR_PROC_FAILED,
+            "the L3 write of step %lld was interrupted by a process failure: "
+            "%s",
+            (long long)step,
+            e.text);
     }
     if (m->myslot == 0) {
         if (m->persist_step >= 0)

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <mpi.h>
 
+#include "common/error.h"
 #include "config_int.h"
 #include "log.h"
 #include "preempt.h"
@@ -106,20 +107,13 @@ int preempt_create (const elastic_config_t *cfg,
                     elastic_error_t *err)
 {
     struct preempt *p;
-    char bad[64];
 
     *out = NULL;
     if (!(p = calloc (1, sizeof (*p)))) {
-        snprintf (err->text, sizeof (err->text), "preemption: out of memory");
-        return ELASTIC_ERR_NOMEM;
+        return errcodef (err, ELASTIC_ERR_NOMEM, "preemption: out of memory");
     }
     if (config_signals_parse (
-            cfg->signals, p->sig, MAX_SIGNALS, &p->nsig, bad, sizeof (bad)) < 0) {
-        snprintf (err->text,
-                  sizeof (err->text),
-                  "signals: '%s' is invalid (expected a comma-separated list of HUP, "
-                  "INT, QUIT, ALRM, TERM, USR1, USR2, XCPU, or none)",
-                  bad);
+            "signals", cfg->signals, p->sig, MAX_SIGNALS, &p->nsig, err) != ELASTIC_OK) {
         free (p);
         return ELASTIC_ERR_INVAL;
     }

@@ -19,6 +19,12 @@
  * the L2 copies whose buddy changed).  Anything failing before that snapshot commits
  * starts another attempt: the committed snapshot is never touched until then, so every
  * attempt restores from the same, whole data.
+ *
+ * event_run repeats attempt() until one ends the event; an attempt is one
+ * function per phase, each adding to its timing of the event line:
+ * phase_agree (t_revoke_agree), phase_shrink (t_shrink), phase_place and
+ * phase_restore (t_restore, to the commit), phase_handler (t_handler) and
+ * phase_protect (t_protect).
  */
 #if HAVE_CONFIG_H
 #include "config.h"
@@ -47,6 +53,11 @@ enum { F_NOT_DONE = 1, F_NO_FAILURE = 2, F_GROW = 4, F_ALL = 7 };
 enum { C_OK = 1, C_NOT_FATAL = 2 };
 
 struct ev {
+    enum event_why why;
+    elastic_handler_f handler;
+    void *arg;
+    enum event_outcome outcome;
+    int rc;           /* the event's result, once a phase ended it */
     int kind_failure; /* 1: an elastic down event (counted) */
     int attempts;
     int started; /* membership at the start is known */
@@ -58,6 +69,29 @@ struct ev {
     int nused;
     double t_start, t_detect, t_ra, t_shrink, t_restore, t_handler, t_protect;
     char fatal[512];
+
+    /* buffers of every attempt */
+    struct plan *p;
+    int *alive; /* [norig] 1: in the shrunk world */
+    int *orig;  /* [norig] original rank of each rank of it */
+    void *values;
+
+    /* one attempt */
+    MPI_Comm nw;      /* the shrunk world */
+    MPI_Comm newwork; /* the new working communicator (MPI_COMM_NULL: none) */
+    int flags;        /* the agreed intent (F_*) */
+    int ok;           /* this process's part of the attempt worked */
+    int final;        /* ... and decided a final error (ev->fatal) */
+    int myidx;        /* my working rank in the plan, -1: none */
+    double t_place;   /* when the place phase began (restore timing) */
+};
+
+/* What a phase tells the attempt loop. */
+enum step {
+    STEP_ON,    /* go on to the next phase */
+    STEP_RETRY, /* start another attempt */
+    STEP_END,   /* the event is over: ev->rc, ev->outcome */
+    STEP_DONE,  /* the new world is committed and protected: I work in it */
 };
 
 static int contains (const int *v, int n, int x)
@@ -129,11 +163,8 @@ static int sync_state (struct elastic_manager *m, MPI_Comm nw)
             for (int j = 0; j < sm->n; j++) {
                 buf[pos++] = sm->holder[j];
                 buf[pos++] = sm->buddy[j];
-                for (int a = 0; a < sm->na; a++)
-                    buf[pos++] = (int64_t)sm->counts[(size_t)j * sm->na + a];
-                for (int b = 0; b < sm->nb; b++)
-                    buf[pos++] = (int64_t)sm->blobsz[(size_t)j * sm->nb + b];
-                buf[pos++] = (int64_t)sm->bytes[j];
+                snapmeta_row_get (sm, j, (uint64_t *)(buf + pos));
+                pos += sm->na + sm->nb + 1;
             }
         }
     }
@@ -179,11 +210,8 @@ static int sync_state (struct elastic_manager *m, MPI_Comm nw)
         for (int j = 0; j < n; j++) {
             nsm->holder[j] = (int)buf[pos++];
             nsm->buddy[j] = (int)buf[pos++];
-            for (int a = 0; a < na; a++)
-                nsm->counts[(size_t)j * na + a] = (uint64_t)buf[pos++];
-            for (int b = 0; b < nb; b++)
-                nsm->blobsz[(size_t)j * nb + b] = (uint64_t)buf[pos++];
-            nsm->bytes[j] = (uint64_t)buf[pos++];
+            snapmeta_row_set (nsm, j, (const uint64_t *)(buf + pos));
+            pos += na + nb + 1;
         }
         snapstore_set_meta (m->store, nsm);
     }
@@ -192,35 +220,18 @@ out:
     return rc;
 }
 
-/* Decide the new membership and layout from the shared state and the live
- * set, identically on every process.  Returns 0 with p filled, 1 with a
- * final error in ev->fatal, -1 if memory ran out. */
-static int decide (
-    struct elastic_manager *m, const int *alive, int flags, struct ev *ev, struct plan *p)
+/* A final error the live set makes unavoidable, before any membership is
+ * chosen: 1 with it in ev->fatal, else 0. */
+static int decide_fatal (struct elastic_manager *m, const int *alive, struct ev *ev)
 {
     const struct snapmeta *sm = snapstore_meta (m->store);
-    int na = m->reg->na, nlost = 0, nidle = 0, failure, grow;
-    int *idle = NULL;
-
-    if (!(idle = malloc ((m->nspare > 0 ? m->nspare : 1) * sizeof (int))))
-        return -1;
-    for (int j = 0; j < m->nwork; j++)
-        if (!alive[m->slot[j]])
-            nlost++;
-    for (int j = 0; j < m->nspare; j++)
-        if (alive[m->spare[j]])
-            idle[nidle++] = m->spare[j];
-    failure = nlost > 0 || !(flags & F_NO_FAILURE);
-    grow = !failure && (flags & F_GROW) && nidle > 0 && m->nwork < m->orig_nwork;
-    if (failure)
-        ev->kind_failure = 1;
 
     if (sm->step < 0) {
         snprintf (ev->fatal,
                   sizeof (ev->fatal),
                   "no snapshot to restore: a process failed before the first snapshot "
                   "completed; relaunch needed");
-        goto fatal;
+        return 1;
     }
     for (int j = 0; j < sm->n; j++) {
         if (alive[sm->holder[j]])
@@ -232,7 +243,7 @@ static int decide (
                 "rank %d failed and its data has no copy (a single working rank has no "
                 "L2 buddy); relaunch needed",
                 sm->holder[j]);
-            goto fatal;
+            return 1;
         }
         if (!alive[sm->buddy[j]]) {
             snprintf (
@@ -245,7 +256,7 @@ static int decide (
                 sm->buddy[j],
                 sm->holder[j],
                 (long long)sm->step);
-            goto fatal;
+            return 1;
         }
     }
     if (ev->kind_failure && !m->event_counted &&
@@ -256,7 +267,7 @@ static int decide (
                   "relaunch needed",
                   m->events + 1,
                   m->cfg.max_elastic_down_event_count);
-        goto fatal;
+        return 1;
     }
     if (m->handler_tries > m->cfg.max_reshard_retry_count) {
         snprintf (
@@ -265,9 +276,22 @@ static int decide (
             "the handler failed %d times (max_reshard_retry_count %d); relaunch needed",
             m->handler_tries,
             m->cfg.max_reshard_retry_count);
-        goto fatal;
+        return 1;
     }
+    return 0;
+}
 
+/* The new working ranks and idle spares into p: grow from the idle spares
+ * (idle[nidle], alive), let spares take the dead ranks' places, or keep
+ * the survivors. */
+static void decide_members (struct elastic_manager *m,
+                            const int *alive,
+                            const int *idle,
+                            int nidle,
+                            int nlost,
+                            int grow,
+                            struct plan *p)
+{
     p->n = 0;
     p->nspare = 0;
     p->nused = 0;
@@ -310,15 +334,15 @@ static int decide (
                 p->spare[p->nspare++] = idle[i];
         }
     }
-    if (p->n < m->cfg.min_world_size || p->n == 0) {
-        snprintf (ev->fatal,
-                  sizeof (ev->fatal),
-                  "%d working ranks left, below min_world_size %d; relaunch needed",
-                  p->n,
-                  m->cfg.min_world_size);
-        goto fatal;
-    }
-    /* layout: the snapshot's when the size is the snapshot's, else even */
+}
+
+/* The layout of p: the snapshot's when the size is the snapshot's, else
+ * even. */
+static void decide_layout (struct elastic_manager *m, struct plan *p)
+{
+    const struct snapmeta *sm = snapstore_meta (m->store);
+    int na = m->reg->na;
+
     for (int a = 0; a < na; a++) {
         if (p->n == sm->n) {
             for (int j = 0; j < p->n; j++)
@@ -326,11 +350,45 @@ static int decide (
         } else
             layout_even (layout_sum (sm->counts + a, sm->n, na), p->n, p->counts + a, na);
     }
+}
+
+/* Decide the new membership and layout from the shared state and the live
+ * set, identically on every process.  Returns 0 with p filled, 1 with a
+ * final error in ev->fatal, -1 if memory ran out. */
+static int decide (
+    struct elastic_manager *m, const int *alive, int flags, struct ev *ev, struct plan *p)
+{
+    int nlost = 0, nidle = 0, failure, grow, rc = 1;
+    int *idle = NULL;
+
+    if (!(idle = malloc ((m->nspare > 0 ? m->nspare : 1) * sizeof (int))))
+        return -1;
+    for (int j = 0; j < m->nwork; j++)
+        if (!alive[m->slot[j]])
+            nlost++;
+    for (int j = 0; j < m->nspare; j++)
+        if (alive[m->spare[j]])
+            idle[nidle++] = m->spare[j];
+    failure = nlost > 0 || !(flags & F_NO_FAILURE);
+    grow = !failure && (flags & F_GROW) && nidle > 0 && m->nwork < m->orig_nwork;
+    if (failure)
+        ev->kind_failure = 1;
+    if (decide_fatal (m, alive, ev))
+        goto out;
+    decide_members (m, alive, idle, nidle, nlost, grow, p);
+    if (p->n < m->cfg.min_world_size || p->n == 0) {
+        snprintf (ev->fatal,
+                  sizeof (ev->fatal),
+                  "%d working ranks left, below min_world_size %d; relaunch needed",
+                  p->n,
+                  m->cfg.min_world_size);
+        goto out;
+    }
+    decide_layout (m, p);
+    rc = 0;
+out:
     free (idle);
-    return 0;
-fatal:
-    free (idle);
-    return 1;
+    return rc;
 }
 
 static void ev_note_failed (struct ev *ev, const int *alive, int norig)
@@ -363,7 +421,7 @@ static void ev_emit (struct elastic_manager *m,
         .t_restore = ev->t_restore,
         .t_handler = ev->t_handler,
         .t_protect = ev->t_protect,
-        .t_total = mgr_now () - ev->t_start + ev->t_detect,
+        .t_total = mono_now () - ev->t_start + ev->t_detect,
         .error = ev->fatal[0] ? ev->fatal : NULL,
         .rank = m->me,
     };
@@ -425,6 +483,374 @@ int mgr_all_restored (struct elastic_manager *m)
     return 1;
 }
 
+/* The last agreement a working rank makes on its working communicator
+ * (unless a snapshot made it): it meets the ranks still in a snapshot
+ * there, and every rank learns the same intent. */
+static void work_final_agree (struct elastic_manager *m, struct ev *ev)
+{
+    int wf = W_NO_FAILURE | W_NOT_DONE | W_GROW;
+    double t = mono_now ();
+
+    if (ev->why == WHY_FAILURE) {
+        wf &= ~W_NO_FAILURE;
+        ft_revoke (m->work); /* release ranks blocked on it */
+    }
+    if (ev->why == WHY_DONE)
+        wf &= ~W_NOT_DONE;
+    if (ev->why != WHY_GROW)
+        wf &= ~W_GROW;
+    if (ft_agree (m->work, &wf) != MPI_SUCCESS)
+        wf &= ~W_NO_FAILURE;
+    m->work_final = 1;
+    m->work_result = wf;
+    ev->t_ra += mono_now () - t;
+}
+
+/* This process's intent for the agreement of an attempt (F_*). */
+static int intent (const struct elastic_manager *m, const struct ev *ev)
+{
+    if (m->myslot < 0)
+        return F_ALL; /* an idle spare follows */
+    if (ev->attempts == 1)
+        return (m->work_result & W_NOT_DONE ? F_NOT_DONE : 0) |
+               (m->work_result & W_NO_FAILURE ? F_NO_FAILURE : 0) |
+               (m->work_result & W_GROW ? F_GROW : 0);
+    if (ev->kind_failure)
+        return F_NOT_DONE;
+    return F_NOT_DONE | F_NO_FAILURE | F_GROW;
+}
+
+/* 1. Agree: revoke, agree on the intent.  STEP_END: the agreement failed,
+ * or the job is over. */
+static enum step
+phase_agree (struct elastic_manager *m, struct ev *ev, elastic_error_t *err)
+{
+    char ebuf[256];
+    double t = mono_now ();
+    int mrc;
+
+    /* The working communicator is revoked only to interrupt a repair:
+     * at the end of the job or to grow, slower ranks may still be
+     * finishing a collective on it. */
+    if (ev->why == WHY_FAILURE || ev->kind_failure || ev->attempts > 1)
+        ft_revoke (m->work);
+    ft_revoke (m->world);
+    ev->flags = intent (m, ev);
+    if ((mrc = ft_agree_robust (m->world, &ev->flags)) != MPI_SUCCESS) {
+        ev->rc = errcodef (err,
+                           ELASTIC_ERR_RELAUNCH,
+                           "recovery: agreement failed: %s; relaunch needed",
+                           ft_strerror (mrc, ebuf, sizeof (ebuf)));
+        m->finished = 1;
+        return STEP_END;
+    }
+    ev->t_ra += mono_now () - t;
+    if (!(ev->flags & F_NOT_DONE)) {
+        m->finished = 1;
+        ev->outcome = EV_DONE;
+        if (ev->why == WHY_FAILURE || ev->why == WHY_GROW)
+            ev->rc = errcodef (
+                err,
+                ELASTIC_ERR_RELAUNCH,
+                "the job ended on other ranks while this one was recovering from a "
+                "failure; relaunch needed");
+        return STEP_END;
+    }
+    return STEP_ON;
+}
+
+/* 2. Shrink the world into ev->nw.  STEP_END: the shrink failed. */
+static enum step
+phase_shrink (struct elastic_manager *m, struct ev *ev, elastic_error_t *err)
+{
+    char ebuf[256];
+    double t = mono_now ();
+    int mrc;
+
+    if ((mrc = ft_shrink (m->world, &ev->nw)) != MPI_SUCCESS) {
+        ev->rc = errcodef (err,
+                           ELASTIC_ERR_RELAUNCH,
+                           "recovery: MPIX_Comm_shrink failed: %s; relaunch needed",
+                           ft_strerror (mrc, ebuf, sizeof (ebuf)));
+        m->finished = 1;
+        return STEP_END;
+    }
+    ev->t_shrink += mono_now () - t;
+    return STEP_ON;
+}
+
+/* This attempt failed here: revoke nw so that every process learns it. */
+static void attempt_failed (struct ev *ev)
+{
+    ev->ok = 0;
+    ft_revoke (ev->nw);
+}
+
+/* The live set, the drain, the shared state (ev->ok: all worked). */
+static void place_world (struct elastic_manager *m, struct ev *ev)
+{
+    char ebuf[256];
+    int size, mrc;
+
+    memset (ev->alive, 0, m->norig * sizeof (int));
+    if ((mrc = comm_orig_ranks (m, ev->nw, ev->orig, &size)) != MPI_SUCCESS) {
+        attempt_failed (ev);
+        return;
+    }
+    for (int i = 0; i < size; i++)
+        ev->alive[ev->orig[i]] = 1;
+    /* the drain: what any process sent on an older communicator before
+     * this point has reached this one when it completes (retire.h) */
+    retired_mark (m->retired);
+    if ((mrc = ft_drain (ev->nw, TAG_DRAIN)) != MPI_SUCCESS) {
+        el_log (EL_DEBUG, "recovery: drain: %s", ft_strerror (mrc, ebuf, sizeof (ebuf)));
+        ev->ok = 0; /* nw is revoked */
+        return;
+    }
+    if ((mrc = sync_state (m, ev->nw)) != MPI_SUCCESS) {
+        if (mrc == MPI_ERR_PENDING) {
+            snprintf (ev->fatal,
+                      sizeof (ev->fatal),
+                      "every working rank failed; relaunch needed");
+            ev->final = 1;
+        } else
+            attempt_failed (ev);
+    }
+}
+
+/* 3. Place: decide the new membership and layout (or a final error) and
+ * split the new working communicator.  The restore timing starts here. */
+static void phase_place (struct elastic_manager *m, struct ev *ev)
+{
+    struct plan *p = ev->p;
+    int mrc, d;
+
+    ev->t_place = mono_now ();
+    place_world (m, ev);
+    if (!ev->ok || ev->final)
+        return;
+    if (!ev->started) {
+        ev->started = 1;
+        ev->old_size = m->nwork;
+        for (int j = 0; j < m->nwork; j++)
+            ev->members[m->slot[j]] = 1;
+        for (int j = 0; j < m->nspare; j++)
+            ev->members[m->spare[j]] = 1;
+    }
+    ev_note_failed (ev, ev->alive, m->norig);
+    if ((d = decide (m, ev->alive, ev->flags, ev, p)) == 1) {
+        ev->final = 1;
+        return;
+    }
+    if (d < 0) {
+        attempt_failed (ev);
+        return;
+    }
+    if (ev->kind_failure)
+        testhook_check (m->hooks, m->me, m->step, HOOK_RECOVERY);
+    for (int j = 0; j < p->n; j++)
+        if (p->slot[j] == m->me)
+            ev->myidx = j;
+    /* the new working communicator */
+    mrc = MPI_Comm_split (
+        ev->nw, ev->myidx >= 0 ? 0 : MPI_UNDEFINED, ev->myidx, &ev->newwork);
+    if (mrc != MPI_SUCCESS) {
+        ev->newwork = MPI_COMM_NULL; /* undefined after an error */
+        attempt_failed (ev);
+    } else if (ev->newwork != MPI_COMM_NULL)
+        MPI_Comm_set_errhandler (ev->newwork, MPI_ERRORS_RETURN);
+}
+
+/* A final error was agreed: end the world here.  Returns ELASTIC_ERR_RELAUNCH. */
+static int end_fatal (struct elastic_manager *m, struct ev *ev, elastic_error_t *err)
+{
+    int nwrank;
+
+    if (!ev->fatal[0])
+        snprintf (ev->fatal,
+                  sizeof (ev->fatal),
+                  "a final error was decided on another rank; relaunch needed");
+    retired_add (m->retired, &ev->newwork);
+    retired_add (m->retired, &m->work);
+    retired_add (m->retired, &m->world);
+    m->world = ev->nw;
+    m->finished = 1;
+    m->myslot = -1;
+    MPI_Comm_rank (ev->nw, &nwrank);
+    mgr_set_agreed_error (ELASTIC_ERR_RELAUNCH, nwrank == 0);
+    el_log (EL_ERROR, "%s", ev->fatal);
+    ev_emit (m, ev, "fatal", 0, nwrank == 0);
+    return errcodef (err, ELASTIC_ERR_RELAUNCH, "%s", ev->fatal);
+}
+
+/* 4. Restore: exchange the state into the new layout, agree that all of
+ * the attempt worked and commit.  STEP_RETRY: interrupted; STEP_END: a
+ * final error, or this process is an idle spare of the new world. */
+static enum step
+phase_restore (struct elastic_manager *m, struct ev *ev, elastic_error_t *err)
+{
+    char ebuf[256];
+    int cflags, mrc;
+
+    if (ev->ok && !ev->final && ev->myidx >= 0) {
+        mrc = restore_exchange (m, ev->p, ev->newwork, ev->myidx, ev->values);
+        if (mrc != MPI_SUCCESS) {
+            el_log (EL_DEBUG,
+                    "recovery: restore: %s",
+                    ft_strerror (mrc, ebuf, sizeof (ebuf)));
+            attempt_failed (ev);
+        }
+    }
+    /* commit, or start again */
+    cflags = (ev->ok ? C_OK : 0) | (ev->final ? 0 : C_NOT_FATAL);
+    mrc = ft_agree (ev->nw, &cflags);
+    ev->t_restore += mono_now () - ev->t_place;
+    if (!(cflags & C_NOT_FATAL)) {
+        ev->rc = end_fatal (m, ev, err);
+        return STEP_END;
+    }
+    if (mrc != MPI_SUCCESS || !(cflags & C_OK)) {
+        el_log (EL_INFO, "recovery attempt %d interrupted; starting again", ev->attempts);
+        /* their messages may still arrive: freed after a drain */
+        retired_add (m->retired, &ev->newwork);
+        retired_add (m->retired, &m->world);
+        m->world = ev->nw;
+        ev->kind_failure |= mrc != MPI_SUCCESS;
+        return STEP_RETRY;
+    }
+    commit (m, ev->p, ev->nw, ev->newwork, ev);
+    if (m->myslot < 0) {
+        ev->outcome = EV_IDLE;
+        registry_clear_restore (m->reg);
+        ev->rc = ELASTIC_OK;
+        return STEP_END;
+    }
+    return STEP_ON;
+}
+
+/* 5. Handler (the working ranks): the values, the handler, the agreement
+ * that every handler succeeded.  STEP_RETRY: a failure or a failed
+ * handler. */
+static enum step phase_handler (struct elastic_manager *m, struct ev *ev)
+{
+    double t;
+    int hrc = 0, hflag, mrc;
+
+    registry_values_load (m->reg, ev->values);
+    m->step = snapstore_meta (m->store)->step;
+    t = mono_now ();
+    if (ev->handler) {
+        m->in_handler = 1;
+        hrc = ev->handler (m, m->work, ev->arg);
+        m->in_handler = 0;
+    }
+    if (hrc == 0 && !mgr_all_restored (m))
+        hrc = -1;
+    if (hrc != 0) {
+        el_log (EL_WARN, "the reshard handler failed (returned %d)", hrc);
+        ft_revoke (m->work);
+    }
+    hflag = hrc == 0;
+    mrc = ft_agree (m->work, &hflag);
+    ev->t_handler += mono_now () - t;
+    if (mrc != MPI_SUCCESS || !hflag)
+        m->work_final = 1; /* every working rank is here: the last one */
+    if (mrc != MPI_SUCCESS) {
+        ev->kind_failure = 1;
+        return STEP_RETRY;
+    }
+    if (!hflag) {
+        m->handler_tries++;
+        return STEP_RETRY;
+    }
+    return STEP_ON;
+}
+
+/* 6. Protect the restored state in the new layout: adopt it as the
+ * snapshot of its step where the layout is the snapshot's and the arrays
+ * were restored in place, else take a snapshot.  STEP_RETRY: not
+ * protected. */
+static enum step
+phase_protect (struct elastic_manager *m, struct ev *ev, elastic_error_t *err)
+{
+    double t = mono_now ();
+    int rc;
+
+    rc = snapshot_adopt (m, err);
+    if (rc == ELASTIC_ERR_STATE)
+        rc = snapshot_take (m, m->step, err);
+    ev->t_protect += mono_now () - t;
+    if (rc == ELASTIC_ERR_PROC_FAILED) {
+        ev->kind_failure = 1;
+        return STEP_RETRY;
+    }
+    if (rc != ELASTIC_OK) {
+        /* not taken, everywhere (no failure): count it as a failed try
+         * and start again on fresh communicators */
+        m->work_final = 1;
+        m->handler_tries++;
+        return STEP_RETRY;
+    }
+    return STEP_ON;
+}
+
+/* One attempt: every phase until one ends the event or asks for another
+ * attempt; STEP_DONE when all of them worked. */
+static enum step attempt (struct elastic_manager *m, struct ev *ev, elastic_error_t *err)
+{
+    enum step st;
+
+    ev->attempts++;
+    ev->nw = MPI_COMM_NULL;
+    ev->newwork = MPI_COMM_NULL;
+    ev->ok = 1;
+    ev->final = 0;
+    ev->myidx = -1;
+    if ((st = phase_agree (m, ev, err)) != STEP_ON ||
+        (st = phase_shrink (m, ev, err)) != STEP_ON)
+        return st;
+    phase_place (m, ev);
+    if ((st = phase_restore (m, ev, err)) != STEP_ON ||
+        (st = phase_handler (m, ev)) != STEP_ON ||
+        (st = phase_protect (m, ev, err)) != STEP_ON)
+        return st;
+    return STEP_DONE;
+}
+
+/* The event succeeded on a working rank of the new world. */
+static void event_done (struct elastic_manager *m, struct ev *ev)
+{
+    ev->outcome = EV_WORKING;
+    registry_clear_restore (m->reg);
+    ev_emit (m,
+             ev,
+             ev->kind_failure ? "reshard_down" : "reshard_up",
+             m->nwork,
+             m->myslot == 0);
+    el_log (EL_INFO,
+            "%s: world %d -> %d, rolled back to step %lld",
+            ev->kind_failure ? "reshard down" : "reshard up",
+            ev->old_size,
+            m->nwork,
+            (long long)m->step);
+    m->in_event = 0;
+    m->event_counted = 0;
+    m->handler_tries = 0;
+    m->event_step = m->step;
+    ev->rc = ELASTIC_OK;
+}
+
+static void ev_free (struct ev *ev)
+{
+    plan_destroy (ev->p);
+    free (ev->alive);
+    free (ev->orig);
+    free (ev->members);
+    free (ev->failed);
+    free (ev->used);
+    free (ev->values);
+}
+
 int event_run (struct elastic_manager *m,
                enum event_why why,
                elastic_handler_f handler,
@@ -432,311 +858,48 @@ int event_run (struct elastic_manager *m,
                enum event_outcome *outcome,
                elastic_error_t *err)
 {
-    struct ev ev;
-    struct plan *p = NULL;
-    int *alive = NULL, *orig = NULL, *members = NULL;
-    void *values = NULL;
-    char ebuf[256];
-    int rc = ELASTIC_OK, size;
+    struct ev ev = {
+        .why = why,
+        .handler = handler,
+        .arg = arg,
+        .outcome = EV_IDLE,
+        .rc = ELASTIC_OK,
+    };
+    enum step st;
 
-    memset (&ev, 0, sizeof (ev));
     *outcome = EV_IDLE;
     /* a snapshot still in flight never commits: recover from the previous */
     if (m->myslot >= 0)
         snapshot_discard (m);
-    ev.t_start = mgr_now ();
+    ev.t_start = mono_now ();
     if (why == WHY_FAILURE && m->t_progress > 0)
         ev.t_detect = ev.t_start - m->t_progress;
     ev.kind_failure = why == WHY_FAILURE;
     if (!ft_available ())
-        return mgr_err (err,
-                        ELASTIC_ERR_NO_ULFM,
-                        "in-place recovery impossible: %s; relaunch needed",
-                        ft_why_unavailable ());
-    if (!(p = plan_create (m->norig, m->reg->na)) ||
-        !(alive = calloc (m->norig, sizeof (int))) ||
-        !(orig = calloc (m->norig, sizeof (int))) ||
-        !(members = calloc (m->norig, sizeof (int))) ||
+        return errcodef (err,
+                         ELASTIC_ERR_NO_ULFM,
+                         "in-place recovery impossible: %s; relaunch needed",
+                         ft_why_unavailable ());
+    if (!(ev.p = plan_create (m->norig, m->reg->na)) ||
+        !(ev.alive = calloc (m->norig, sizeof (int))) ||
+        !(ev.orig = calloc (m->norig, sizeof (int))) ||
+        !(ev.members = calloc (m->norig, sizeof (int))) ||
         !(ev.failed = calloc (m->norig, sizeof (int))) ||
         !(ev.used = calloc (m->norig, sizeof (int))) ||
-        !(values = malloc (m->reg->vbytes > 0 ? m->reg->vbytes : 1))) {
-        rc = mgr_err (err, ELASTIC_ERR_NOMEM, "recovery: out of memory");
+        !(ev.values = malloc (m->reg->vbytes > 0 ? m->reg->vbytes : 1))) {
+        ev.rc = errcodef (err, ELASTIC_ERR_NOMEM, "recovery: out of memory");
         goto out;
     }
-    ev.members = members;
-
-    /* A working rank first makes the last agreement on its working
-     * communicator (unless a snapshot made it): it meets the ranks still in
-     * a snapshot there, and every rank learns the same intent. */
-    if (m->myslot >= 0 && m->work != MPI_COMM_NULL && !m->work_final) {
-        int wf = W_NO_FAILURE | W_NOT_DONE | W_GROW;
-        double t = mgr_now ();
-        if (why == WHY_FAILURE) {
-            wf &= ~W_NO_FAILURE;
-            ft_revoke (m->work); /* release ranks blocked on it */
-        }
-        if (why == WHY_DONE)
-            wf &= ~W_NOT_DONE;
-        if (why != WHY_GROW)
-            wf &= ~W_GROW;
-        if (ft_agree (m->work, &wf) != MPI_SUCCESS)
-            wf &= ~W_NO_FAILURE;
-        m->work_final = 1;
-        m->work_result = wf;
-        ev.t_ra += mgr_now () - t;
-    }
+    if (m->myslot >= 0 && m->work != MPI_COMM_NULL && !m->work_final)
+        work_final_agree (m, &ev);
     if (m->myslot >= 0 && !(m->work_result & W_NO_FAILURE))
         ev.kind_failure = 1;
-
-    for (;;) {
-        MPI_Comm nw = MPI_COMM_NULL, newwork = MPI_COMM_NULL;
-        int flags, cflags, ok = 1, fatal = 0, myidx = -1, mrc;
-        double t;
-
-        ev.attempts++;
-        /* 1. revoke, agree on the intent */
-        t = mgr_now ();
-        /* The working communicator is revoked only to interrupt a repair:
-         * at the end of the job or to grow, slower ranks may still be
-         * finishing a collective on it. */
-        if (why == WHY_FAILURE || ev.kind_failure || ev.attempts > 1)
-            ft_revoke (m->work);
-        ft_revoke (m->world);
-        if (m->myslot < 0)
-            flags = F_ALL; /* an idle spare follows */
-        else if (ev.attempts == 1)
-            flags = (m->work_result & W_NOT_DONE ? F_NOT_DONE : 0) |
-                    (m->work_result & W_NO_FAILURE ? F_NO_FAILURE : 0) |
-                    (m->work_result & W_GROW ? F_GROW : 0);
-        else if (ev.kind_failure)
-            flags = F_NOT_DONE;
-        else
-            flags = F_NOT_DONE | F_NO_FAILURE | F_GROW;
-        if ((mrc = ft_agree_robust (m->world, &flags)) != MPI_SUCCESS) {
-            rc = mgr_err (err,
-                          ELASTIC_ERR_RELAUNCH,
-                          "recovery: agreement failed: %s; relaunch needed",
-                          ft_strerror (mrc, ebuf, sizeof (ebuf)));
-            m->finished = 1;
-            goto out;
-        }
-        ev.t_ra += mgr_now () - t;
-        if (!(flags & F_NOT_DONE)) {
-            m->finished = 1;
-            *outcome = EV_DONE;
-            if (why == WHY_FAILURE || why == WHY_GROW)
-                rc = mgr_err (
-                    err,
-                    ELASTIC_ERR_RELAUNCH,
-                    "the job ended on other ranks while this one was recovering from a "
-                    "failure; relaunch needed");
-            goto out;
-        }
-        /* 2. shrink */
-        t = mgr_now ();
-        if ((mrc = ft_shrink (m->world, &nw)) != MPI_SUCCESS) {
-            rc = mgr_err (err,
-                          ELASTIC_ERR_RELAUNCH,
-                          "recovery: MPIX_Comm_shrink failed: %s; relaunch needed",
-                          ft_strerror (mrc, ebuf, sizeof (ebuf)));
-            m->finished = 1;
-            goto out;
-        }
-        ev.t_shrink += mgr_now () - t;
-        t = mgr_now ();
-        memset (alive, 0, m->norig * sizeof (int));
-        if ((mrc = comm_orig_ranks (m, nw, orig, &size)) != MPI_SUCCESS) {
-            ok = 0;
-            ft_revoke (nw);
-        }
-        for (int i = 0; ok && i < size; i++)
-            alive[orig[i]] = 1;
-        /* the drain: what any process sent on an older communicator before
-         * this point has reached this one when it completes (retire.h) */
-        if (ok) {
-            retired_mark (m->retired);
-            if ((mrc = ft_drain (nw, TAG_DRAIN)) != MPI_SUCCESS) {
-                el_log (EL_DEBUG,
-                        "recovery: drain: %s",
-                        ft_strerror (mrc, ebuf, sizeof (ebuf)));
-                ok = 0; /* nw is revoked */
-            }
-        }
-        /* 3. share the state, decide */
-        if (ok && (mrc = sync_state (m, nw)) != MPI_SUCCESS) {
-            if (mrc == MPI_ERR_PENDING) {
-                snprintf (ev.fatal,
-                          sizeof (ev.fatal),
-                          "every working rank failed; relaunch needed");
-                fatal = 1;
-            } else {
-                ok = 0;
-                ft_revoke (nw);
-            }
-        }
-        if (ok && !fatal) {
-            if (!ev.started) {
-                ev.started = 1;
-                ev.old_size = m->nwork;
-                for (int j = 0; j < m->nwork; j++)
-                    members[m->slot[j]] = 1;
-                for (int j = 0; j < m->nspare; j++)
-                    members[m->spare[j]] = 1;
-            }
-            ev_note_failed (&ev, alive, m->norig);
-            int d = decide (m, alive, flags, &ev, p);
-            if (d == 1)
-                fatal = 1;
-            else if (d < 0) {
-                ok = 0;
-                ft_revoke (nw);
-            }
-        }
-        if (ok && !fatal) {
-            if (ev.kind_failure)
-                testhook_check (m->hooks, m->me, m->step, HOOK_RECOVERY);
-            for (int j = 0; j < p->n; j++)
-                if (p->slot[j] == m->me)
-                    myidx = j;
-            /* 4. the new working communicator, the state in its layout */
-            mrc = MPI_Comm_split (nw, myidx >= 0 ? 0 : MPI_UNDEFINED, myidx, &newwork);
-            if (mrc != MPI_SUCCESS) {
-                newwork = MPI_COMM_NULL; /* undefined after an error */
-                ok = 0;
-                ft_revoke (nw);
-            } else if (newwork != MPI_COMM_NULL)
-                MPI_Comm_set_errhandler (newwork, MPI_ERRORS_RETURN);
-        }
-        if (ok && !fatal && myidx >= 0) {
-            if ((mrc = restore_exchange (m, p, newwork, myidx, values)) != MPI_SUCCESS) {
-                el_log (EL_DEBUG,
-                        "recovery: restore: %s",
-                        ft_strerror (mrc, ebuf, sizeof (ebuf)));
-                ok = 0;
-                ft_revoke (nw);
-            }
-        }
-        /* 5. commit, or start again */
-        cflags = (ok ? C_OK : 0) | (fatal ? 0 : C_NOT_FATAL);
-        mrc = ft_agree (nw, &cflags);
-        ev.t_restore += mgr_now () - t;
-        if (!(cflags & C_NOT_FATAL)) {
-            int nwrank;
-            if (!ev.fatal[0])
-                snprintf (ev.fatal,
-                          sizeof (ev.fatal),
-                          "a final error was decided on another rank; relaunch needed");
-            retired_add (m->retired, &newwork);
-            retired_add (m->retired, &m->work);
-            retired_add (m->retired, &m->world);
-            m->world = nw;
-            m->finished = 1;
-            m->myslot = -1;
-            MPI_Comm_rank (nw, &nwrank);
-            mgr_set_agreed_error (ELASTIC_ERR_RELAUNCH, nwrank == 0);
-            el_log (EL_ERROR, "%s", ev.fatal);
-            ev_emit (m, &ev, "fatal", 0, nwrank == 0);
-            rc = mgr_err (err, ELASTIC_ERR_RELAUNCH, "%s", ev.fatal);
-            goto out;
-        }
-        if (mrc != MPI_SUCCESS || !(cflags & C_OK)) {
-            el_log (
-                EL_INFO, "recovery attempt %d interrupted; starting again", ev.attempts);
-            /* their messages may still arrive: freed after a drain */
-            retired_add (m->retired, &newwork);
-            retired_add (m->retired, &m->world);
-            m->world = nw;
-            ev.kind_failure |= mrc != MPI_SUCCESS;
-            continue;
-        }
-        commit (m, p, nw, newwork, &ev);
-        if (m->myslot < 0) {
-            *outcome = EV_IDLE;
-            registry_clear_restore (m->reg);
-            goto out;
-        }
-        /* 6. the working ranks: values, handler, agreement */
-        {
-            char *v = values;
-            for (int i = 0; i < m->reg->nv; i++) {
-                memcpy (m->reg->v[i].data, v, m->reg->v[i].size);
-                v += m->reg->v[i].size;
-            }
-        }
-        m->step = snapstore_meta (m->store)->step;
-        t = mgr_now ();
-        int hrc = 0, hflag;
-        if (handler) {
-            m->in_handler = 1;
-            hrc = handler (m, m->work, arg);
-            m->in_handler = 0;
-        }
-        if (hrc == 0 && !mgr_all_restored (m))
-            hrc = -1;
-        if (hrc != 0) {
-            el_log (EL_WARN, "the reshard handler failed (returned %d)", hrc);
-            ft_revoke (m->work);
-        }
-        hflag = hrc == 0;
-        mrc = ft_agree (m->work, &hflag);
-        ev.t_handler += mgr_now () - t;
-        if (mrc != MPI_SUCCESS || !hflag)
-            m->work_final = 1; /* every working rank is here: the last one */
-        if (mrc != MPI_SUCCESS) {
-            ev.kind_failure = 1;
-            continue;
-        }
-        if (!hflag) {
-            m->handler_tries++;
-            continue;
-        }
-        /* 7. protect the restored state in the new layout: adopt it as the
-         * snapshot of its step where the layout is the snapshot's and the
-         * arrays were restored in place, else take a snapshot */
-        t = mgr_now ();
-        mrc = snapshot_adopt (m, err);
-        if (mrc == ELASTIC_ERR_STATE)
-            mrc = snapshot_take (m, m->step, err);
-        ev.t_protect += mgr_now () - t;
-        if (mrc == ELASTIC_ERR_PROC_FAILED) {
-            ev.kind_failure = 1;
-            continue;
-        }
-        if (mrc != ELASTIC_OK) {
-            /* not taken, everywhere (no failure): count it as a failed try
-             * and start again on fresh communicators */
-            m->work_final = 1;
-            m->handler_tries++;
-            continue;
-        }
-        break;
-    }
-    /* done: a working rank of the new world */
-    *outcome = EV_WORKING;
-    registry_clear_restore (m->reg);
-    ev_emit (m,
-             &ev,
-             ev.kind_failure ? "reshard_down" : "reshard_up",
-             m->nwork,
-             m->myslot == 0);
-    el_log (EL_INFO,
-            "%s: world %d -> %d, rolled back to step %lld",
-            ev.kind_failure ? "reshard down" : "reshard up",
-            ev.old_size,
-            m->nwork,
-            (long long)m->step);
-    m->in_event = 0;
-    m->event_counted = 0;
-    m->handler_tries = 0;
-    m->event_step = m->step;
-    rc = ELASTIC_OK;
+    while ((st = attempt (m, &ev, err)) == STEP_RETRY)
+        ;
+    if (st == STEP_DONE)
+        event_done (m, &ev);
+    *outcome = ev.outcome;
 out:
-    plan_destroy (p);
-    free (alive);
-    free (orig);
-    free (members);
-    free (ev.failed);
-    free (ev.used);
-    free (values);
-    return rc;
+    ev_free (&ev);
+    return ev.rc;
 }

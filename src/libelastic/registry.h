@@ -56,6 +56,49 @@ struct registry {
     int frozen;    /* no new names (after start) */
 };
 
+/* The kinds of registered items, in the order of a serialized snapshot
+ * (snapshot.h) and of registry_signature. */
+enum reg_kind { REG_VALUE = 0, REG_ARRAY = 1, REG_BLOB = 2 };
+
+/* One registered item as an iteration over all of them sees it. */
+struct reg_item {
+    enum reg_kind kind;
+    int index; /* within its kind: r->v[index], r->a[index] or r->b[index] */
+    const char *name;
+    void *data;       /* the application's bytes (a blob's: read only) */
+    size_t bytes;     /* its local bytes now: size, count * elem_size, size */
+    size_t unit;      /* the fixed size of each rank's item: a value's size, an
+                         array's elem_size; 0 for a blob (any size per rank) */
+    int type;         /* ELASTIC_TYPE_* (a blob: 0) */
+    const char *what; /* "value", "array", "blob" */
+    uint64_t extent;  /* what a snapshot's metadata records of it: an array's
+                         element count, a blob's bytes (a value: its bytes) */
+    int col;          /* its column in a snapshot's metadata row (snapshot.h:
+                         the arrays, then the blobs); -1 for a value */
+};
+
+/* Item k of r in the order values, arrays, blobs: 1 with *it filled, or 0
+ * when k is past the last (never fails otherwise). */
+int registry_item (const struct registry *r, int k, struct reg_item *it);
+
+/* Every registered item of r in that order, into the struct reg_item it. */
+#define REG_FOREACH(r, it)                                                               \
+    for (int reg_k_ = 0; registry_item ((r), reg_k_, &(it)); reg_k_++)
+
+/* Item i of one kind (r->v[i], r->a[i] or r->b[i]) as registry_item sees
+ * it: 1, or 0 when i is past the last of that kind. */
+int registry_item_of (const struct registry *r,
+                      enum reg_kind kind,
+                      int i,
+                      struct reg_item *it);
+
+/* Every registered item of one kind, in order. */
+#define REG_FOREACH_OF(r, kind, it)                                                      \
+    for (int reg_k_ = 0; registry_item_of ((r), (kind), reg_k_, &(it)); reg_k_++)
+
+/* The index within its kind of name's item, or -1. */
+int registry_find (const struct registry *r, enum reg_kind kind, const char *name);
+
 struct registry *registry_create (void);
 void registry_destroy (struct registry *r);
 
@@ -90,6 +133,10 @@ int registry_find_value (const struct registry *r, const char *name);
 /* A hash of the names, kinds and fixed sizes, equal on ranks that registered
  * the same state in the same order. */
 uint64_t registry_signature (const struct registry *r);
+
+/* Copy the values in buf (r->vbytes bytes: every value's bytes in order, as
+ * a serialized snapshot begins) into the application's variables. */
+void registry_values_load (struct registry *r, const void *buf);
 
 /* Free the restored blocks (those the library allocated). */
 void registry_clear_restore (struct registry *r);

@@ -287,19 +287,19 @@ int blob_fetch_refused (
     const char *name, int b, int n, const int *old_ranks, int nold, elastic_error_t *err)
 {
     if (b < 0)
-        return mgr_err (err,
-                        ELASTIC_ERR_NOT_FOUND,
-                        "elastic_blob_fetch: no blob '%s'",
-                        name ? name : "");
+        return errcodef (err,
+                         ELASTIC_ERR_NOT_FOUND,
+                         "elastic_blob_fetch: no blob '%s'",
+                         name ? name : "");
     for (int i = 0; i < n; i++)
         if (old_ranks[i] < 0 || old_ranks[i] >= nold)
-            return mgr_err (
+            return errcodef (
                 err,
                 ELASTIC_ERR_NOT_FOUND,
                 "elastic_blob_fetch: old rank %d is invalid (expected 0 to %d)",
                 old_ranks[i],
                 nold - 1);
-    return mgr_err (
+    return errcodef (
         err, ELASTIC_ERR_NOT_FOUND, "elastic_blob_fetch: a bad request on another rank");
 }
 
@@ -320,9 +320,9 @@ int elastic_blob_fetch (elastic_manager_t *m,
     char ebuf[200];
 
     if (!m || n < 0 || (n > 0 && (!old_ranks || !bufs || !sizes)))
-        return mgr_err (err, ELASTIC_ERR_INVAL, "elastic_blob_fetch: invalid arguments");
+        return errcodef (err, ELASTIC_ERR_INVAL, "elastic_blob_fetch: invalid arguments");
     if (!m->in_handler || m->work == MPI_COMM_NULL)
-        return mgr_err (
+        return errcodef (
             err, ELASTIC_ERR_STATE, "elastic_blob_fetch: only inside a handler");
     if (m->l3_src)
         return resume_blob_fetch (m, name, n, old_ranks, bufs, sizes, err);
@@ -339,17 +339,17 @@ int elastic_blob_fetch (elastic_manager_t *m,
     if (rc != MPI_SUCCESS)
         ft_revoke (m->work);
     if (rc != MPI_SUCCESS)
-        return mgr_err (err,
-                        ELASTIC_ERR_PROC_FAILED,
-                        "elastic_blob_fetch: %s",
-                        ft_strerror (rc, ebuf, sizeof (ebuf)));
+        return errcodef (err,
+                         ELASTIC_ERR_PROC_FAILED,
+                         "elastic_blob_fetch: %s",
+                         ft_strerror (rc, ebuf, sizeof (ebuf)));
     if (!allok)
         return blob_fetch_refused (name, b, n, old_ranks, sm->n, err);
     MPI_Comm_size (m->work, &nw);
     me = m->myslot;
     if (!(counts = calloc (nw, sizeof (int))) || !(displs = calloc (nw, sizeof (int))) ||
         !(srcrank = malloc ((sm->n > 0 ? sm->n : 1) * sizeof (int)))) {
-        rc = mgr_err (err, ELASTIC_ERR_NOMEM, "elastic_blob_fetch: out of memory");
+        rc = errcodef (err, ELASTIC_ERR_NOMEM, "elastic_blob_fetch: out of memory");
         goto out;
     }
     if ((rc = MPI_Allgather (&n, 1, MPI_INT, counts, 1, MPI_INT, m->work)) != MPI_SUCCESS)
@@ -359,7 +359,7 @@ int elastic_blob_fetch (elastic_manager_t *m,
         total += counts[r];
     }
     if (!(all = malloc ((total > 0 ? total : 1) * sizeof (int)))) {
-        rc = mgr_err (err, ELASTIC_ERR_NOMEM, "elastic_blob_fetch: out of memory");
+        rc = errcodef (err, ELASTIC_ERR_NOMEM, "elastic_blob_fetch: out of memory");
         goto out;
     }
     if ((rc = MPI_Allgatherv (
@@ -375,7 +375,7 @@ int elastic_blob_fetch (elastic_manager_t *m,
     for (int i = 0; i < n; i++) {
         size_t sz = sm->blobsz[(size_t)old_ranks[i] * sm->nb + b];
         if (!(bufs[i] = malloc (sz > 0 ? sz : 1))) {
-            rc = mgr_err (err, ELASTIC_ERR_NOMEM, "elastic_blob_fetch: out of memory");
+            rc = errcodef (err, ELASTIC_ERR_NOMEM, "elastic_blob_fetch: out of memory");
             ft_revoke (m->work);
             goto out;
         }
@@ -413,10 +413,10 @@ int elastic_blob_fetch (elastic_manager_t *m,
     goto out;
 mpi_error:
     ft_revoke (m->work);
-    rc = mgr_err (err,
-                  ELASTIC_ERR_PROC_FAILED,
-                  "elastic_blob_fetch: %s",
-                  ft_strerror (rc, ebuf, sizeof (ebuf)));
+    rc = errcodef (err,
+                   ELASTIC_ERR_PROC_FAILED,
+                   "elastic_blob_fetch: %s",
+                   ft_strerror (rc, ebuf, sizeof (ebuf)));
 out:
     if (rc != ELASTIC_OK) {
         for (int i = 0; i < n; i++) {

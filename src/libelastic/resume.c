@@ -46,11 +46,11 @@ int resume_decide (struct elastic_manager *m, elastic_error_t *err)
         if (!strcmp (s, "1"))
             env_resume = 1;
         else if (strcmp (s, "0") != 0)
-            return mgr_err (err,
-                            ELASTIC_ERR_INVAL,
-                            "ELASTIC_RESUME: '%s' is invalid (expected 1 to resume from "
-                            "the newest L3 snapshot, or 0)",
-                            s);
+            return errcodef (err,
+                             ELASTIC_ERR_INVAL,
+                             "ELASTIC_RESUME: '%s' is invalid (expected 1 to resume from "
+                             "the newest L3 snapshot, or 0)",
+                             s);
     }
     if (r && *r) {
         errno = 0;
@@ -90,12 +90,12 @@ int resume_decide (struct elastic_manager *m, elastic_error_t *err)
 /* Working rank 0, on a fresh start: say so if the run's snapshots exist. */
 static void fresh_note (struct elastic_manager *m)
 {
-    char why[256];
+    elastic_error_t why;
     int64_t step;
 
     if (m->myslot != 0)
         return;
-    if (l3_dir_newest (m->snapshot_dir, m->run_id, &step, why, sizeof (why)) == 1)
+    if (l3_dir_newest (m->snapshot_dir, m->run_id, &step, &why) == 1)
         el_log (EL_WARN,
                 "'%s' holds L3 snapshots of run '%s' (newest: step %lld) from an "
                 "earlier launch; this launch starts fresh (ELASTIC_RESUME=1 would "
@@ -139,8 +139,7 @@ static int open_source (struct elastic_manager *m,
         is_dir = stat (from, &sb) == 0 && S_ISDIR (sb.st_mode);
     }
     if (MPI_Bcast (&is_dir, 1, MPI_INT, 0, m->work) != MPI_SUCCESS) {
-        snprintf (e->text, sizeof (e->text), "MPI_Bcast failed");
-        return ELASTIC_ERR_PROC_FAILED;
+        return errcodef (e, ELASTIC_ERR_PROC_FAILED, "MPI_Bcast failed");
     }
     /* an explicit directory: the newest valid snapshot of any run */
     return is_dir ? l3_restore_latest (m->work, from, NULL, read_source, rr, f, e)
@@ -159,46 +158,46 @@ static int check_fit (struct elastic_manager *m, struct l3_file *f, elastic_erro
         size_t es;
         uint64_t gc, sum = layout_sum (m->layout + a, m->nwork, na);
         if (l3_array_info (f, reg->a[a].name, &es, &gc) != ELASTIC_OK)
-            return mgr_err (err,
-                            ELASTIC_ERR_INVAL,
-                            "%s has no array '%s' (registered by this run)",
-                            l3_path (f),
-                            reg->a[a].name);
+            return errcodef (err,
+                             ELASTIC_ERR_INVAL,
+                             "%s has no array '%s' (registered by this run)",
+                             l3_path (f),
+                             reg->a[a].name);
         if (es != reg->a[a].elem_size)
-            return mgr_err (err,
-                            ELASTIC_ERR_INVAL,
-                            "array '%s': %s has elements of %zu bytes, this run "
-                            "registered %zu",
-                            reg->a[a].name,
-                            l3_path (f),
-                            es,
-                            reg->a[a].elem_size);
+            return errcodef (err,
+                             ELASTIC_ERR_INVAL,
+                             "array '%s': %s has elements of %zu bytes, this run "
+                             "registered %zu",
+                             reg->a[a].name,
+                             l3_path (f),
+                             es,
+                             reg->a[a].elem_size);
         if (sum != 0 && sum != gc)
-            return mgr_err (err,
-                            ELASTIC_ERR_INVAL,
-                            "array '%s': %s holds %llu elements, this run registered "
-                            "%llu (a different problem size?)",
-                            reg->a[a].name,
-                            l3_path (f),
-                            (unsigned long long)gc,
-                            (unsigned long long)sum);
+            return errcodef (err,
+                             ELASTIC_ERR_INVAL,
+                             "array '%s': %s holds %llu elements, this run registered "
+                             "%llu (a different problem size?)",
+                             reg->a[a].name,
+                             l3_path (f),
+                             (unsigned long long)gc,
+                             (unsigned long long)sum);
     }
     for (int i = 0; i < reg->nv; i++) {
         size_t size;
         if (l3_value_info (f, reg->v[i].name, &size) != ELASTIC_OK)
-            return mgr_err (err,
-                            ELASTIC_ERR_INVAL,
-                            "%s has no value '%s' (registered by this run)",
-                            l3_path (f),
-                            reg->v[i].name);
+            return errcodef (err,
+                             ELASTIC_ERR_INVAL,
+                             "%s has no value '%s' (registered by this run)",
+                             l3_path (f),
+                             reg->v[i].name);
         if (size != reg->v[i].size)
-            return mgr_err (err,
-                            ELASTIC_ERR_INVAL,
-                            "value '%s': %s has %zu bytes, this run registered %zu",
-                            reg->v[i].name,
-                            l3_path (f),
-                            size,
-                            reg->v[i].size);
+            return errcodef (err,
+                             ELASTIC_ERR_INVAL,
+                             "value '%s': %s has %zu bytes, this run registered %zu",
+                             reg->v[i].name,
+                             l3_path (f),
+                             size,
+                             reg->v[i].size);
     }
     return ELASTIC_OK;
 }
@@ -231,7 +230,7 @@ static int read_state (struct elastic_manager *m,
     if (!(values = malloc (reg->vbytes > 0 ? reg->vbytes : 1)))
         rc = ELASTIC_ERR_NOMEM;
     if ((rc = agree_rc (m, rc, &mpirc)) != ELASTIC_OK) {
-        mgr_err (err, rc, "resume: out of memory for the restored blocks");
+        errcodef (err, rc, "resume: out of memory for the restored blocks");
         goto out;
     }
     for (int a = 0; a < na && rc == ELASTIC_OK; a++) {
@@ -240,7 +239,7 @@ static int read_state (struct elastic_manager *m,
             off += m->layout[(size_t)j * na + a];
         rc = l3_read_array (f, reg->a[a].name, off, reg->a[a].rcount, reg->a[a].rbuf, &e);
         if (rc != ELASTIC_OK)
-            mgr_err (
+            errcodef (
                 err, rc, "%s%s", rc == ELASTIC_ERR_CORRUPT ? "" : "resume: ", e.text);
     }
     if (rc != ELASTIC_OK)
@@ -251,10 +250,10 @@ static int read_state (struct elastic_manager *m,
         p += reg->v[i].size;
     }
     if (rc != ELASTIC_OK)
-        mgr_err (err, rc, "%s%s", rc == ELASTIC_ERR_CORRUPT ? "" : "resume: ", e.text);
+        errcodef (err, rc, "%s%s", rc == ELASTIC_ERR_CORRUPT ? "" : "resume: ", e.text);
     if ((rc = agree_rc (m, rc, &mpirc)) != ELASTIC_OK) {
         if (!err || !err->text[0] || mpirc != MPI_SUCCESS)
-            mgr_err (err, rc, "resume: reading the values failed on another rank");
+            errcodef (err, rc, "resume: reading the values failed on another rank");
         goto out;
     }
     /* the values go into the application's variables once the whole file
@@ -307,13 +306,13 @@ run_handler (struct elastic_manager *m, struct l3_file *f, elastic_error_t *err)
         mpirc = MPI_Allreduce (&ok, &all, 1, MPI_INT, MPI_MIN, m->work);
         if (mpirc != MPI_SUCCESS) {
             m->l3_src = NULL;
-            return mgr_err (err, ELASTIC_ERR_PROC_FAILED, "resume: a process failed");
+            return errcodef (err, ELASTIC_ERR_PROC_FAILED, "resume: a process failed");
         }
         if (all)
             break;
         if (++tries > m->cfg.max_reshard_retry_count) {
             m->l3_src = NULL;
-            return mgr_err (
+            return errcodef (
                 err,
                 ELASTIC_ERR_STATE,
                 "resume: the handler failed %d times (max_reshard_retry_count "
@@ -334,7 +333,7 @@ static int restore (struct elastic_manager *m, elastic_error_t *err)
     struct l3_file *f = NULL;
     struct resume_read rr = {.m = m};
     elastic_error_t e = {""};
-    double t0 = mgr_now ();
+    double t0 = mono_now ();
     int64_t step;
     int rc, old_size;
 
@@ -350,24 +349,20 @@ static int restore (struct elastic_manager *m, elastic_error_t *err)
         return ELASTIC_OK;
     }
     if (rc != ELASTIC_OK && rr.failed) /* its text says "resume" */
-        return mgr_err (err, rc, "%s", e.text);
+        return errcodef (err, rc, "%s", e.text);
     if (rc != ELASTIC_OK)
-        return mgr_err (err,
-                        rc,
-                        "resume (%s): %s%s",
-                        m->resume_why,
-                        e.text,
-                        rc == ELASTIC_ERR_NO_SNAPSHOT
-                            ? " (ELASTIC_RESUME_FRESH_OK=1 starts fresh instead)"
-                            : "");
+        return errcodef (err,
+                         rc,
+                         "resume (%s): %s%s",
+                         m->resume_why,
+                         e.text,
+                         rc == ELASTIC_ERR_NO_SNAPSHOT
+                             ? " (ELASTIC_RESUME_FRESH_OK=1 starts fresh instead)"
+                             : "");
     step = l3_step (f);
     old_size = l3_world_size (f);
     /* the file is verified: its blocks are in the restore buffers */
-    char *p = rr.values;
-    for (int i = 0; i < m->reg->nv; i++) {
-        memcpy (m->reg->v[i].data, p, m->reg->v[i].size);
-        p += m->reg->v[i].size;
-    }
+    registry_values_load (m->reg, rr.values);
     free (rr.values);
     m->step = step;
     if ((rc = run_handler (m, f, err)) != ELASTIC_OK)
@@ -398,13 +393,13 @@ out:
                 m->resume_why,
                 old_size,
                 m->nwork,
-                mgr_now () - t0);
+                mono_now () - t0);
     struct l3_event_rec ev = {
         .kind = "resume",
         .step = step,
         .old_size = old_size,
         .new_size = m->nwork,
-        .t = mgr_now () - t0,
+        .t = mono_now () - t0,
         .file = m->resumed_from,
         .rank = m->me,
     };
@@ -432,19 +427,19 @@ int resume_blob_fetch (struct elastic_manager *m,
     if (b < 0)
         ok = 0;
     if (MPI_Allreduce (&ok, &allok, 1, MPI_INT, MPI_LAND, m->work) != MPI_SUCCESS)
-        return mgr_err (
+        return errcodef (
             err, ELASTIC_ERR_PROC_FAILED, "elastic_blob_fetch: a process failed");
     if (!allok)
         return blob_fetch_refused (name, b, n, old_ranks, m->l3_src_size, err);
     for (int i = 0; i < n && rc == ELASTIC_OK; i++)
         rc = l3_read_blob (m->l3_src, name, old_ranks[i], &bufs[i], &sizes[i], &e);
     if (rc != ELASTIC_OK)
-        mgr_err (err, rc, "elastic_blob_fetch: %s", e.text);
+        errcodef (err, rc, "elastic_blob_fetch: %s", e.text);
     if ((rc = agree_rc (m, rc, &mpirc)) != ELASTIC_OK) {
         if (mpirc != MPI_SUCCESS)
-            mgr_err (err, rc, "elastic_blob_fetch: a process failed");
+            errcodef (err, rc, "elastic_blob_fetch: a process failed");
         else if (!err || !err->text[0])
-            mgr_err (
+            errcodef (
                 err, rc, "elastic_blob_fetch: reading a blob failed on another rank");
         for (int i = 0; i < n; i++) {
             free (bufs[i]);
@@ -462,10 +457,10 @@ static void fresh_note (struct elastic_manager *m)
 
 static int restore (struct elastic_manager *m, elastic_error_t *err)
 {
-    return mgr_err (err,
-                    ELASTIC_ERR_UNSUPPORTED,
-                    "resume (%s): L3 snapshots are not built in (no parallel HDF5)",
-                    m->resume_why);
+    return errcodef (err,
+                     ELASTIC_ERR_UNSUPPORTED,
+                     "resume (%s): L3 snapshots are not built in (no parallel HDF5)",
+                     m->resume_why);
 }
 
 int resume_blob_fetch (struct elastic_manager *m,
@@ -482,7 +477,7 @@ int resume_blob_fetch (struct elastic_manager *m,
     (void)old_ranks;
     (void)bufs;
     (void)sizes;
-    return mgr_err (err, ELASTIC_ERR_UNSUPPORTED, "elastic_blob_fetch: no L3");
+    return errcodef (err, ELASTIC_ERR_UNSUPPORTED, "elastic_blob_fetch: no L3");
 }
 #endif
 
@@ -496,10 +491,10 @@ int resume_run (struct elastic_manager *m, elastic_error_t *err)
     /* every rank must take the same path: the environment could differ */
     if ((mpirc = MPI_Allreduce (&want, &anywant, 1, MPI_INT, MPI_MAX, m->world)) !=
         MPI_SUCCESS)
-        return mgr_err (err,
-                        ELASTIC_ERR_RELAUNCH,
-                        "elastic_manager_start: a process failed before the start; "
-                        "relaunch needed");
+        return errcodef (err,
+                         ELASTIC_ERR_RELAUNCH,
+                         "elastic_manager_start: a process failed before the start; "
+                         "relaunch needed");
     if (anywant && !want) {
         m->resume_wanted = 1;
         snprintf (m->resume_why, sizeof (m->resume_why), "another rank asked");
@@ -514,14 +509,14 @@ int resume_run (struct elastic_manager *m, elastic_error_t *err)
         return ELASTIC_OK;
     mpirc = MPI_Allreduce (&rc, &all, 1, MPI_INT, MPI_MAX, m->world);
     if (mpirc != MPI_SUCCESS || all == ELASTIC_ERR_PROC_FAILED)
-        return mgr_err (err,
-                        ELASTIC_ERR_RELAUNCH,
-                        "elastic_manager_start: a process failed during the resume from "
-                        "L3; relaunch needed");
+        return errcodef (err,
+                         ELASTIC_ERR_RELAUNCH,
+                         "elastic_manager_start: a process failed during the resume from "
+                         "L3; relaunch needed");
     if (all != ELASTIC_OK && rc == ELASTIC_OK)
-        mgr_err (err,
-                 all,
-                 "elastic_manager_start: the resume from L3 failed on %s",
-                 m->myslot < 0 ? "the working ranks" : "another rank");
+        errcodef (err,
+                  all,
+                  "elastic_manager_start: the resume from L3 failed on %s",
+                  m->myslot < 0 ? "the working ranks" : "another rank");
     return all;
 }

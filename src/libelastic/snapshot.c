@@ -90,6 +90,20 @@ void snapmeta_destroy (struct snapmeta *sm)
     errno = saved;
 }
 
+void snapmeta_row_get (const struct snapmeta *sm, int j, uint64_t *row)
+{
+    memcpy (row, sm->counts + (size_t)j * sm->na, sm->na * sizeof (uint64_t));
+    memcpy (row + sm->na, sm->blobsz + (size_t)j * sm->nb, sm->nb * sizeof (uint64_t));
+    row[sm->na + sm->nb] = sm->bytes[j];
+}
+
+void snapmeta_row_set (struct snapmeta *sm, int j, const uint64_t *row)
+{
+    memcpy (sm->counts + (size_t)j * sm->na, row, sm->na * sizeof (uint64_t));
+    memcpy (sm->blobsz + (size_t)j * sm->nb, row + sm->na, sm->nb * sizeof (uint64_t));
+    sm->bytes[j] = row[sm->na + sm->nb];
+}
+
 uint64_t snapmeta_array_offset (const struct snapmeta *sm,
                                 const struct registry *reg,
                                 int j,
@@ -221,30 +235,20 @@ void *snapstore_stage (struct snapstore *s, int j, size_t size)
 /* Serialize the registered state into b; -1 if memory runs out. */
 static int serialize (const struct registry *reg, struct membuf *b)
 {
-    size_t size = reg->vbytes;
+    struct reg_item it;
+    size_t size = 0;
     char *p;
 
-    for (int i = 0; i < reg->na; i++)
-        size += reg->a[i].count * reg->a[i].elem_size;
-    for (int i = 0; i < reg->nb; i++)
-        size += reg->b[i].size;
+    REG_FOREACH (reg, it)
+    size += it.bytes;
     if (membuf_reserve (b, size > 0 ? size : 1) < 0)
         return -1;
     p = b->p;
-    for (int i = 0; i < reg->nv; i++) {
-        memcpy (p, reg->v[i].data, reg->v[i].size);
-        p += reg->v[i].size;
-    }
-    for (int i = 0; i < reg->na; i++) {
-        size_t n = reg->a[i].count * reg->a[i].elem_size;
-        if (n > 0)
-            memcpy (p, reg->a[i].data, n);
-        p += n;
-    }
-    for (int i = 0; i < reg->nb; i++) {
-        if (reg->b[i].size > 0)
-            memcpy (p, reg->b[i].data, reg->b[i].size);
-        p += reg->b[i].size;
+    REG_FOREACH (reg, it)
+    {
+        if (it.bytes > 0)
+            memcpy (p, it.data, it.bytes);
+        p += it.bytes;
     }
     b->size = size;
     return 0;
@@ -340,6 +344,7 @@ static int snap_post (struct elastic_manager *m,
     int n = m->nwork, me = m->myslot, na = reg->na, nb = reg->nb;
     int L = na + nb + 1, rc;
     uint64_t *row = NULL;
+    struct reg_item it;
     char ebuf[200];
 
     memset (f, 0, sizeof (*f));
@@ -355,19 +360,18 @@ static int snap_post (struct elastic_manager *m,
         free (row);
         free (f->rows);
         f->rows = NULL;
-        return mgr_err (err,
-                        ELASTIC_ERR_NOMEM,
-                        "snapshot of step %lld: out of memory",
-                        (long long)step);
+        return errcodef (err,
+                         ELASTIC_ERR_NOMEM,
+                         "snapshot of step %lld: out of memory",
+                         (long long)step);
     }
     f->active = 1;
     if (serialize (reg, &s->l1[f->k]) < 0)
         row[L - 1] = UINT64_MAX;
     else {
-        for (int a = 0; a < na; a++)
-            row[a] = reg->a[a].count;
-        for (int b = 0; b < nb; b++)
-            row[na + b] = reg->b[b].size;
+        REG_FOREACH (reg, it)
+        if (it.col >= 0)
+            row[it.col] = it.extent;
         row[L - 1] = s->l1[f->k].size;
     }
     s->l1[f->k].size = row[L - 1] == UINT64_MAX ? 0 : s->l1[f->k].size;
@@ -462,11 +466,7 @@ snap_finish (struct elastic_manager *m, struct inflight *f, elastic_error_t *err
         for (int j = 0; j < n; j++) {
             sm->holder[j] = m->slot[j];
             sm->buddy[j] = m->buddy[j] >= 0 ? m->slot[m->buddy[j]] : -1;
-            for (int a = 0; a < na; a++)
-                sm->counts[(size_t)j * na + a] = f->rows[(size_t)j * L + a];
-            for (int b = 0; b < nb; b++)
-                sm->blobsz[(size_t)j * nb + b] = f->rows[(size_t)j * L + na + b];
-            sm->bytes[j] = f->rows[(size_t)j * L + L - 1];
+            snapmeta_row_set (sm, j, f->rows + (size_t)j * L);
         }
         s->l1[k].size = sm->bytes[me];
         s->l1_committed = k;
@@ -496,23 +496,24 @@ snap_finish (struct elastic_manager *m, struct inflight *f, elastic_error_t *err
         m->work_result = rc == MPI_SUCCESS ? flag : flag & ~W_NO_FAILURE;
         ft_revoke (m->work);
         ft_revoke (m->world);
-        rc = mgr_err (err,
-                      ELASTIC_ERR_PROC_FAILED,
-                      "snapshot of step %lld interrupted by a process failure",
-                      (long long)step);
+        rc = errcodef (err,
+                       ELASTIC_ERR_PROC_FAILED,
+                       "snapshot of step %lld interrupted by a process failure",
+                       (long long)step);
         goto out;
     }
     if (f->bad_rank >= 0)
-        rc = mgr_err (err,
+        rc =
+            errcodef (err,
                       ELASTIC_ERR_NOMEM,
                       "snapshot of step %lld not taken: out of memory on working rank %d",
                       (long long)step,
                       f->bad_rank);
     else
-        rc = mgr_err (err,
-                      ELASTIC_ERR_NOMEM,
-                      "snapshot of step %lld not taken: out of memory on another rank",
-                      (long long)step);
+        rc = errcodef (err,
+                       ELASTIC_ERR_NOMEM,
+                       "snapshot of step %lld not taken: out of memory on another rank",
+                       (long long)step);
 out:
     snapmeta_destroy (sm);
     snap_free (f);
@@ -526,7 +527,7 @@ static int snap_start (struct elastic_manager *m, int64_t step, elastic_error_t 
     int rc;
 
     if (m->myslot < 0)
-        return mgr_err (
+        return errcodef (
             err, ELASTIC_ERR_STATE, "snapshot: an idle spare takes no snapshot");
     if ((rc = snapshot_complete (m, err)) != ELASTIC_OK)
         return rc;
@@ -597,6 +598,7 @@ static int adoptable (struct elastic_manager *m, const char **img)
     const struct snapmeta *sm = s->meta;
     const struct registry *reg = m->reg;
     int n = m->nwork, me = m->myslot, na = reg->na, nb = reg->nb;
+    struct reg_item it;
     const char *p;
 
     *img = NULL;
@@ -611,27 +613,24 @@ static int adoptable (struct elastic_manager *m, const char **img)
         *img = s->l1[(s->l1_committed + 1) % s->nslots].p;
     else
         return 0;
-    /* the values and blobs as registered now are the snapshot's */
-    p = *img;
-    for (int i = 0; i < reg->nv; i++) {
-        if (memcmp (p, reg->v[i].data, reg->v[i].size) != 0)
-            return 0;
-        p += reg->v[i].size;
-    }
-    /* every array restored in place, so its storage holds what the
+    /* the values and blobs as registered now are the snapshot's, and
+     * every array was restored in place, so its storage holds what the
      * snapshot holds (elastic_array_set_realloc) */
-    for (int a = 0; a < na; a++) {
-        const struct reg_array *ra = &reg->a[a];
-        if (!ra->in_place || ra->data != ra->rbuf ||
-            ra->count != sm->counts[(size_t)me * na + a])
+    p = *img;
+    REG_FOREACH (reg, it)
+    {
+        if (it.kind == REG_ARRAY) {
+            const struct reg_array *ra = &reg->a[it.index];
+            if (!ra->in_place || ra->data != ra->rbuf ||
+                ra->count != sm->counts[(size_t)me * na + it.index])
+                return 0;
+        } else if (it.kind == REG_BLOB &&
+                   it.bytes != sm->blobsz[(size_t)me * nb + it.index])
             return 0;
-    }
-    for (int b = 0; b < nb; b++) {
-        size_t sz = reg->b[b].size;
-        if (sz != sm->blobsz[(size_t)me * nb + b] ||
-            (sz > 0 &&
-             memcmp (*img + snapmeta_blob_offset (sm, reg, me, b), reg->b[b].data, sz)))
+        else if (it.bytes > 0 && memcmp (p, it.data, it.bytes) != 0)
             return 0;
+        p += it.kind == REG_ARRAY ? sm->counts[(size_t)me * na + it.index] * it.unit
+                                  : it.bytes;
     }
     return 1;
 }
@@ -649,7 +648,7 @@ int snapshot_adopt (struct elastic_manager *m, elastic_error_t *err)
     char ebuf[200];
 
     if (me < 0)
-        return mgr_err (err, ELASTIC_ERR_STATE, "adopt: an idle spare adopts nothing");
+        return errcodef (err, ELASTIC_ERR_STATE, "adopt: an idle spare adopts nothing");
     /* the new world's buddies (collective) */
     m->buddy_valid = 0;
     if ((rc = compute_buddies (m)) != MPI_SUCCESS) {
@@ -685,10 +684,10 @@ int snapshot_adopt (struct elastic_manager *m, elastic_error_t *err)
     if (!all) {
         snapmeta_destroy (nsm);
         free (reqs);
-        return mgr_err (err,
-                        ELASTIC_ERR_STATE,
-                        "the restored state of step %lld cannot be adopted",
-                        (long long)step);
+        return errcodef (err,
+                         ELASTIC_ERR_STATE,
+                         "the restored state of step %lld cannot be adopted",
+                         (long long)step);
     }
     /* L2 copies whose buddy changed: only those move */
     rc = MPI_SUCCESS;
@@ -744,8 +743,9 @@ agree:
     m->work_result = rc == MPI_SUCCESS ? flag : flag & ~W_NO_FAILURE;
     ft_revoke (m->work);
     ft_revoke (m->world);
-    return mgr_err (err,
-                    ELASTIC_ERR_PROC_FAILED,
-                    "adopting the snapshot of step %lld interrupted by a process failure",
-                    (long long)step);
+    return errcodef (
+        err,
+        ELASTIC_ERR_PROC_FAILED,
+        "adopting the snapshot of step %lld interrupted by a process failure",
+        (long long)step);
 }

@@ -32,6 +32,12 @@ struct snapmeta {
 struct snapmeta *snapmeta_create (int n, int na, int nb);
 void snapmeta_destroy (struct snapmeta *sm);
 
+/* Old rank j's row of sm: its array counts, its blob sizes and its
+ * serialized bytes (sm->na + sm->nb + 1 words, the columns of struct
+ * reg_item's col, then the bytes), out of or into sm. */
+void snapmeta_row_get (const struct snapmeta *sm, int j, uint64_t *row);
+void snapmeta_row_set (struct snapmeta *sm, int j, const uint64_t *row);
+
 /* Byte offset of array a / blob b inside old rank j's serialized buffer. */
 uint64_t snapmeta_array_offset (const struct snapmeta *sm,
                                 const struct registry *reg,

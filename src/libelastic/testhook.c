@@ -11,6 +11,7 @@
 
 #include <mpi.h>
 
+#include "common/error.h"
 #include "log.h"
 #include "testhook.h"
 
@@ -37,14 +38,12 @@ void testhook_destroy (struct testhook *h)
 
 static int bad (elastic_error_t *err, const char *entry)
 {
-    if (err)
-        snprintf (
-            err->text,
-            sizeof (err->text),
-            "ELASTIC_TEST_KILL: '%s' is invalid (expected RANK:STEP:WHERE with WHERE "
-            "snapshot, recovery, protect, persist or finalize, comma-separated)",
-            entry);
-    return ELASTIC_ERR_INVAL;
+    return errcodef (err,
+                     ELASTIC_ERR_INVAL,
+                     "ELASTIC_TEST_KILL: '%s' is invalid (expected RANK:STEP:WHERE with "
+                     "WHERE snapshot, recovery, protect, persist or finalize, "
+                     "comma-separated)",
+                     entry);
 }
 
 int testhook_create (const char *spec, struct testhook **out, elastic_error_t *err)
@@ -93,8 +92,8 @@ int testhook_create (const char *spec, struct testhook **out, elastic_error_t *e
     *out = t;
     return ELASTIC_OK;
 error:
-    if (rc == ELASTIC_ERR_NOMEM && err)
-        snprintf (err->text, sizeof (err->text), "ELASTIC_TEST_KILL: out of memory");
+    if (rc == ELASTIC_ERR_NOMEM)
+        errprintf (err, "ELASTIC_TEST_KILL: out of memory");
     free (copy);
     testhook_destroy (t);
     return rc;

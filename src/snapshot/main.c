@@ -19,7 +19,6 @@
 
 #include <elastic/version.h>
 #include "common/parse.h"
-#include "libelastic/l3.h"
 #include "libelastic/l3_dir.h"
 #include "libelastic/l3_format.h"
 
@@ -96,25 +95,24 @@ static int load (const char *path,
                  hid_t *fid,
                  struct l3_catalog **cat,
                  int quiet,
-                 char *why,
-                 size_t len)
+                 elastic_error_t *err)
 {
     struct l3_header hdr;
     int kind;
 
     /* the metadata in a child process first: HDF5 may crash on a damaged
      * file (l3_probe); then here, where it parses the same way */
-    if ((kind = l3_probe (path, &hdr, why, len)) != L3_GOOD) {
+    if ((kind = l3_probe (path, &hdr, err)) != L3_GOOD) {
         *fid = -1;
-        complain (path, kind, "damaged snapshot: ", why, quiet);
+        complain (path, kind, "damaged snapshot: ", err->text, quiet);
         return -1;
     }
-    if ((*fid = l3_file_open_serial (path, &kind, why, len)) < 0) {
-        complain (path, kind, "damaged HDF5 file: ", why, quiet);
+    if ((*fid = l3_file_open_serial (path, &kind, err)) < 0) {
+        complain (path, kind, "damaged HDF5 file: ", err->text, quiet);
         return -1;
     }
-    if ((kind = l3_catalog_load (*fid, cat, why, len)) != L3_GOOD) {
-        complain (path, kind, "damaged snapshot: ", why, quiet);
+    if ((kind = l3_catalog_load (*fid, cat, err)) != L3_GOOD) {
+        complain (path, kind, "damaged snapshot: ", err->text, quiet);
         H5Fclose (*fid);
         *fid = -1;
         return -1;
@@ -148,14 +146,14 @@ static int verify_file (const char *path)
 {
     struct l3_catalog *c;
     struct faults f = {.path = path};
-    char why[512];
+    elastic_error_t err;
     hid_t fid;
     long items;
 
-    if (load (path, &fid, &c, 0, why, sizeof (why)) < 0)
+    if (load (path, &fid, &c, 0, &err) < 0)
         return 1;
     l3_catalog_verify (c, H5P_DEFAULT, 0, 1, print_fault, &f);
-    items = (long)(c->narrays + c->nblobs) * c->hdr.world_size + c->nvalues;
+    items = l3_catalog_nitems (c);
     if (f.n == 0)
         printf ("%s: ok (step %" PRId64
                 ", world size %d, %d arrays, %d values, %d blobs; %ld "
@@ -178,7 +176,7 @@ static int cmd_verify (const char *path)
 {
     struct stat sb;
     struct l3_entry *e;
-    char why[512];
+    elastic_error_t err;
     int n, bad = 0, checked = 0;
 
     if (stat (path, &sb) < 0) {
@@ -187,8 +185,8 @@ static int cmd_verify (const char *path)
     }
     if (!S_ISDIR (sb.st_mode))
         return verify_file (path);
-    if (l3_dir_list (path, &e, &n, why, sizeof (why)) < 0) {
-        fprintf (stderr, "%s: %s\n", prog, why);
+    if (l3_dir_list (path, &e, &n, &err) < 0) {
+        fprintf (stderr, "%s: %s\n", prog, err.text);
         return 1;
     }
     for (int i = 0; i < n; i++) {
@@ -212,11 +210,11 @@ static int cmd_verify (const char *path)
 static int cmd_list (const char *dir, int full)
 {
     struct l3_entry *e;
-    char why[512];
+    elastic_error_t err;
     int n;
 
-    if (l3_dir_list (dir, &e, &n, why, sizeof (why)) < 0) {
-        fprintf (stderr, "%s: %s\n", prog, why);
+    if (l3_dir_list (dir, &e, &n, &err) < 0) {
+        fprintf (stderr, "%s: %s\n", prog, err.text);
         return 1;
     }
     printf ("%-12s  %-20s  %5s  %7s  %-12s  %-26s  %s\n",
@@ -237,8 +235,8 @@ static int cmd_list (const char *dir, int full)
             snprintf (status,
                       sizeof (status),
                       "temporary (not committed: being written, or stale)");
-        else if (load (e[i].path, &fid, &c, 1, why, sizeof (why)) < 0)
-            snprintf (status, sizeof (status), "BAD: %s", why);
+        else if (load (e[i].path, &fid, &c, 1, &err) < 0)
+            snprintf (status, sizeof (status), "BAD: %s", err.text);
         else {
             char fault[256] = "";
             snprintf (created, sizeof (created), "%s", c->hdr.created);
@@ -337,11 +335,12 @@ static int cmd_show (const char *path)
 {
     struct l3_catalog *c;
     struct stat sb;
-    char why[512], size[32];
+    elastic_error_t err;
+    char size[32];
     hid_t fid;
     int world;
 
-    if (load (path, &fid, &c, 0, why, sizeof (why)) < 0)
+    if (load (path, &fid, &c, 0, &err) < 0)
         return 1;
     world = c->hdr.world_size;
     human (size, sizeof (size), stat (path, &sb) == 0 ? (double)sb.st_size : 0);
@@ -414,12 +413,11 @@ static void removed (const char *path, const char *reason, void *arg)
 
 static int cmd_prune (const char *dir, long keep, const char *run_id)
 {
-    char why[512];
+    elastic_error_t err;
     int n;
 
-    if ((n = l3_dir_prune (
-             dir, (int)keep, run_id, -1, removed, NULL, why, sizeof (why))) < 0) {
-        fprintf (stderr, "%s: %s\n", prog, why);
+    if ((n = l3_dir_prune (dir, (int)keep, run_id, -1, removed, NULL, &err)) < 0) {
+        fprintf (stderr, "%s: %s\n", prog, err.text);
         return 1;
     }
     printf ("%s: %d snapshot%s removed\n", dir, n, n == 1 ? "" : "s");
@@ -430,7 +428,7 @@ int main (int argc, char **argv)
 {
     struct l3_h5quiet q;
     const char *cmd;
-    char err[256];
+    elastic_error_t err;
     int rc;
 
     if (argc < 2)
@@ -478,17 +476,11 @@ int main (int argc, char **argv)
             if (!strcmp (argv[i], "--keep")) {
                 if (i + 1 >= argc)
                     return usage_error ("%s", "prune: --keep needs a value");
-                if (ERR_BRIDGE (
-                        err,
-                        sizeof (err),
-                        parse_long ("--keep", argv[++i], 1, INT_MAX, &keep, &e_)) < 0)
-                    return usage_error ("prune: %s", err);
+                if (parse_long ("--keep", argv[++i], 1, INT_MAX, &keep, &err) < 0)
+                    return usage_error ("prune: %s", err.text);
             } else if (!strncmp (argv[i], "--keep=", 7)) {
-                if (ERR_BRIDGE (
-                        err,
-                        sizeof (err),
-                        parse_long ("--keep", argv[i] + 7, 1, INT_MAX, &keep, &e_)) < 0)
-                    return usage_error ("prune: %s", err);
+                if (parse_long ("--keep", argv[i] + 7, 1, INT_MAX, &keep, &err) < 0)
+                    return usage_error ("prune: %s", err.text);
             } else if (!strcmp (argv[i], "--run-id")) {
                 if (i + 1 >= argc)
                     return usage_error ("%s", "prune: --run-id needs a value");

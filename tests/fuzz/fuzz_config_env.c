@@ -46,7 +46,6 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     struct testhook *hook = NULL;
     const char *kill;
     int n, sigs[16], nsigs;
-    char bad[64];
 
     line = fuzz_lines (s, &n);
     for (int i = 0; i < n; i++) {
@@ -62,7 +61,8 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     if (elastic_config_from_env (&cfg, &err) == ELASTIC_OK) {
         elastic_config_validate (&cfg, 0, &err);
         elastic_config_validate (&cfg, 1 + (int)(size % 8), &err);
-        if (config_signals_parse (cfg.signals, sigs, 16, &nsigs, bad, sizeof (bad)) == 0)
+        if (config_signals_parse ("signals", cfg.signals, sigs, 16, &nsigs, &err) ==
+            ELASTIC_OK)
             for (int i = 0; i < nsigs; i++)
                 config_signal_name (sigs[i]);
     }

@@ -68,7 +68,8 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
     struct l3_catalog *c = NULL;
     struct l3_header hdr;
-    char why[512];
+    elastic_error_t err;
+    const char *why = err.text;
     int kind, faults = 0;
     hid_t fid;
     FILE *f;
@@ -77,8 +78,7 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
         abort ();
     /* FUZZ_L3_NOPROBE=1: in this process only (faster; a crash of HDF5 then
      * stops the run) */
-    if (!getenv ("FUZZ_L3_NOPROBE") &&
-        l3_probe (path, &hdr, why, sizeof (why)) == L3_DAMAGED) {
+    if (!getenv ("FUZZ_L3_NOPROBE") && l3_probe (path, &hdr, &err) == L3_DAMAGED) {
         /* a sanitizer report in the child is a finding, as here */
         if (strstr (why, "exited with status 86"))
             abort ();
@@ -90,8 +90,8 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
             return 0;
         }
     }
-    if ((fid = l3_file_open_serial (path, &kind, why, sizeof (why))) >= 0) {
-        if (l3_catalog_load (fid, &c, why, sizeof (why)) == L3_GOOD) {
+    if ((fid = l3_file_open_serial (path, &kind, &err)) >= 0) {
+        if (l3_catalog_load (fid, &c, &err) == L3_GOOD) {
             l3_catalog_verify (c, H5P_DEFAULT, 0, 1, count_fault, &faults);
             l3_catalog_nitems (c);
             l3_catalog_destroy (c);
