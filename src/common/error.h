@@ -10,7 +10,6 @@
 #define ELASTIC_COMMON_ERROR_H
 
 #include <stdarg.h>
-#include <stdio.h>
 
 #include <elastic.h>
 
@@ -30,17 +29,5 @@ void verrprintf (elastic_error_t *err, const char *fmt, va_list ap)
  * the original text when the result would not fit.  NULL-safe. */
 void errprefix (elastic_error_t *err, const char *fmt, ...)
     __attribute__ ((format (printf, 2, 3)));
-
-/* TRANSITIONAL (removed when every caller takes an elastic_error_t): run
- * call, which names its error sink &e_, and copy e_'s text into (buf,
- * size) when it fails. */
-#define ERR_BRIDGE(buf, size, call)                                                      \
-    __extension__({                                                                      \
-        elastic_error_t e_ = {{0}};                                                      \
-        int r_ = (call);                                                                 \
-        if (r_ < 0 && (size) > 0)                                                        \
-            snprintf ((buf), (size), "%s", e_.text);                                     \
-        r_;                                                                              \
-    })
 
 #endif /* ELASTIC_COMMON_ERROR_H */
