@@ -525,6 +525,25 @@ int l3_blocks_tile (const uint64_t *table, int world, uint64_t total)
     return ok && next == total;
 }
 
+/* Open the typed dataset at path: *dset, its supported element type, the
+ * native memory type, and *ftype (the caller closes it when >= 0).
+ * Returns 0, or -1 with err. */
+static int typed_dataset_open (hid_t file,
+                               const char *path,
+                               hid_t *dset,
+                               int *type,
+                               hid_t *memtype,
+                               hid_t *ftype,
+                               elastic_error_t *err)
+{
+    if ((*dset = H5Dopen2 (file, path, H5P_DEFAULT)) < 0)
+        return errprintf (err, "'%s' is not a dataset", path);
+    if ((*ftype = H5Dget_type (*dset)) < 0 || (*type = l3_type_from_h5 (*ftype)) < 0)
+        return errprintf (err, "dataset '%s' has an unsupported datatype", path);
+    *memtype = H5Tget_native_type (*ftype, H5T_DIR_ASCEND);
+    return 0;
+}
+
 static int
 array_load (hid_t file, struct l3_cat_array *a, int world, elastic_error_t *err)
 {
@@ -536,15 +555,8 @@ array_load (hid_t file, struct l3_cat_array *a, int world, elastic_error_t *err)
     int rc = -1;
 
     snprintf (path, sizeof (path), "/arrays/%s", a->name);
-    if ((a->dset = H5Dopen2 (file, path, H5P_DEFAULT)) < 0) {
-        errprintf (err, "'%s' is not a dataset", path);
-        return -1;
-    }
-    if ((ftype = H5Dget_type (a->dset)) < 0 || (a->type = l3_type_from_h5 (ftype)) < 0) {
-        errprintf (err, "dataset '%s' has an unsupported datatype", path);
+    if (typed_dataset_open (file, path, &a->dset, &a->type, &a->memtype, &ftype, err) < 0)
         goto out;
-    }
-    a->memtype = H5Tget_native_type (ftype, H5T_DIR_ASCEND);
     if ((space = H5Dget_space (a->dset)) < 0 ||
         (ndims = H5Sget_simple_extent_ndims (space)) < 1 || ndims > 2) {
         errprintf (err, "dataset '%s' is not 1-D or 2-D", path);
@@ -590,15 +602,8 @@ static int value_load (hid_t file, struct l3_cat_value *v, elastic_error_t *err)
     int rc = -1;
 
     snprintf (path, sizeof (path), "/values/%s", v->name);
-    if ((v->dset = H5Dopen2 (file, path, H5P_DEFAULT)) < 0) {
-        errprintf (err, "'%s' is not a dataset", path);
-        return -1;
-    }
-    if ((ftype = H5Dget_type (v->dset)) < 0 || (v->type = l3_type_from_h5 (ftype)) < 0) {
-        errprintf (err, "dataset '%s' has an unsupported datatype", path);
+    if (typed_dataset_open (file, path, &v->dset, &v->type, &v->memtype, &ftype, err) < 0)
         goto out;
-    }
-    v->memtype = H5Tget_native_type (ftype, H5T_DIR_ASCEND);
     if ((space = H5Dget_space (v->dset)) < 0 ||
         (npoints = H5Sget_simple_extent_npoints (space)) < 0 ||
         H5Sget_simple_extent_ndims (space) > 1) {

@@ -21,23 +21,33 @@
 #include "pmix_host_impl.h"
 #include "pmix_transport.h"
 
+/* Set a rank's connected or finalized flag once, with its event. */
+static void rank_mark (const pmix_proc_t *proc, int event)
+{
+    struct pmixhost *h = pmixhost_self;
+    struct pmixhost_job *job;
+    struct rank_state *r;
+    int *flag;
+
+    if (!h)
+        return;
+    pthread_mutex_lock (&h->lock);
+    if ((r = pmixhost_find_rank (h, proc, &job))) {
+        flag = event == PMIXHOST_EV_CONNECTED ? &r->connected : &r->finalized;
+        if (!*flag) {
+            *flag = 1;
+            pmixhost_push_event (h, job, event, (int)proc->rank, 0, NULL);
+        }
+    }
+    pthread_mutex_unlock (&h->lock);
+}
+
 static pmix_status_t up_client_connected (const pmix_proc_t *proc,
                                           void *server_object,
                                           pmix_op_cbfunc_t cbfunc,
                                           void *cbdata)
 {
-    struct pmixhost *h = pmixhost_self;
-    struct pmixhost_job *job;
-    struct rank_state *r;
-
-    if (h) {
-        pthread_mutex_lock (&h->lock);
-        if ((r = pmixhost_find_rank (h, proc, &job)) && !r->connected) {
-            r->connected = 1;
-            pmixhost_push_event (h, job, PMIXHOST_EV_CONNECTED, (int)proc->rank, 0, NULL);
-        }
-        pthread_mutex_unlock (&h->lock);
-    }
+    rank_mark (proc, PMIXHOST_EV_CONNECTED);
     return cbfunc ? PMIX_OPERATION_SUCCEEDED : PMIX_SUCCESS;
 }
 
@@ -46,18 +56,7 @@ static pmix_status_t up_client_finalized (const pmix_proc_t *proc,
                                           pmix_op_cbfunc_t cbfunc,
                                           void *cbdata)
 {
-    struct pmixhost *h = pmixhost_self;
-    struct pmixhost_job *job;
-    struct rank_state *r;
-
-    if (h) {
-        pthread_mutex_lock (&h->lock);
-        if ((r = pmixhost_find_rank (h, proc, &job)) && !r->finalized) {
-            r->finalized = 1;
-            pmixhost_push_event (h, job, PMIXHOST_EV_FINALIZED, (int)proc->rank, 0, NULL);
-        }
-        pthread_mutex_unlock (&h->lock);
-    }
+    rank_mark (proc, PMIXHOST_EV_FINALIZED);
     return PMIX_OPERATION_SUCCEEDED;
 }
 
