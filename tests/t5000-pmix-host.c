@@ -268,6 +268,7 @@ spawn (struct pmixhost_job *job, int r, const char *mode, const char *tag, int *
 {
     char *const *over = pmixhost_job_env (job, r);
     char out[PATH_MAX + 64], *argv[] = {"/proc/self/exe", "client", (char *)mode, NULL};
+    char *prog[] = {(char *)mode, NULL}; /* a program of its own ("/...") */
     size_t n = 0, k = 0;
     char **env;
     pid_t pid;
@@ -295,7 +296,10 @@ spawn (struct pmixhost_job *job, int r, const char *mode, const char *tag, int *
         dup2 (fd, STDOUT_FILENO);
         if (gp[0] >= 0)
             dup2 (gp[0], GO_FD); /* dup2 clears close-on-exec */
-        execve (argv[0], argv, env);
+        if (mode[0] == '/')
+            execve (prog[0], prog, env);
+        else
+            execve (argv[0], argv, env);
         _exit (127);
     }
     close (fd);
@@ -504,6 +508,51 @@ static void one_node_map_unchanged (void)
     jobmap_destroy (m);
 }
 
+/* The same 2-node job seen through Open MPI's own PMIx client library
+ * (pmix/ompi_view, built with MPI): what its MPI_Init takes for the
+ * node's peers. */
+static void ompi_view_case (struct pmixhost *h, struct pmixhost_job_opts *o)
+{
+    struct run R = {.h = h, .n = 2, .go = {-1, -1, -1, -1}};
+    elastic_error_t err = {{0}};
+    char prog[PATH_MAX], *slash;
+    ssize_t len = readlink ("/proc/self/exe", prog, sizeof (prog) - 32);
+
+    if (len <= 0 || !(prog[len] = '\0', slash = strrchr (prog, '/')) ||
+        (snprintf (slash, sizeof (prog) - (size_t)(slash - prog), "/pmix/ompi_view"),
+         access (prog, X_OK) != 0)) {
+        skip (3, "pmix/ompi_view is not built (no MPI)");
+        return;
+    }
+    o->attempt = 21;
+    if (!(R.job = pmixhost_job_create (h, o, &err))) {
+        ok (0, "Open MPI's view: job created (%s)", err.text);
+        return;
+    }
+    R.pid[0] = spawn (R.job, 0, prog, "ompi", NULL);
+    R.pid[1] = spawn (R.job, 1, prog, "ompi", NULL);
+    ok (drive (&R) == 0 && R.wstatus[0] == 0 && R.wstatus[1] == 0,
+        "Open MPI's view: both ranks ran");
+    for (int r = 0; r < 2; r++) {
+        const char *out = slurp ("ompi", r);
+        int good = strstr (out, "local_peers=0,1\n") &&
+                   strstr (out, "num_local_peers=1\n") &&
+                   strstr (out, r ? "peer 0: on node" : "peer 1: on node") &&
+                   strstr (out, "job_size=4\n") && strstr (out, "num_nodes=2\n") &&
+                   strstr (out, "local_size=2\n") &&
+                   strstr (out, "rank2_hostname=t5000-remote\n");
+        if (r == 0)
+            ok (good,
+                "Open MPI's view: rank 0's MPI_Init would share memory with rank 1 "
+                "only; ranks 2 and 3 are on t5000-remote");
+        else
+            ok (good, "Open MPI's view: rank 1 likewise");
+        if (!good)
+            diag ("rank %d printed:\n%s", r, out);
+    }
+    pmixhost_job_destroy (R.job);
+}
+
 /* A 2-node map registered here with node 0's ranks local. */
 static void two_node_case (struct pmixhost *h, const char *srvdir)
 {
@@ -603,6 +652,7 @@ static void two_node_case (struct pmixhost *h, const char *srvdir)
             diag ("rank %d printed:\n%s", r, out);
     }
     pmixhost_job_destroy (R.job);
+    ompi_view_case (h, &o);
     jobmap_destroy (m);
 }
 
@@ -821,8 +871,8 @@ int main (int argc, char **argv)
     pmixhost_destroy (h);
     ok (stat (srvdir, &st) < 0 && errno == ENOENT, "server directory removed");
     {
-        const char *tags[] = {"die", "exit3", "abort", "early", "remote", "map"};
-        for (int t = 0; t < 6; t++)
+        const char *tags[] = {"die", "exit3", "abort", "early", "remote", "map", "ompi"};
+        for (int t = 0; t < 7; t++)
             for (int r = 0; r < 3; r++) {
                 snprintf (path, sizeof (path), "%s/out.%s.%d", tmp, tags[t], r);
                 unlink (path);

@@ -301,7 +301,7 @@ static struct jobmap *slurm_nodes (char *const envp[], int **counts, elastic_err
     char **names = NULL;
     struct jobmap *m = NULL;
     long want;
-    int n, nc, rc;
+    int n = 0, nc, rc;
 
     *counts = NULL;
     list = envget2 (envp, "SLURM_STEP_NODELIST", "SLURM_NODELIST", &lvar);
@@ -366,10 +366,14 @@ static struct jobmap *slurm_nodes (char *const envp[], int **counts, elastic_err
         m->node[i].ntasks = (*counts)[i];
         names[i] = NULL;
     }
-    hostlist_names_free (names);
+    free (names); /* every name moved into the map */
     return m;
 error:
-    hostlist_names_free (names);
+    /* names moved into the map are NULL here: free the others one by one
+     * (hostlist_names_free stops at the first NULL) */
+    for (int i = 0; names && i < n; i++)
+        free (names[i]);
+    free (names);
     jobmap_destroy (m);
     free (*counts);
     *counts = NULL;
