@@ -49,6 +49,14 @@
  * turned off), so the multi-node seam (pmix_transport.h) sees all of them
  * and the server knows when MPI_Init is over.
  *
+ * Several nodes: give pmixhost_job_opts.map the job's map (exec/jobmap.h),
+ * the same on every node.  Each node's leader registers the namespace with
+ * every node and rank of the job (pmix_jobinfo.c, as PRRTE does) and
+ * registers as clients only its node's ranks; ranks are global ranks in
+ * every call below.  Fences and direct modex requests then need a
+ * cross-node transport (pmix_transport.h): the local one completes a fence
+ * with this node's data only.
+ *
  * In elastic-exec's backend (struct elastic_agent_backend): create the
  * server once (first start_workers); per attempt, pmixhost_job_create with
  * attempt = the restart count, then fork each worker with its env added;
