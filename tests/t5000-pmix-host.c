@@ -7,6 +7,14 @@
  * client must receive the fault event exactly as ULFM reads it: status,
  * source = the dead rank, an info of type PMIX_PROC naming it.  No MPI.
  *
+ * A job of two nodes ("client map"): the namespace is registered with a
+ * 2-node job map of which only node 0's ranks are here; a local client
+ * reads, with no fence, what Open MPI 5's MPI_Init reads about its peers
+ * (its node's PMIX_LOCAL_PEERS and sizes, its local and node rank, the
+ * number of nodes) and what a rank on the other node is (PMIX_HOSTNAME,
+ * PMIX_NODEID, PMIX_LOCAL_RANK), and the other node's peers.  The fence
+ * across nodes is the mesh's and is not run here.
+ *
  * A client that is to fail waits, after its fences, for a byte on its "go"
  * pipe (descriptor GO_FD): the server side sends it once it has looked at
  * the job's sockets, so that what it counts never races with the failure.
@@ -29,7 +37,9 @@
 
 #include <pmix.h>
 
+#include "exec/jobmap.h"
 #include "exec/pmix/pmix_host.h"
+#include "exec/pmix/pmix_jobinfo.h"
 #include "lib/tap.h"
 
 extern char **environ;
@@ -73,6 +83,104 @@ static void on_fault (size_t id,
         cbfunc (PMIX_EVENT_ACTION_COMPLETE, NULL, 0, NULL, NULL, cbdata);
 }
 
+/* Qualifiers of a PMIx_Get (show) */
+enum { Q_NONE, Q_NODEID, Q_HOST, Q_JOB };
+
+/* Print "what=value" for a PMIx_Get of key on proc (rank; -1: wildcard)
+ * with qualifiers q (Q_NODEID: node arg; Q_HOST: node "t5000-remote";
+ * Q_JOB: the job realm); "what=ERR(status)" if it fails. */
+static void show (const char *what, int rank, const char *key, int q, int arg)
+{
+    pmix_proc_t p;
+    pmix_value_t *v = NULL;
+    pmix_info_t qi[2];
+    uint32_t nid = (uint32_t)arg;
+    bool yes = true;
+    size_t nq = 0;
+    pmix_status_t rc;
+    char *nsp = getenv ("PMIX_NAMESPACE");
+
+    PMIX_LOAD_PROCID (&p, nsp, rank < 0 ? PMIX_RANK_WILDCARD : (pmix_rank_t)rank);
+    if (q == Q_NODEID || q == Q_HOST) {
+        PMIX_INFO_LOAD (&qi[nq], PMIX_NODE_INFO, &yes, PMIX_BOOL);
+        nq++;
+        if (q == Q_NODEID)
+            PMIX_INFO_LOAD (&qi[nq], PMIX_NODEID, &nid, PMIX_UINT32);
+        else
+            PMIX_INFO_LOAD (&qi[nq], PMIX_HOSTNAME, "t5000-remote", PMIX_STRING);
+        nq++;
+    } else if (q == Q_JOB) {
+        PMIX_INFO_LOAD (&qi[nq], PMIX_JOB_INFO, &yes, PMIX_BOOL);
+        nq++;
+    }
+    rc = PMIx_Get (&p, key, nq ? qi : NULL, nq, &v);
+    if (rc != PMIX_SUCCESS || !v)
+        printf ("%s=ERR(%s)\n", what, PMIx_Error_string (rc));
+    else if (v->type == PMIX_STRING)
+        printf ("%s=%s\n", what, v->data.string ? v->data.string : "(null)");
+    else if (v->type == PMIX_UINT32)
+        printf ("%s=%u\n", what, v->data.uint32);
+    else if (v->type == PMIX_UINT16)
+        printf ("%s=%u\n", what, (unsigned)v->data.uint16);
+    else if (v->type == PMIX_PROC_RANK)
+        printf ("%s=%u\n", what, (unsigned)v->data.rank);
+    else
+        printf ("%s=type%d\n", what, (int)v->type);
+    if (v)
+        PMIX_VALUE_RELEASE (v);
+    for (size_t i = 0; i < nq; i++)
+        PMIX_INFO_DESTRUCT (&qi[i]);
+}
+
+/* A rank of a 2-node job: what it learns of its node and the other. */
+static int client_map (void)
+{
+    pmix_proc_t me, *peers = NULL;
+    size_t npeers = 0;
+    char *nodes = NULL;
+    pmix_status_t rc;
+
+    if ((rc = PMIx_Init (&me, NULL, 0)) != PMIX_SUCCESS) {
+        printf ("client: PMIx_Init: %s\n", PMIx_Error_string (rc));
+        return 1;
+    }
+    show ("job_size", -1, PMIX_JOB_SIZE, Q_NONE, 0);
+    show ("num_nodes", -1, PMIX_NUM_NODES, Q_NONE, 0);
+    show ("local_peers", -1, PMIX_LOCAL_PEERS, Q_NONE, 0);
+    show ("local_size", -1, PMIX_LOCAL_SIZE, Q_NONE, 0);
+    show ("my_local_rank", (int)me.rank, PMIX_LOCAL_RANK, Q_NONE, 0);
+    show ("my_node_rank", (int)me.rank, PMIX_NODE_RANK, Q_NONE, 0);
+    show ("my_nodeid", (int)me.rank, PMIX_NODEID, Q_NONE, 0);
+    show ("r2_hostname", 2, PMIX_HOSTNAME, Q_NONE, 0);
+    /* PMIx 4.2's client takes PMIX_NODEID for a node-realm key and looks
+     * it up among the remote node's values, where the node's id is not a
+     * value but its identity (NOT-FOUND); the rank's own copy is read in
+     * the job realm */
+    show ("r2_nodeid", 2, PMIX_NODEID, Q_JOB, 0);
+    show ("r3_local_rank", 3, PMIX_LOCAL_RANK, Q_NONE, 0);
+    show ("r3_node_rank", 3, PMIX_NODE_RANK, Q_NONE, 0);
+    show ("node1_peers", -1, PMIX_LOCAL_PEERS, Q_NODEID, 1);
+    show ("node1_size", -1, PMIX_LOCAL_SIZE, Q_NODEID, 1);
+    show ("node1_ldr", -1, PMIX_LOCALLDR, Q_NODEID, 1);
+    show ("remote_peers", -1, PMIX_LOCAL_PEERS, Q_HOST, 0);
+    if (PMIx_Resolve_peers ("t5000-remote", me.nspace, &peers, &npeers) == PMIX_SUCCESS) {
+        printf ("resolve_peers=");
+        for (size_t i = 0; i < npeers; i++)
+            printf ("%s%u", i ? "," : "", (unsigned)peers[i].rank);
+        printf ("\n");
+        PMIX_PROC_FREE (peers, npeers);
+    } else
+        printf ("resolve_peers=ERR\n");
+    if (PMIx_Resolve_nodes (me.nspace, &nodes) == PMIX_SUCCESS && nodes) {
+        printf ("resolve_nodes=%s\n", nodes);
+        free (nodes);
+    } else
+        printf ("resolve_nodes=ERR\n");
+    fflush (stdout);
+    PMIx_Finalize (NULL, 0);
+    return 0;
+}
+
 static int client (const char *mode)
 {
     pmix_proc_t me;
@@ -81,6 +189,8 @@ static int client (const char *mode)
     bool yes = true;
     pmix_status_t rc;
 
+    if (!strcmp (mode, "map"))
+        return client_map ();
     if ((rc = PMIx_Init (&me, NULL, 0)) != PMIX_SUCCESS) {
         printf ("client: PMIx_Init: %s\n", PMIx_Error_string (rc));
         return 1;
@@ -158,6 +268,7 @@ spawn (struct pmixhost_job *job, int r, const char *mode, const char *tag, int *
 {
     char *const *over = pmixhost_job_env (job, r);
     char out[PATH_MAX + 64], *argv[] = {"/proc/self/exe", "client", (char *)mode, NULL};
+    char *prog[] = {(char *)mode, NULL}; /* a program of its own ("/...") */
     size_t n = 0, k = 0;
     char **env;
     pid_t pid;
@@ -185,7 +296,10 @@ spawn (struct pmixhost_job *job, int r, const char *mode, const char *tag, int *
         dup2 (fd, STDOUT_FILENO);
         if (gp[0] >= 0)
             dup2 (gp[0], GO_FD); /* dup2 clears close-on-exec */
-        execve (argv[0], argv, env);
+        if (mode[0] == '/')
+            execve (prog[0], prog, env);
+        else
+            execve (argv[0], argv, env);
         _exit (127);
     }
     close (fd);
@@ -351,6 +465,195 @@ failure_case (struct pmixhost *h, int attempt, const char *mode, int want_status
         diag ("rank 0 printed: %s", slurp (mode, 0));
     is_int (R.events[PMIXHOST_EV_FINALIZED], 1, "%s: rank 0 finalized", mode);
     pmixhost_job_destroy (R.job);
+}
+
+/* jobinfo_build with a one-node map gives exactly the array without one. */
+static void one_node_map_unchanged (void)
+{
+    struct jobinfo_params jp = {.nspace = "elastic.cmp.0",
+                                .nranks = 3,
+                                .hostname = "here",
+                                .tmpdir = "/t",
+                                .nsdir = "/t/ns",
+                                .wdir = "/w"};
+    pmix_info_t *a = NULL, *b = NULL;
+    size_t na = 0, nb = 0;
+    elastic_error_t err = {{0}};
+    struct jobmap *m = jobmap_single (3, "elsewhere", &err);
+    int same = 1;
+
+    if (!m || jobinfo_build (&jp, &a, &na, &err) < 0) {
+        ok (0, "one-node job data built (%s)", err.text);
+        jobmap_destroy (m);
+        return;
+    }
+    jp.map = m;
+    if (jobinfo_build (&jp, &b, &nb, &err) < 0) {
+        ok (0, "one-node job data built with a map (%s)", err.text);
+        jobinfo_free (a, na);
+        jobmap_destroy (m);
+        return;
+    }
+    same = na == nb;
+    for (size_t i = 0; same && i < na; i++) {
+        same = PMIX_CHECK_KEY (&a[i], b[i].key) && a[i].value.type == b[i].value.type;
+        if (same && a[i].value.type != PMIX_DATA_ARRAY)
+            same = PMIx_Value_compare (&a[i].value, &b[i].value) == PMIX_EQUAL;
+        else if (same)
+            same = a[i].value.data.darray->size == b[i].value.data.darray->size;
+    }
+    ok (same && na > 0, "a one-node map registers exactly today's %zu job data", na);
+    jobinfo_free (a, na);
+    jobinfo_free (b, nb);
+    jobmap_destroy (m);
+}
+
+/* The same 2-node job seen through Open MPI's own PMIx client library
+ * (pmix/ompi_view, built with MPI): what its MPI_Init takes for the
+ * node's peers. */
+static void ompi_view_case (struct pmixhost *h, struct pmixhost_job_opts *o)
+{
+    struct run R = {.h = h, .n = 2, .go = {-1, -1, -1, -1}};
+    elastic_error_t err = {{0}};
+    char prog[PATH_MAX], *slash;
+    ssize_t len = readlink ("/proc/self/exe", prog, sizeof (prog) - 32);
+
+    if (len <= 0 || !(prog[len] = '\0', slash = strrchr (prog, '/')) ||
+        (snprintf (slash, sizeof (prog) - (size_t)(slash - prog), "/pmix/ompi_view"),
+         access (prog, X_OK) != 0)) {
+        skip (3, "pmix/ompi_view is not built (no MPI)");
+        return;
+    }
+    o->attempt = 21;
+    if (!(R.job = pmixhost_job_create (h, o, &err))) {
+        ok (0, "Open MPI's view: job created (%s)", err.text);
+        return;
+    }
+    R.pid[0] = spawn (R.job, 0, prog, "ompi", NULL);
+    R.pid[1] = spawn (R.job, 1, prog, "ompi", NULL);
+    ok (drive (&R) == 0 && R.wstatus[0] == 0 && R.wstatus[1] == 0,
+        "Open MPI's view: both ranks ran");
+    for (int r = 0; r < 2; r++) {
+        const char *out = slurp ("ompi", r);
+        int good = strstr (out, "local_peers=0,1\n") &&
+                   strstr (out, "num_local_peers=1\n") &&
+                   strstr (out, r ? "peer 0: on node" : "peer 1: on node") &&
+                   strstr (out, "job_size=4\n") && strstr (out, "num_nodes=2\n") &&
+                   strstr (out, "local_size=2\n") &&
+                   strstr (out, "rank2_hostname=t5000-remote\n");
+        if (r == 0)
+            ok (good,
+                "Open MPI's view: rank 0's MPI_Init would share memory with rank 1 "
+                "only; ranks 2 and 3 are on t5000-remote");
+        else
+            ok (good, "Open MPI's view: rank 1 likewise");
+        if (!good)
+            diag ("rank %d printed:\n%s", r, out);
+    }
+    pmixhost_job_destroy (R.job);
+}
+
+/* A 2-node map registered here with node 0's ranks local. */
+static void two_node_case (struct pmixhost *h, const char *srvdir)
+{
+    struct jobmap_torchrun t = {.nnodes = 2,
+                                .node_rank = 0,
+                                .nproc_per_node = 2,
+                                .rdzv_endpoint = "127.0.0.1:29400",
+                                .run_id = "t5000"};
+    struct pmixhost_job_opts o = {
+        .run_id = "unit", .attempt = 20, .map = NULL, .oversubscribed = 0};
+    struct run R = {.h = h, .n = 2, .go = {-1, -1, -1, -1}};
+    struct pmixhost_job_info ji;
+    elastic_error_t err = {{0}};
+    struct jobmap *m = jobmap_from_torchrun (&t, &err);
+    char host[256], path[PATH_MAX + 256], want[512];
+    struct stat st;
+
+    if (!m)
+        bail_out ("jobmap_from_torchrun: %s", err.text);
+    if (gethostname (host, sizeof (host)) < 0)
+        snprintf (host, sizeof (host), "localhost");
+    host[sizeof (host) - 1] = '\0';
+    o.map = m;
+    ok (!pmixhost_job_create (h, &o, &err) &&
+            strstr (err.text, "node 0 has no host name"),
+        "2 nodes: a node without a host name is refused (%s)",
+        err.text);
+    jobmap_set_host (m, 0, host, NULL);
+    jobmap_set_host (m, 1, "t5000-remote", NULL);
+    o.nranks = 3;
+    ok (!pmixhost_job_create (h, &o, &err) &&
+            strstr (err.text, "ranks: 3 is not the job map's world size 4"),
+        "2 nodes: a rank count other than the map's is refused");
+    o.nranks = 0;
+    m->leader = 0;
+    m->local_id = 1;
+    ok (!pmixhost_job_create (h, &o, &err) && strstr (err.text, "not the node's leader"),
+        "2 nodes: a task that does not lead its node hosts no server");
+    m->leader = 1;
+    m->local_id = 0;
+    if (!(R.job = pmixhost_job_create (h, &o, &err))) {
+        ok (0, "2 nodes: job created (%s)", err.text);
+        jobmap_destroy (m);
+        return;
+    }
+    pmixhost_job_info (R.job, &ji);
+    ok (ji.nranks == 4 && ji.nlocal == 2 && ji.nnodes == 2 && ji.node == 0,
+        "2 nodes: 4 ranks, 2 of them here, node 0 of 2");
+    ok (pmixhost_job_env (R.job, 1) && !pmixhost_job_env (R.job, 2),
+        "2 nodes: an environment for rank 1, none for rank 2 (node 1)");
+    ok (pmixhost_job_started (R.job, 2, 1) < 0 && pmixhost_job_exited (R.job, 3, 0) < 0,
+        "2 nodes: node 1's ranks are not started or reaped here");
+    snprintf (path, sizeof (path), "%s/elastic.unit.20/1", srvdir);
+    ok (stat (path, &st) == 0, "2 nodes: rank 1's session directory exists");
+    snprintf (path, sizeof (path), "%s/elastic.unit.20/2", srvdir);
+    ok (stat (path, &st) < 0, "2 nodes: none for rank 2");
+    R.pid[0] = spawn (R.job, 0, "map", "map", NULL);
+    R.pid[1] = spawn (R.job, 1, "map", "map", NULL);
+    ok (drive (&R) == 0 && R.wstatus[0] == 0 && R.wstatus[1] == 0,
+        "2 nodes: both local ranks ran and exited 0");
+    is_int (R.events[PMIXHOST_EV_CONNECTED], 2, "2 nodes: 2 connected events");
+    for (int r = 0; r < 2; r++) {
+        const char *out = slurp ("map", r);
+        const char *lines[] = {"job_size=4",
+                               "num_nodes=2",
+                               "local_peers=0,1",
+                               "local_size=2",
+                               "r2_hostname=t5000-remote",
+                               "r2_nodeid=1",
+                               "r3_local_rank=1",
+                               "r3_node_rank=1",
+                               "node1_peers=2,3",
+                               "node1_size=2",
+                               "node1_ldr=2",
+                               "remote_peers=2,3",
+                               "resolve_peers=2,3",
+                               NULL};
+        int all = 1;
+        for (int k = 0; lines[k]; k++)
+            if (!strstr (out, lines[k])) {
+                diag ("rank %d lacks '%s'", r, lines[k]);
+                all = 0;
+            }
+        ok (all, "2 nodes: rank %d sees its node's peers and the remote ranks", r);
+        snprintf (want,
+                  sizeof (want),
+                  "my_local_rank=%d\nmy_node_rank=%d\nmy_nodeid=0\n",
+                  r,
+                  r);
+        ok (strstr (out, want) != NULL,
+            "2 nodes: rank %d is local rank %d of node 0",
+            r,
+            r);
+        snprintf (want, sizeof (want), "resolve_nodes=%s,t5000-remote", host);
+        ok (strstr (out, want) != NULL, "2 nodes: rank %d resolves both nodes", r);
+        if (!all || !strstr (out, want))
+            diag ("rank %d printed:\n%s", r, out);
+    }
+    pmixhost_job_destroy (R.job);
+    ompi_view_case (h, &o);
+    jobmap_destroy (m);
 }
 
 int main (int argc, char **argv)
@@ -562,11 +865,14 @@ int main (int argc, char **argv)
             ok (0, "early job created");
     }
 
+    one_node_map_unchanged ();
+    two_node_case (h, srvdir);
+
     pmixhost_destroy (h);
     ok (stat (srvdir, &st) < 0 && errno == ENOENT, "server directory removed");
     {
-        const char *tags[] = {"die", "exit3", "abort", "early", "remote"};
-        for (int t = 0; t < 5; t++)
+        const char *tags[] = {"die", "exit3", "abort", "early", "remote", "map", "ompi"};
+        for (int t = 0; t < 7; t++)
             for (int r = 0; r < 3; r++) {
                 snprintf (path, sizeof (path), "%s/out.%s.%d", tmp, tags[t], r);
                 unlink (path);

@@ -246,46 +246,6 @@ error:
     return -1;
 }
 
-int slurm_expand_counts (const char *s, int *counts, int n, elastic_error_t *err)
-{
-    const char *p = s;
-    int k = 0;
-
-    if (!s || !*s)
-        return errprintf (err, "empty Slurm count list (expected e.g. 2(x3),1)");
-    while (*p) {
-        char *end;
-        long v, rep = 1;
-
-        errno = 0;
-        v = strtol (p, &end, 10);
-        if (errno || end == p || v < 0 || v > 1000000)
-            goto bad;
-        p = end;
-        if (*p == '(') {
-            if (p[1] != 'x')
-                goto bad;
-            rep = strtol (p + 2, &end, 10);
-            if (end == p + 2 || *end != ')' || rep < 1 || rep > 1000000)
-                goto bad;
-            p = end + 1;
-        }
-        for (long i = 0; i < rep; i++) {
-            if (k >= n)
-                return errprintf (
-                    err, "Slurm count list '%s' has more than %d entries", s, n);
-            counts[k++] = (int)v;
-        }
-        if (*p == ',')
-            p++;
-        else if (*p)
-            goto bad;
-    }
-    return k;
-bad:
-    return errprintf (err, "'%s' is not a Slurm count list (expected e.g. 2(x3),1)", s);
-}
-
 int hostlist_add_slurm (struct hostlist *hl,
                         const char *hostnames,
                         const char *counts,
@@ -306,13 +266,26 @@ int hostlist_add_slurm (struct hostlist *hl,
     }
     for (tok = strtok_r (copy, " \t\r\n", &save); tok;
          tok = strtok_r (NULL, " \t\r\n", &save)) {
-        /* one count for all hosts, or one per host; a repeated name adds
-         * its count to the host it repeats (hostlist_add), so the counts
-         * are given here and not patched into the list afterwards */
-        int slots = !c ? 0 : nc == 1 ? c[0] : added < nc ? c[added] : 0;
-        if (hostlist_add (hl, tok, slots, 0, err) < 0)
+        char **names;
+        int nn;
+
+        /* one name per line from scontrol, or a compact list such as
+         * SLURM_JOB_NODELIST's "n[1-3,5]" (src/common/hostlist.c) */
+        if ((nn = hostlist_expand (tok, 65536, &names, err)) < 0)
             goto error;
-        added++;
+        for (int i = 0; i < nn; i++) {
+            /* one count for all hosts, or one per host; a repeated name
+             * adds its count to the host it repeats (hostlist_add), so the
+             * counts are given here and not patched into the list
+             * afterwards */
+            int slots = !c ? 0 : nc == 1 ? c[0] : added < nc ? c[added] : 0;
+            if (hostlist_add (hl, names[i], slots, 0, err) < 0) {
+                hostlist_names_free (names);
+                goto error;
+            }
+            added++;
+        }
+        hostlist_names_free (names);
     }
     if (c && nc != 1 && nc != added) {
         errprintf (

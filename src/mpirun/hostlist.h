@@ -15,6 +15,7 @@
 #include <stdio.h>
 
 #include "common/error.h"
+#include "common/hostlist.h"
 
 enum host_state {
     HOST_ACTIVE = 0, /* launched on */
@@ -58,13 +59,10 @@ int hostlist_parse_hostfile (struct hostlist *hl,
  * Returns the number of hosts added, or -1 with err. */
 int hostlist_parse_hosts (struct hostlist *hl, const char *list, elastic_error_t *err);
 
-/* Expand a Slurm count list such as SLURM_TASKS_PER_NODE "2(x3),1" into
- * counts[0..n-1].  Returns how many counts it holds, or -1 with err (also
- * when it holds more than n). */
-int slurm_expand_counts (const char *s, int *counts, int n, elastic_error_t *err);
-
-/* Add the hosts of `scontrol show hostnames` output (one per line) with
- * slots from a Slurm count list (NULL or "": unknown).
+/* Add the hosts of `scontrol show hostnames` output (one per line) or of
+ * compact Slurm host lists ("n[1-3,5],gpu07", hostlist_expand in
+ * common/hostlist.h, which also has slurm_expand_counts) with slots from a
+ * Slurm count list (NULL or "": unknown).
  * Returns the number of hosts added, or -1 with err. */
 int hostlist_add_slurm (struct hostlist *hl,
                         const char *hostnames,

@@ -34,6 +34,7 @@
 #include "common/error.h"
 #include "pmix_host.h"
 #include "pmix_host_impl.h"
+#include "exec/jobmap.h"
 #include "pmix_jobinfo.h"
 #include "pmix_nodelay.h"
 #include "pmix_transport.h"
@@ -428,6 +429,37 @@ static void env_free (char **env)
     free (env);
 }
 
+/* A job map this server can host: its node's leader, 1..65535 ranks in
+ * all, opts->nranks 0 or the same.  Returns 0, or -1 with err and errno
+ * EINVAL. */
+static int job_map_check (const struct pmixhost_job_opts *opts, elastic_error_t *err)
+{
+    const struct jobmap *m = opts->map;
+    int saved = errno;
+
+    errno = EINVAL;
+    if (m->world_size < 1 || m->world_size > 65535)
+        return errprintf (
+            err, "job map: %d ranks are not accepted (1-65535)", m->world_size);
+    if (opts->nranks != 0 && opts->nranks != m->world_size)
+        return errprintf (err,
+                          "ranks: %d is not the job map's world size %d (give 0 or %d)",
+                          opts->nranks,
+                          m->world_size,
+                          m->world_size);
+    if (m->node_id < 0 || m->node_id >= m->nnodes)
+        return errprintf (
+            err, "job map: node %d is not one of its %d nodes", m->node_id, m->nnodes);
+    if (!m->leader)
+        return errprintf (err,
+                          "job map: task %d of node %d is not the node's leader (task 0 "
+                          "hosts the node's PMIx server)",
+                          m->local_id,
+                          m->node_id);
+    errno = saved;
+    return 0;
+}
+
 /* Check a job's options; *btl is Open MPI's BTL list for opts->btl.
  * Returns 0, or -1 with err and errno EINVAL. */
 static int job_opts_check (const struct pmixhost_job_opts *opts,
@@ -446,7 +478,10 @@ static int job_opts_check (const struct pmixhost_job_opts *opts,
         errno = EINVAL;
         return -1;
     }
-    if (opts->nranks < 1 || opts->nranks > 65535) {
+    if (opts->map) {
+        if (job_map_check (opts, err) < 0)
+            return -1;
+    } else if (opts->nranks < 1 || opts->nranks > 65535) {
         errprintf (err, "ranks: %d is not accepted (1-65535)", opts->nranks);
         errno = EINVAL;
         return -1;
@@ -481,6 +516,8 @@ static int job_make_dirs (struct pmixhost_job *job, elastic_error_t *err)
         return -1;
     }
     for (int r = 0; r < job->nranks; r++) {
+        if (!job->r[r].local)
+            continue;
         snprintf (path, sizeof (path), "%s/%d", job->dir, r);
         if (mkdir (path, 0700) < 0)
             return errprintf (err, "cannot create '%s': %s", path, strerror (errno));
@@ -488,9 +525,10 @@ static int job_make_dirs (struct pmixhost_job *job, elastic_error_t *err)
     return 0;
 }
 
-/* Register the namespace with its job data.  Returns 0, or -1 with err
- * and errno EINVAL. */
-static int job_register (struct pmixhost_job *job, elastic_error_t *err)
+/* Register the namespace with its job data (map: the job's map, NULL for
+ * one node).  Returns 0, or -1 with err and errno EINVAL. */
+static int
+job_register (struct pmixhost_job *job, const struct jobmap *map, elastic_error_t *err)
 {
     struct jobinfo_params jp;
     pmix_info_t *info = NULL;
@@ -508,11 +546,13 @@ static int job_register (struct pmixhost_job *job, elastic_error_t *err)
     jp.nsdir = job->dir;
     jp.wdir = getcwd (cwd, sizeof (cwd)) ? cwd : NULL;
     jp.oversubscribed = job->oversubscribed;
+    jp.map = map;
     if (jobinfo_build (&jp, &info, &ninfo, err) < 0) {
         errno = EINVAL;
         return -1;
     }
-    rc = PMIx_server_register_nspace (job->nspace, job->nranks, info, ninfo, NULL, NULL);
+    /* the count PMIx wants is the ranks that will connect to this server */
+    rc = PMIx_server_register_nspace (job->nspace, job->nlocal, info, ninfo, NULL, NULL);
     jobinfo_free (info, ninfo);
     if (rc != PMIX_SUCCESS && rc != PMIX_OPERATION_SUCCEEDED) {
         errprintf (
@@ -534,6 +574,8 @@ job_register_ranks (struct pmixhost_job *job, const char *btl, elastic_error_t *
     for (int r = 0; r < job->nranks; r++) {
         pmix_proc_t proc;
 
+        if (!job->r[r].local)
+            continue; /* another node's server registers it */
         PMIX_LOAD_PROCID (&proc, job->nspace, (pmix_rank_t)r);
         rc =
             PMIx_server_register_client (&proc, geteuid (), getegid (), NULL, NULL, NULL);
@@ -571,7 +613,7 @@ struct pmixhost_job *pmixhost_job_create (struct pmixhost *h,
 {
     struct pmixhost_job *job = NULL;
     const char *btl;
-    int n;
+    int n, nranks;
 
     if (!h || !opts) {
         errprintf (err, "pmixhost_job_create: no server or options");
@@ -580,16 +622,23 @@ struct pmixhost_job *pmixhost_job_create (struct pmixhost *h,
     }
     if (job_opts_check (opts, &btl, err) < 0)
         return NULL;
+    nranks = opts->map ? opts->map->world_size : opts->nranks;
     if (!(job = calloc (1, sizeof (*job))) ||
-        !(job->r = calloc ((size_t)opts->nranks, sizeof (job->r[0])))) {
+        !(job->r = calloc ((size_t)nranks, sizeof (job->r[0])))) {
         errprintf (err, "out of memory");
         goto error;
     }
     job->h = h;
-    job->nranks = opts->nranks;
+    job->nranks = nranks;
+    job->nnodes = opts->map ? opts->map->nnodes : 1;
+    job->node = opts->map ? opts->map->node_id : 0;
+    for (int r = 0; r < nranks; r++) {
+        job->r[r].local = !opts->map || opts->map->rank_node[r] == job->node;
+        job->nlocal += job->r[r].local;
+    }
     job->init_fences = opts->init_fences ? opts->init_fences : OMPI5_INIT_FENCES;
     job->abort_rank = job->restart_rank = -1;
-    job->oversubscribed = opts->oversubscribed < 0 ? opts->nranks > usable_cpus ()
+    job->oversubscribed = opts->oversubscribed < 0 ? job->nlocal > usable_cpus ()
                                                    : opts->oversubscribed != 0;
     snprintf (
         job->nspace, sizeof (job->nspace), "elastic.%s.%d", opts->run_id, opts->attempt);
@@ -603,7 +652,7 @@ struct pmixhost_job *pmixhost_job_create (struct pmixhost *h,
         errno = EEXIST;
         goto error;
     }
-    if (job_make_dirs (job, err) < 0 || job_register (job, err) < 0 ||
+    if (job_make_dirs (job, err) < 0 || job_register (job, opts->map, err) < 0 ||
         job_register_ranks (job, btl, err) < 0)
         goto error;
     pthread_mutex_lock (&h->lock);
@@ -750,14 +799,14 @@ const char *pmixhost_job_nspace (struct pmixhost_job *job)
 
 char *const *pmixhost_job_env (struct pmixhost_job *job, int rank)
 {
-    if (!job || rank < 0 || rank >= job->nranks)
+    if (!job || rank < 0 || rank >= job->nranks || !job->r[rank].local)
         return NULL;
     return job->r[rank].env;
 }
 
 int pmixhost_job_started (struct pmixhost_job *job, int rank, pid_t pid)
 {
-    if (!job || rank < 0 || rank >= job->nranks) {
+    if (!job || rank < 0 || rank >= job->nranks || !job->r[rank].local) {
         errno = EINVAL;
         return -1;
     }
@@ -811,7 +860,7 @@ int pmixhost_job_exited (struct pmixhost_job *job, int rank, int wstatus)
     int verdict, dereg = 0;
     pmix_status_t code = PMIX_ERR_PROC_TERM_WO_SYNC;
 
-    if (!job || rank < 0 || rank >= job->nranks) {
+    if (!job || rank < 0 || rank >= job->nranks || !job->r[rank].local) {
         errno = EINVAL;
         return -1;
     }
@@ -899,6 +948,9 @@ int pmixhost_job_info (struct pmixhost_job *job, struct pmixhost_job_info *info)
     memset (info, 0, sizeof (*info));
     pthread_mutex_lock (&job->h->lock);
     info->nranks = job->nranks;
+    info->nlocal = job->nlocal;
+    info->nnodes = job->nnodes;
+    info->node = job->node;
     for (int r = 0; r < job->nranks; r++) {
         info->connected += job->r[r].connected;
         info->finalized += job->r[r].finalized;

@@ -49,6 +49,14 @@
  * turned off), so the multi-node seam (pmix_transport.h) sees all of them
  * and the server knows when MPI_Init is over.
  *
+ * Several nodes: give pmixhost_job_opts.map the job's map (exec/jobmap.h),
+ * the same on every node.  Each node's leader registers the namespace with
+ * every node and rank of the job (pmix_jobinfo.c, as PRRTE does) and
+ * registers as clients only its node's ranks; ranks are global ranks in
+ * every call below.  Fences and direct modex requests then need a
+ * cross-node transport (pmix_transport.h): the local one completes a fence
+ * with this node's data only.
+ *
  * In elastic-exec's backend (struct elastic_agent_backend): create the
  * server once (first start_workers); per attempt, pmixhost_job_create with
  * attempt = the restart count, then fork each worker with its env added;
@@ -80,6 +88,7 @@
 struct pmixhost;
 struct pmixhost_job;
 struct pmixhost_transport;
+struct jobmap;
 
 struct pmixhost_opts {
     /* Parent of the server's private directory (PMIx's rendezvous and
@@ -146,21 +155,34 @@ int pmixhost_next_event (struct pmixhost *h, struct pmixhost_event *ev);
 /* ---- jobs (one namespace per attempt) ------------------------------------ */
 
 struct pmixhost_job_opts {
-    const char *run_id; /* namespace is "elastic.<run_id>.<attempt>";
-                           [A-Za-z0-9_.-], at most 200 characters */
-    int attempt;        /* >= 0 */
-    int nranks;         /* 1..65535 ranks, all on this node */
-    const char *btl;    /* "sm" (self,sm: default) or "tcp" (self,tcp) */
-    int oversubscribed; /* -1: when nranks > usable cores; 0/1: forced */
-    int init_fences;    /* fences that make up MPI_Init; 0: Open MPI 5's 4
-                           (a modex and a barrier in ompi_mpi_instance_init,
-                           again in ompi_mpi_init) */
+    const char *run_id;       /* namespace is "elastic.<run_id>.<attempt>";
+                                 [A-Za-z0-9_.-], at most 200 characters */
+    int attempt;              /* >= 0 */
+    int nranks;               /* 1..65535 ranks, all on this node; with a map:
+                                 0 or the map's world size */
+    const struct jobmap *map; /* NULL: every rank here.  Else the job's
+                           map (exec/jobmap.h; read during
+                           pmixhost_job_create only): the namespace is
+                           registered with every node and rank of the job
+                           and this server hosts the ranks of
+                           map->node_id; every node needs its host name.
+                           Ranks are global ranks everywhere below; only
+                           this node's have an environment, are started
+                           and exit here.  A one-node map registers
+                           exactly what NULL does. */
+    const char *btl;          /* "sm" (self,sm: default) or "tcp" (self,tcp) */
+    int oversubscribed;       /* -1: when nranks > usable cores; 0/1: forced */
+    int init_fences;          /* fences that make up MPI_Init; 0: Open MPI 5's 4
+                                 (a modex and a barrier in ompi_mpi_instance_init,
+                                 again in ompi_mpi_init) */
 };
 
-/* Register a namespace for opts->nranks ranks: job, node and rank data, the
- * session directories, and each rank's environment.  Returns NULL + err on
- * a bad option (naming it and the accepted values), a namespace already in
- * use, or a PMIx failure. */
+/* Register a namespace for opts->nranks ranks (or the map's): job, node
+ * and rank data, the session directories, and each local rank's
+ * environment.  Returns NULL + err on a bad option (naming it and the
+ * accepted values), a map this server cannot host (not its node's leader,
+ * a node without a host name), a namespace already in use, or a PMIx
+ * failure. */
 struct pmixhost_job *pmixhost_job_create (struct pmixhost *h,
                                           const struct pmixhost_job_opts *opts,
                                           elastic_error_t *err);
@@ -178,10 +200,11 @@ const char *pmixhost_job_nspace (struct pmixhost_job *job);
  * (borrowed, valid until pmixhost_job_destroy): PMIx's variables from
  * PMIx_server_setup_fork plus OMPI_MCA_mpi_ft_enable=1, OMPI_MCA_pml=ob1,
  * OMPI_MCA_btl=self,sm|tcp, OMPI_MCA_coll=^han.  They override inherited
- * values.  NULL if rank is out of range. */
+ * values.  NULL if rank is out of range or not on this node. */
 char *const *pmixhost_job_env (struct pmixhost_job *job, int rank);
 
-/* Record that `rank` runs as pid.  Returns -1 (EINVAL) for a bad rank. */
+/* Record that `rank` runs as pid.  Returns -1 (EINVAL) for a bad rank or
+ * one of another node. */
 int pmixhost_job_started (struct pmixhost_job *job, int rank, pid_t pid);
 
 /* What the death of a rank means (pmixhost_job_exited). */
@@ -199,8 +222,8 @@ enum pmixhost_exit {
 
 /* Record the exit of `rank` (wstatus as from waitpid) and act on it:
  * notify the survivors when it is a recoverable failure.  Returns the
- * verdict (enum pmixhost_exit), or -1 (EINVAL) for a bad rank or a rank
- * already reported. */
+ * verdict (enum pmixhost_exit), or -1 (EINVAL) for a bad rank, a rank of
+ * another node or a rank already reported. */
 int pmixhost_job_exited (struct pmixhost_job *job, int rank, int wstatus);
 
 /* The caller stops the job on purpose (restart, shutdown): later exits are
@@ -215,7 +238,10 @@ int pmixhost_job_remote_failure (struct pmixhost_job *job, int rank, int signale
 
 /* A snapshot of a job's state. */
 struct pmixhost_job_info {
-    int nranks;
+    int nranks;       /* the job's ranks */
+    int nlocal;       /* of which on this node */
+    int nnodes;       /* the job's nodes (1 without a map) */
+    int node;         /* this server's node */
     int connected;    /* ranks that ever connected */
     int finalized;    /* ranks that called PMIx_Finalize */
     int exited;       /* ranks reported with pmixhost_job_exited */

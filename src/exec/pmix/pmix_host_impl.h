@@ -16,6 +16,7 @@
 #include "pmix_nodelay.h"
 
 struct rank_state {
+    int local; /* hosted by this server (else on another node) */
     pid_t pid;
     int connected;
     int finalized;
@@ -31,7 +32,10 @@ struct pmixhost_job {
     struct pmixhost_job *next;
     char nspace[PMIX_MAX_NSLEN + 1];
     char dir[PATH_MAX + PMIX_MAX_NSLEN + 2];
-    int nranks;
+    int nranks; /* the job's ranks, on every node */
+    int nlocal; /* of which this server hosts */
+    int nnodes;
+    int node;       /* this server's node */
     int registered; /* PMIx knows the namespace */
     int init_fences;
     int fences;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "exec/jobmap.h"
 #include "pmix_jobinfo.h"
 
 /* Add key=value to list; on failure remember the first failing key. */
@@ -65,10 +66,11 @@ static char *rank_list (int n)
     return s;
 }
 
-int jobinfo_build (const struct jobinfo_params *p,
-                   pmix_info_t **info,
-                   size_t *ninfo,
-                   elastic_error_t *err)
+/* Every rank on this node: today's one-node array. */
+static int build_one_node (const struct jobinfo_params *p,
+                           pmix_info_t **info,
+                           size_t *ninfo,
+                           elastic_error_t *err)
 {
     struct builder b = {0};
     uint32_t n = (uint32_t)p->nranks, zero32 = 0, one32 = 1;
@@ -180,6 +182,245 @@ error:
     free (nodemap);
     free (procmap);
     return -1;
+}
+
+/* ---- several nodes ---------------------------------------------------------- */
+
+/* The ranks of node n joined with sep ("2,3"), appended to a malloc'ed
+ * string *s of length *len (NULL at first).  Returns 0 or -1. */
+static int append_ranks (char **s, size_t *len, const struct jobmap_node *n, int lead)
+{
+    size_t need = *len + (size_t)n->nranks * 8 + 2;
+    char *p = realloc (*s, need);
+
+    if (!p)
+        return -1;
+    *s = p;
+    if (lead)
+        p[(*len)++] = ';';
+    p[*len] = '\0';
+    for (int k = 0; k < n->nranks; k++)
+        *len += (size_t)snprintf (p + *len, need - *len, k ? ",%d" : "%d", n->ranks[k]);
+    return 0;
+}
+
+/* PMIx's node and process map strings of m (*nodes "n1,n2", *ppn "0,1;2,3",
+ * then their regexes).  Returns 0, or -1 with err. */
+static int
+multi_maps (const struct jobmap *m, char **nodemap, char **procmap, elastic_error_t *err)
+{
+    char *names = NULL, *ppn = NULL;
+    size_t nlen = 0, plen = 0;
+    pmix_status_t rc;
+    int ret = -1;
+
+    for (int i = 0; i < m->nnodes; i++) {
+        const char *h = m->node[i].name;
+        char *q;
+        if (!h) {
+            errprintf (err,
+                       "job map: node %d has no host name yet (names come from the "
+                       "rendezvous)",
+                       i);
+            goto out;
+        }
+        if (!(q = realloc (names, nlen + strlen (h) + 2)))
+            goto nomem;
+        names = q;
+        nlen += (size_t)sprintf (names + nlen, i ? ",%s" : "%s", h);
+        if (append_ranks (&ppn, &plen, &m->node[i], i > 0) < 0)
+            goto nomem;
+    }
+    if ((rc = PMIx_generate_regex (names, nodemap)) != PMIX_SUCCESS ||
+        (rc = PMIx_generate_ppn (ppn, procmap)) != PMIX_SUCCESS) {
+        errprintf (err,
+                   "PMIx cannot encode the node or process map (%s)",
+                   PMIx_Error_string (rc));
+        goto out;
+    }
+    ret = 0;
+    goto out;
+nomem:
+    errprintf (err, "out of memory building the job data");
+out:
+    free (names);
+    free (ppn);
+    return ret;
+}
+
+/* Job-level data and the app of a multi-node job. */
+static void multi_job (struct builder *b,
+                       const struct jobinfo_params *p,
+                       const char *nodemap,
+                       const char *procmap,
+                       const char *mypeers)
+{
+    const struct jobmap *m = p->map;
+    uint32_t n = (uint32_t)m->world_size, nn = (uint32_t)m->nnodes, zero32 = 0, one32 = 1;
+    uint32_t nlocal = (uint32_t)m->node[m->node_id].nranks;
+    pmix_rank_t rank0 = 0;
+    bool osub = p->oversubscribed ? true : false;
+    void *sub;
+
+    add (b, b->list, PMIX_JOBID, p->nspace, PMIX_STRING);
+    add (b, b->list, PMIX_UNIV_SIZE, &n, PMIX_UINT32);
+    add (b, b->list, PMIX_JOB_SIZE, &n, PMIX_UINT32);
+    add (b, b->list, PMIX_MAX_PROCS, &n, PMIX_UINT32);
+    add (b, b->list, PMIX_JOB_NUM_APPS, &one32, PMIX_UINT32);
+    add (b, b->list, PMIX_NUM_NODES, &nn, PMIX_UINT32);
+    add (b, b->list, PMIX_NODE_MAP, nodemap, PMIX_REGEX);
+    add (b, b->list, PMIX_PROC_MAP, procmap, PMIX_REGEX);
+    add (b, b->list, PMIX_TMPDIR, p->tmpdir, PMIX_STRING);
+    add (b, b->list, PMIX_NSDIR, p->nsdir, PMIX_STRING);
+    /* this node's, for clients that ask without naming a node */
+    add (b, b->list, PMIX_LOCAL_PEERS, mypeers, PMIX_STRING);
+    add (b, b->list, PMIX_LOCAL_SIZE, &nlocal, PMIX_UINT32);
+    add (b, b->list, PMIX_NODE_OVERSUBSCRIBED, &osub, PMIX_BOOL);
+    if ((sub = PMIx_Info_list_start ())) {
+        add (b, sub, PMIX_APPNUM, &zero32, PMIX_UINT32);
+        add (b, sub, PMIX_APP_SIZE, &n, PMIX_UINT32);
+        add (b, sub, PMIX_APPLDR, &rank0, PMIX_PROC_RANK);
+        if (p->wdir)
+            add (b, sub, PMIX_WDIR, p->wdir, PMIX_STRING);
+        add_array (b, b->list, PMIX_APP_INFO_ARRAY, sub);
+    } else
+        b->bad_key = PMIX_APP_INFO_ARRAY;
+}
+
+/* One node array per node. */
+static void multi_nodes (struct builder *b, const struct jobinfo_params *p)
+{
+    const struct jobmap *m = p->map;
+    bool osub = p->oversubscribed ? true : false;
+
+    for (int i = 0; i < m->nnodes && !b->bad_key; i++) {
+        const struct jobmap_node *nd = &m->node[i];
+        uint32_t id = (uint32_t)i, size = (uint32_t)nd->nranks;
+        pmix_rank_t ldr = nd->nranks > 0 ? (pmix_rank_t)nd->ranks[0] : PMIX_RANK_INVALID;
+        char *peers = NULL;
+        size_t plen = 0;
+        void *sub;
+
+        if (append_ranks (&peers, &plen, nd, 0) < 0 || !(sub = PMIx_Info_list_start ())) {
+            free (peers);
+            b->bad_key = PMIX_NODE_INFO_ARRAY;
+            b->rc = PMIX_ERR_NOMEM;
+            return;
+        }
+        add (b, sub, PMIX_NODEID, &id, PMIX_UINT32);
+        add (b, sub, PMIX_HOSTNAME, nd->name, PMIX_STRING);
+        add (b, sub, PMIX_LOCAL_PEERS, peers, PMIX_STRING);
+        add (b, sub, PMIX_LOCAL_SIZE, &size, PMIX_UINT32);
+        add (b, sub, PMIX_NODE_SIZE, &size, PMIX_UINT32);
+        add (b, sub, PMIX_LOCALLDR, &ldr, PMIX_PROC_RANK);
+        if (i == m->node_id) {
+            add (b, sub, PMIX_NODE_OVERSUBSCRIBED, &osub, PMIX_BOOL);
+            add (b, sub, PMIX_TMPDIR, p->tmpdir, PMIX_STRING);
+        }
+        add_array (b, b->list, PMIX_NODE_INFO_ARRAY, sub);
+        free (peers);
+    }
+}
+
+/* One proc array per rank of the job; PMIX_RANK first. */
+static void multi_procs (struct builder *b, const struct jobinfo_params *p)
+{
+    const struct jobmap *m = p->map;
+    uint32_t zero32 = 0;
+
+    for (int r = 0; r < m->world_size && !b->bad_key; r++) {
+        int node = m->rank_node[r];
+        pmix_rank_t pr = (pmix_rank_t)r;
+        uint16_t lr = (uint16_t)m->rank_local[r];
+        uint32_t nid = (uint32_t)node;
+        char procdir[4200];
+        void *sub;
+
+        if (!(sub = PMIx_Info_list_start ())) {
+            b->bad_key = PMIX_PROC_INFO_ARRAY;
+            b->rc = PMIX_ERR_NOMEM;
+            return;
+        }
+        add (b, sub, PMIX_RANK, &pr, PMIX_PROC_RANK);
+        add (b, sub, PMIX_APPNUM, &zero32, PMIX_UINT32);
+        add (b, sub, PMIX_LOCAL_RANK, &lr, PMIX_UINT16);
+        add (b, sub, PMIX_NODE_RANK, &lr, PMIX_UINT16);
+        add (b, sub, PMIX_NODEID, &nid, PMIX_UINT32);
+        add (b, sub, PMIX_GLOBAL_RANK, &pr, PMIX_PROC_RANK);
+        add (b, sub, PMIX_APP_RANK, &pr, PMIX_PROC_RANK);
+        add (b, sub, PMIX_HOSTNAME, m->node[node].name, PMIX_STRING);
+        if (node == m->node_id) {
+            snprintf (procdir, sizeof (procdir), "%s/%d", p->nsdir, r);
+            add (b, sub, PMIX_PROCDIR, procdir, PMIX_STRING);
+        }
+        add_array (b, b->list, PMIX_PROC_INFO_ARRAY, sub);
+    }
+}
+
+static int build_multi_node (const struct jobinfo_params *p,
+                             pmix_info_t **info,
+                             size_t *ninfo,
+                             elastic_error_t *err)
+{
+    const struct jobmap *m = p->map;
+    struct builder b = {0};
+    char *nodemap = NULL, *procmap = NULL, *mypeers = NULL;
+    size_t plen = 0;
+    pmix_data_array_t darr;
+    pmix_status_t rc;
+    int ret = -1;
+
+    if (m->node_id < 0 || m->node_id >= m->nnodes || m->world_size != p->nranks) {
+        errprintf (err,
+                   "job map: node %d of %d, %d ranks, does not fit a job of %d ranks",
+                   m->node_id,
+                   m->nnodes,
+                   m->world_size,
+                   p->nranks);
+        return -1;
+    }
+    if (multi_maps (m, &nodemap, &procmap, err) < 0)
+        goto out;
+    if (append_ranks (&mypeers, &plen, &m->node[m->node_id], 0) < 0 ||
+        !(b.list = PMIx_Info_list_start ())) {
+        errprintf (err, "out of memory building the job data");
+        goto out;
+    }
+    multi_job (&b, p, nodemap, procmap, mypeers);
+    multi_nodes (&b, p);
+    multi_procs (&b, p);
+    if (b.bad_key) {
+        errprintf (
+            err, "PMIx refused job data %s (%s)", b.bad_key, PMIx_Error_string (b.rc));
+        goto out;
+    }
+    memset (&darr, 0, sizeof (darr));
+    if ((rc = PMIx_Info_list_convert (b.list, &darr)) != PMIX_SUCCESS) {
+        errprintf (err, "PMIx cannot assemble the job data (%s)", PMIx_Error_string (rc));
+        goto out;
+    }
+    *info = darr.array;
+    *ninfo = darr.size;
+    ret = 0;
+out:
+    if (b.list)
+        PMIx_Info_list_release (b.list);
+    free (nodemap);
+    free (procmap);
+    free (mypeers);
+    return ret;
+}
+
+int jobinfo_build (const struct jobinfo_params *p,
+                   pmix_info_t **info,
+                   size_t *ninfo,
+                   elastic_error_t *err)
+{
+    *info = NULL;
+    *ninfo = 0;
+    if (p->map && p->map->nnodes > 1)
+        return build_multi_node (p, info, ninfo, err);
+    return build_one_node (p, info, ninfo, err);
 }
 
 void jobinfo_free (pmix_info_t *info, size_t ninfo)

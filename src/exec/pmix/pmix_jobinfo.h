@@ -5,8 +5,21 @@
  * PMIX_NODE_MAP, PMIX_PROC_MAP, PMIX_NUM_NODES, PMIX_LOCAL_PEERS, the
  * session directories, PMIX_NODE_OVERSUBSCRIBED), an app array, a node
  * array, and one PMIX_PROC_INFO_ARRAY per rank (PMIX_RANK first, local and
- * node ranks, the rank's session directory).  A multi-node layout would add
- * one node array per node and global maps; the shape is the same.
+ * node ranks, the rank's session directory).
+ *
+ * A job of several nodes (a job map of more than one node, exec/jobmap.h)
+ * is registered as PRRTE does (src/prted/pmix/pmix_server_register_fns.c),
+ * with the same job, node and process maps on every node's server:
+ * PMIX_NODE_MAP and PMIX_PROC_MAP over all nodes (PMIx_generate_regex /
+ * PMIx_generate_ppn), PMIX_NUM_NODES, one PMIX_NODE_INFO_ARRAY per node
+ * (PMIX_NODEID, PMIX_HOSTNAME, PMIX_LOCAL_PEERS, PMIX_LOCAL_SIZE,
+ * PMIX_NODE_SIZE, PMIX_LOCALLDR) and one PMIX_PROC_INFO_ARRAY per rank of
+ * the job, local or not (PMIX_RANK first, PMIX_LOCAL_RANK, PMIX_NODE_RANK,
+ * PMIX_NODEID, PMIX_HOSTNAME, global and app ranks).  What only this node
+ * knows is added for this node alone: the job-level PMIX_LOCAL_PEERS and
+ * PMIX_LOCAL_SIZE, the oversubscription flag, PMIX_TMPDIR in its node
+ * array and the local ranks' PMIX_PROCDIR.  A one-node map gives exactly
+ * the one-node array above.
  */
 #ifndef ELASTIC_EXEC_PMIX_JOBINFO_H
 #define ELASTIC_EXEC_PMIX_JOBINFO_H
@@ -17,13 +30,18 @@
 #include <pmix.h>
 #include <pmix_server.h>
 
+struct jobmap;
+
 struct jobinfo_params {
     const char *nspace;
-    int nranks;
-    const char *hostname;
-    const char *tmpdir; /* PMIX_TMPDIR: the server's directory */
-    const char *nsdir;  /* PMIX_NSDIR; rank r's PMIX_PROCDIR is nsdir/r */
-    const char *wdir;   /* PMIX_WDIR */
+    int nranks;               /* the job's ranks (the map's world size) */
+    const char *hostname;     /* one node: this host's name (else the map's) */
+    const struct jobmap *map; /* NULL or one node: every rank on this node;
+                                 else every node named, this server on
+                                 map->node_id */
+    const char *tmpdir;       /* PMIX_TMPDIR: the server's directory */
+    const char *nsdir;        /* PMIX_NSDIR; rank r's PMIX_PROCDIR is nsdir/r */
+    const char *wdir;         /* PMIX_WDIR */
     int oversubscribed;
 };
 
