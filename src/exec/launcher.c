@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hostlist.h"
 #include "launcher.h"
 
 /* Read an integer variable; -1 if unset or not a non-negative integer. */
@@ -29,27 +30,19 @@ static int env_int (const char *name)
 /* Slurm's "4(x2),3" task counts: the count of node `node`. */
 static int slurm_tasks_on_node (const char *s, int node)
 {
-    int idx = 0;
+    int nnodes = env_int ("SLURM_STEP_NUM_NODES"), n, count = -1;
+    int *counts;
 
-    while (s && *s) {
-        char *end;
-        long count = strtol (s, &end, 10), rep = 1;
-        if (end == s)
-            return -1;
-        s = end;
-        if (strncmp (s, "(x", 2) == 0) {
-            rep = strtol (s + 2, &end, 10);
-            if (end == s + 2 || *end != ')')
-                return -1;
-            s = end + 1;
-        }
-        if (node < idx + rep)
-            return (int)count;
-        idx += (int)rep;
-        if (*s == ',')
-            s++;
-    }
-    return -1;
+    if (nnodes < 1)
+        nnodes = env_int ("SLURM_NNODES");
+    if (nnodes < 1 || nnodes > 1 << 20)
+        nnodes = 1 << 16;
+    if (!s || !(counts = calloc ((size_t)nnodes, sizeof (*counts))))
+        return -1;
+    if ((n = slurm_expand_counts (s, counts, nnodes, NULL)) > node)
+        count = counts[node];
+    free (counts);
+    return count;
 }
 
 static int check (struct launcher_info *info, elastic_error_t *err)
