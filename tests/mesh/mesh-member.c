@@ -15,10 +15,10 @@
  *         fenced t=T REASON
  *       Exits 0 after quit or end of input, 3 after fencing itself.
  *
- *   mesh-member --probe PORT --as J --members N [--silent|--garbage|--version]
+ *   mesh-member --probe PORT --to I --as J --members N [--silent|--garbage|--version]
  *       A peer that is not a good member: say nothing, send garbage, speak
- *       another protocol version, or (default) try to authenticate as
- *       member J with this environment's secret.  Prints what happened and
+ *       another protocol version, or (default) try to authenticate to
+ *       member I as member J with this environment's secret.  Prints what happened and
  *       exits 0 when the member closed the connection on it (within 30 s).
  */
 #if HAVE_CONFIG_H
@@ -264,7 +264,7 @@ static int wait_close (int fd, double timeout, size_t *got)
     return -1;
 }
 
-static int probe (int port, uint32_t as, uint32_t n, const char *mode)
+static int probe (int port, uint32_t as, uint32_t to, uint32_t n, const char *mode)
 {
     struct sockaddr_in sa = {0};
     struct mesh_wbuf b = {0};
@@ -288,7 +288,7 @@ static int probe (int port, uint32_t as, uint32_t n, const char *mode)
             return 2;
     } else if (strcmp (mode, "version") == 0 || strcmp (mode, "auth") == 0) {
         size_t off = mesh_msg_begin (&b, MESH_HELLO, 0, 0, as);
-        mesh_put_u32 (&b, 0);
+        mesh_put_u32 (&b, to);
         mesh_put_u32 (&b, n);
         mesh_auth_nonce (nonce, sizeof (nonce));
         mesh_put_bytes (&b, nonce, sizeof (nonce));
@@ -321,7 +321,7 @@ static int probe (int port, uint32_t as, uint32_t n, const char *mode)
                                         nonce,
                                         msg.u.challenge.nonce,
                                         as,
-                                        0,
+                                        to,
                                         n,
                                         msg.u.challenge.mac);
             printf ("probe: the member's proof %s\n",
@@ -356,7 +356,7 @@ int main (int argc, char **argv)
 {
     const char *dir = NULL, *mode = "auth";
     double timeout = 1.0, join = 60;
-    uint32_t radix = 2, as = 0, fences = 0;
+    uint32_t radix = 2, as = 0, to = 0, fences = 0;
     int probe_port = -1, port, lfd;
     struct sockaddr_in sa = {0};
     socklen_t sl = sizeof (sa);
@@ -383,6 +383,8 @@ int main (int argc, char **argv)
             radix = (uint32_t)atoi (v), i++;
         else if (!strcmp (a, "--probe"))
             probe_port = atoi (v), i++;
+        else if (!strcmp (a, "--to"))
+            to = (uint32_t)atoi (v), i++;
         else if (!strcmp (a, "--as"))
             as = (uint32_t)atoi (v), i++;
         else if (!strcmp (a, "--silent") || !strcmp (a, "--garbage") ||
@@ -395,7 +397,7 @@ int main (int argc, char **argv)
     }
     log_init_from_env ("mesh-member", "ELASTIC_LOG");
     if (probe_port > 0)
-        return probe (probe_port, as, nmembers, mode);
+        return probe (probe_port, as, to, nmembers, mode);
     if (!dir || nmembers == 0 || self >= nmembers) {
         fprintf (stderr, "usage: mesh-member --members N --self I --dir DIR\n");
         return 2;

@@ -365,10 +365,11 @@ static int conn_message (struct mesh *m, struct conn *c, size_t len)
     }
     c->last_rx = mesh_now ();
     switch (c->state) {
+        /* a handler may close c (a lost member calling): then stop reading */
         case CONN_WAIT_HELLO:
             if (msg.hdr.type != MESH_HELLO)
                 break;
-            return on_hello (m, c, &msg);
+            return on_hello (m, c, &msg) < 0 || c->closed ? -1 : 0;
         case CONN_WAIT_CHALLENGE:
             if (msg.hdr.type == MESH_BYE) {
                 conn_drop (m, c, "refused by the server");
@@ -376,11 +377,11 @@ static int conn_message (struct mesh *m, struct conn *c, size_t len)
             }
             if (msg.hdr.type != MESH_CHALLENGE)
                 break;
-            return on_challenge (m, c, &msg);
+            return on_challenge (m, c, &msg) < 0 || c->closed ? -1 : 0;
         case CONN_WAIT_AUTH:
             if (msg.hdr.type != MESH_AUTH)
                 break;
-            return on_auth (m, c, &msg);
+            return on_auth (m, c, &msg) < 0 || c->closed ? -1 : 0;
         case CONN_UP:
             if (msg.hdr.source != c->member) {
                 conn_drop (m, c, "a message with another member's source");

@@ -13,8 +13,8 @@
  * when it lost its parent to silence and could not link up with its new
  * parent within node_timeout, or when it has lost to silence (since the
  * last quiet period of 2 node timeouts) at least as many members as it
- * still sees live: the minority side of a partition (a tie goes to the
- * side holding the lowest of those members).  Losses proved by EOF or bye
+ * still sees live or saw leave: the minority side of a partition (a tie
+ * goes to the side holding the lowest of those members).  Losses proved by EOF or bye
  * do not count against it: a killed member is not a partition.
  */
 #if HAVE_CONFIG_H
@@ -190,6 +190,8 @@ void mesh_mark_lost (struct mesh *m, uint32_t member, int cause)
     m->epoch++;
     if (cause == MESH_CAUSE_TIMEOUT)
         m->suspect[member] = 1;
+    if (cause == MESH_CAUSE_LEFT)
+        m->left[member] = 1;
     m->last_change = mesh_now ();
     if (member == m->parent[m->self] && cause == MESH_CAUSE_TIMEOUT)
         m->rejoin_deadline = m->last_change + m->node_timeout;
@@ -207,21 +209,24 @@ void mesh_mark_lost (struct mesh *m, uint32_t member, int cause)
     route_lost (m, member);
 }
 
-/* Am I on the minority side of a partition?  Returns 1 to fence. */
+/* Am I on the minority side of a partition?  Returns 1 to fence.  The
+ * members lost to silence since the last quiet period may be alive on the
+ * other side; those that said bye to me were on mine. */
 static int minority (struct mesh *m)
 {
-    uint32_t suspects = 0, lowest = MESH_NONE;
+    uint32_t suspects = 0, mine = m->nlive, lowest = MESH_NONE;
 
     for (uint32_t i = 0; i < m->n; i++) {
         suspects += m->suspect[i];
-        if (lowest == MESH_NONE && (m->live[i] || m->suspect[i]))
+        mine += m->left[i];
+        if (lowest == MESH_NONE && (m->live[i] || m->suspect[i] || m->left[i]))
             lowest = i;
     }
-    if (suspects == 0 || m->nlive > suspects)
+    if (suspects == 0 || mine > suspects)
         return 0;
-    if (m->nlive < suspects)
+    if (mine < suspects)
         return 1;
-    return !m->live[lowest];
+    return m->suspect[lowest];
 }
 
 static void update_neighbours (struct mesh *m)
@@ -399,6 +404,11 @@ static void tick (struct mesh *m)
     uint32_t par = m->parent[m->self];
     size_t before = m->nnewly_lost;
 
+    /* Stalled since we woke (descheduled, or SIGSTOPped and resumed)?  Then
+     * what our peers sent meanwhile is still unread: read it first, judge
+     * silence next round. */
+    if (now - m->woke > m->hb_interval / 2)
+        return;
     conn_tick (m, now);
     for (uint32_t i = 0; i < m->n && !m->fenced; i++) {
         struct peer *p = &m->peers[i];
@@ -450,8 +460,10 @@ static void tick (struct mesh *m)
         }
         m->rejoin_deadline = 0;
     }
-    if (now - m->last_change > 2 * m->node_timeout)
+    if (now - m->last_change > 2 * m->node_timeout) {
         memset (m->suspect, 0, m->n);
+        memset (m->left, 0, m->n);
+    }
 }
 
 /* --- commands -------------------------------------------------------- */
@@ -515,7 +527,10 @@ static void *mesh_thread (void *arg)
     struct mesh *m = arg;
     struct epoll_event ev[64];
 
-    m->start = m->last_change = mesh_now ();
+    int stalled = 0;
+    double now;
+
+    m->start = m->last_change = m->woke = mesh_now ();
     for (uint32_t i = 0; i < m->n; i++)
         m->peers[i].since = m->start;
     for (;;) {
@@ -524,7 +539,12 @@ static void *mesh_thread (void *arg)
 
         if (tmo < 10)
             tmo = 10;
-        n = epoll_wait (m->epfd, ev, 64, tmo);
+        n = epoll_wait (m->epfd, ev, 64, stalled ? 0 : tmo);
+        now = mesh_now ();
+        /* a loop that slept far longer than asked was stopped: gather
+         * input once more before any timer runs */
+        stalled = !stalled && now - m->woke > tmo / 1000.0 + m->hb_interval;
+        m->woke = now;
         for (int i = 0; i < n; i++) {
             void *p = ev[i].data.ptr;
             if (p == &listen_marker) {
@@ -541,7 +561,7 @@ static void *mesh_thread (void *arg)
                 conn_io (m, p, (int)ev[i].events);
             }
         }
-        if (!m->fenced)
+        if (!m->fenced && !stalled)
             tick (m);
         conn_bury (m);
         publish (m, 0);
@@ -643,7 +663,8 @@ struct mesh *mesh_create (const struct mesh_config *cfg, elastic_error_t *err)
     if (!(m->addr = calloc (n, sizeof (*m->addr))) ||
         !(m->addrlen = calloc (n, sizeof (*m->addrlen))) || !(m->live = malloc (n)) ||
         !(m->live_snapshot = malloc (n)) || !(m->cause = calloc (n, 1)) ||
-        !(m->suspect = calloc (n, 1)) || !(m->parent = calloc (n, sizeof (*m->parent))) ||
+        !(m->suspect = calloc (n, 1)) || !(m->left = calloc (n, 1)) ||
+        !(m->parent = calloc (n, sizeof (*m->parent))) ||
         !(m->peers = calloc (n, sizeof (*m->peers))) ||
         !(m->newly_lost = calloc (n, sizeof (*m->newly_lost))) || fence_init (m) < 0) {
         errprintf (err, "mesh: out of memory for %u members", n);
@@ -769,6 +790,7 @@ void mesh_destroy (struct mesh *m)
     free (m->live_snapshot);
     free (m->cause);
     free (m->suspect);
+    free (m->left);
     free (m->parent);
     free (m->peers);
     free (m->newly_lost);

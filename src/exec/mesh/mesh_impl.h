@@ -112,7 +112,8 @@ struct mesh {
 
     /* the mesh thread's own */
     double start;
-    uint8_t *live, *cause, *suspect;
+    double woke;                            /* when epoll_wait last returned */
+    uint8_t *live, *cause, *suspect, *left; /* suspect, left: since the last quiet */
     uint32_t nlive, epoch;
     uint32_t *parent;
     struct peer *peers;
