@@ -14,7 +14,7 @@
 # may be loaded); the trap ends every member this test started.
 . "${srcdir:-.}/lib/tap.sh"
 
-MESH_MEMBER=${top_builddir:-..}/tests/mesh/mesh-member
+MESH_MEMBER=${MESH_MEMBER:-${top_builddir:-..}/tests/mesh/mesh-member}
 [ -x "$MESH_MEMBER" ] || MESH_MEMBER=./mesh/mesh-member
 mesh_dir=$(mktemp -d "${TMPDIR:-/tmp}/mesh-test.XXXXXX")
 mesh_n=0

@@ -46,7 +46,6 @@ static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 static int fence_pipe[2];
 static uint32_t self, nmembers;
 static struct mesh *mesh;
-static double fence_t0;
 
 static long long wall_ms (void)
 {
@@ -133,14 +132,23 @@ static void on_joined (void *arg)
     say ("joined t=%lld", wall_ms ());
 }
 
+struct fence_req {
+    uint32_t seq;
+    double t0;
+};
+
 static void on_fence (void *arg, int status, const struct mesh_fence_result *res)
 {
+    struct fence_req *fr = arg;
     char buf[8192];
     size_t off = 0;
-    uintptr_t seq = (uintptr_t)arg;
+    uint32_t seq = fr->seq;
+    double t0 = fr->t0;
+
+    free (fr);
 
     if (status != 0) {
-        say ("fence %lu error %d", (unsigned long)seq, status);
+        say ("fence %u error %d", seq, status);
         return;
     }
     buf[0] = '\0';
@@ -160,7 +168,7 @@ static void on_fence (void *arg, int status, const struct mesh_fence_result *res
          res->seq,
          res->epoch,
          buf,
-         (mono () - fence_t0) * 1e3);
+         (mono () - t0) * 1e3);
 }
 
 static void on_dmodex (void *arg, int status, const void *data, size_t len)
@@ -194,12 +202,17 @@ static void command (char *line, uint32_t *fences)
     line[strcspn (line, "\r\n")] = '\0';
     if (strcmp (line, "fence") == 0) {
         int n = snprintf (buf, sizeof (buf), "blob-%u-%u", self, *fences + 1);
-        fence_t0 = mono ();
-        if (mesh_fence (
-                mesh, buf, (size_t)n, on_fence, (void *)(uintptr_t)(*fences + 1)) < 0)
+        struct fence_req *fr = malloc (sizeof (*fr));
+        if (!fr)
+            return;
+        fr->seq = *fences + 1;
+        fr->t0 = mono ();
+        if (mesh_fence (mesh, buf, (size_t)n, on_fence, fr) < 0) {
             say ("fence %u error %s", *fences + 1, strerror (errno));
-        else
+            free (fr);
+        } else {
             (*fences)++;
+        }
     } else if (strncmp (line, "bcast ", 6) == 0) {
         mesh_broadcast (mesh, MESH_BCAST_NOTIFY, line + 6, strlen (line + 6));
     } else if (strncmp (line, "failed ", 7) == 0) {
