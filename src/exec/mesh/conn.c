@@ -143,6 +143,11 @@ int conn_connect (struct mesh *m, uint32_t member)
     struct conn *c;
     int fd, rc;
 
+    if (m->deaf) { /* a cut network: the SYN goes nowhere */
+        p->refused = 0;
+        p->next_connect = mesh_now () + m->hs_timeout;
+        return 0;
+    }
     fd = socket (m->addr[member].ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0 || set_nonblock (fd) < 0) {
         if (fd >= 0)
@@ -174,6 +179,10 @@ void conn_flush (struct mesh *m, struct conn *c)
 {
     int want;
 
+    if (m->deaf) {
+        c->out.len = 0;
+        return;
+    }
     while (c->out.len > 0 && c->state != CONN_CONNECTING) {
         ssize_t n = send (c->fd, c->out.buf, c->out.len, MSG_NOSIGNAL);
         if (n < 0) {
@@ -419,6 +428,11 @@ static void conn_read (struct mesh *m, struct conn *c)
             c->incap = cap;
         }
         n = recv (c->fd, c->in + c->inlen, c->incap - c->inlen, 0);
+        if (m->deaf) { /* a cut network: nothing arrives, EOF neither */
+            if (n == 0)
+                conn_close (m, c, 0);
+            return;
+        }
         if (n == 0) {
             if (c->state == CONN_UP) {
                 log_info ("mesh %u: %s closed the connection", m->self, c->name);

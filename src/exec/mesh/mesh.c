@@ -483,6 +483,10 @@ static void run_command (struct mesh *m, struct cmd *c)
             route_dmodex (m, c->data, c->len, c->target, c->dcb, c->arg);
             c->data = NULL;
             break;
+        case CMD_DEAF:
+            m->deaf = c->status;
+            log_warn ("mesh %u: TEST: network %s", m->self, m->deaf ? "cut" : "restored");
+            break;
         case CMD_RESPOND:
             if (!m->fenced)
                 route_respond (m, c->id, c->origin, c->status, c->data, c->len);
@@ -916,4 +920,14 @@ void mesh_get_live (struct mesh *m, uint8_t *live, uint32_t n)
     pthread_mutex_lock (&m->lock);
     memcpy (live, m->live_snapshot, n < m->n ? n : m->n);
     pthread_mutex_unlock (&m->lock);
+}
+
+void mesh_test_cut (struct mesh *m, int on)
+{
+    struct cmd *c = cmd_new (CMD_DEAF, NULL, 0);
+
+    if (c) {
+        c->status = on;
+        (void)queue (m, c);
+    }
 }

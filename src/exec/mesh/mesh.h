@@ -159,4 +159,9 @@ void mesh_get_stats (struct mesh *m, struct mesh_stats *st);
 /* Copy the live set (n bytes, 1 = live) into live.  Thread-safe. */
 void mesh_get_live (struct mesh *m, uint8_t *live, uint32_t n);
 
+/* TEST ONLY: cut (on != 0) or restore this member's network as a
+ * partition would: nothing it sends arrives, nothing sent to it is read,
+ * its connection attempts never complete; its thread keeps running. */
+void mesh_test_cut (struct mesh *m, int on);
+
 #endif /* ELASTIC_EXEC_MESH_MESH_H */

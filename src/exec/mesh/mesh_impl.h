@@ -63,7 +63,7 @@ struct cmd {
     uint32_t origin;
     struct cmd *next;
 };
-enum { CMD_FENCE = 1, CMD_BCAST, CMD_DMODEX, CMD_RESPOND };
+enum { CMD_FENCE = 1, CMD_BCAST, CMD_DMODEX, CMD_RESPOND, CMD_DEAF };
 
 struct mesh_request {
     struct mesh *m;
@@ -120,6 +120,7 @@ struct mesh {
     struct conn *conns;
     struct conn *graveyard;
     int fenced, joined_told;
+    int deaf; /* test: the network is cut (mesh_test_cut) */
     double last_change, rejoin_deadline;
     uint32_t *newly_lost;
     size_t nnewly_lost;
