@@ -353,6 +353,33 @@ static void test_auth (void)
     ok (mesh_auth_verify (k1, MESH_ROLE_SERVER, nc, ns, 4, 1, 6, mac) < 0,
         "another mesh size: refused");
 
+    /* per-message MACs after the handshake */
+    {
+        uint8_t c2s[MESH_KEY_SIZE], s2c[MESH_KEY_SIZE], c2s2[MESH_KEY_SIZE],
+            s2c2[MESH_KEY_SIZE];
+        uint8_t msg[40], m2[MESH_MAC_SIZE];
+        memset (msg, 7, sizeof (msg));
+        mesh_auth_session_keys (k1, nc, ns, c2s, s2c);
+        mesh_auth_session_keys (k1, nc, ns, c2s2, s2c2);
+        ok (memcmp (c2s, c2s2, MESH_KEY_SIZE) == 0 &&
+                memcmp (s2c, s2c2, MESH_KEY_SIZE) == 0 &&
+                memcmp (c2s, s2c, MESH_KEY_SIZE) != 0,
+            "session keys: the same on both sides, one per direction");
+        mesh_auth_session_keys (k1, ns, nc, c2s2, s2c2);
+        ok (memcmp (c2s, c2s2, MESH_KEY_SIZE) != 0, "session keys depend on the nonces");
+        mesh_auth_msg_mac (c2s, 5, msg, sizeof (msg), m2);
+        ok (mesh_auth_msg_verify (c2s, 5, msg, sizeof (msg), m2) == 0,
+            "a sealed message verifies");
+        ok (mesh_auth_msg_verify (c2s, 4, msg, sizeof (msg), m2) < 0 &&
+                mesh_auth_msg_verify (c2s, 6, msg, sizeof (msg), m2) < 0,
+            "replayed or reordered (another counter): refused");
+        ok (mesh_auth_msg_verify (s2c, 5, msg, sizeof (msg), m2) < 0,
+            "reflected back to its sender (the other direction's key): refused");
+        msg[20] ^= 1;
+        ok (mesh_auth_msg_verify (c2s, 5, msg, sizeof (msg), m2) < 0,
+            "one bit altered: refused");
+    }
+
     fd = mkstemp (path);
     if (write (fd, "file-secret\n", 12) != 12)
         diag ("short write");

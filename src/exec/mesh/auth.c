@@ -16,6 +16,10 @@
 
 #define SECRET_MAX 4096
 
+_Static_assert(crypto_auth_BYTES == MESH_MAC_SIZE, "MAC size");
+_Static_assert(crypto_auth_KEYBYTES == MESH_KEY_SIZE, "key size");
+_Static_assert(crypto_auth_hmacsha512256_BYTES == MESH_MAC_SIZE, "MAC size");
+
 int mesh_auth_init (elastic_error_t *err)
 {
     if (sodium_init () < 0)
@@ -181,4 +185,61 @@ int mesh_auth_verify (const uint8_t key[MESH_KEY_SIZE],
     size_t n = transcript (t, role, nonce_client, nonce_server, client, server, nmembers);
 
     return crypto_auth_verify (mac, t, n, key) == 0 ? 0 : -1;
+}
+
+static void session_key (const uint8_t key[MESH_KEY_SIZE],
+                         const char *dir,
+                         const uint8_t *nc,
+                         const uint8_t *ns,
+                         uint8_t out[MESH_KEY_SIZE])
+{
+    crypto_generichash_state st;
+
+    crypto_generichash_init (&st, key, MESH_KEY_SIZE, MESH_KEY_SIZE);
+    crypto_generichash_update (&st, (const uint8_t *)dir, strlen (dir) + 1);
+    crypto_generichash_update (&st, nc, MESH_NONCE_SIZE);
+    crypto_generichash_update (&st, ns, MESH_NONCE_SIZE);
+    crypto_generichash_final (&st, out, MESH_KEY_SIZE);
+}
+
+void mesh_auth_session_keys (const uint8_t key[MESH_KEY_SIZE],
+                             const uint8_t *nonce_client,
+                             const uint8_t *nonce_server,
+                             uint8_t c2s[MESH_KEY_SIZE],
+                             uint8_t s2c[MESH_KEY_SIZE])
+{
+    session_key (key, "elastic-mesh-c2s", nonce_client, nonce_server, c2s);
+    session_key (key, "elastic-mesh-s2c", nonce_client, nonce_server, s2c);
+}
+
+void mesh_auth_msg_mac (const uint8_t skey[MESH_KEY_SIZE],
+                        uint64_t seq,
+                        const uint8_t *p,
+                        size_t len,
+                        uint8_t *mac)
+{
+    crypto_auth_hmacsha512256_state st;
+    uint8_t s[8];
+
+    for (int i = 0; i < 8; i++)
+        s[i] = (uint8_t)(seq >> (56 - 8 * i));
+    crypto_auth_hmacsha512256_init (&st, skey, MESH_KEY_SIZE);
+    crypto_auth_hmacsha512256_update (&st, s, sizeof (s));
+    crypto_auth_hmacsha512256_update (&st, p, len);
+    crypto_auth_hmacsha512256_final (&st, mac);
+}
+
+int mesh_auth_msg_verify (const uint8_t skey[MESH_KEY_SIZE],
+                          uint64_t seq,
+                          const uint8_t *p,
+                          size_t len,
+                          const uint8_t *mac)
+{
+    uint8_t want[MESH_MAC_SIZE];
+    int rc;
+
+    mesh_auth_msg_mac (skey, seq, p, len, want);
+    rc = sodium_memcmp (want, mac, MESH_MAC_SIZE) == 0 ? 0 : -1;
+    sodium_memzero (want, sizeof (want));
+    return rc;
 }

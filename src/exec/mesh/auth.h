@@ -75,4 +75,30 @@ int mesh_auth_verify (const uint8_t key[MESH_KEY_SIZE],
                       uint32_t nmembers,
                       const uint8_t *mac);
 
+/* After the handshake every message carries a MAC trailer under a
+ * per-connection, per-direction session key, over a per-direction message
+ * counter and the whole message: a message injected, altered, replayed or
+ * reordered in the TCP stream is refused.  Derive the two session keys from
+ * the job key and the handshake's nonces: c2s for what the client sends,
+ * s2c for what the server sends. */
+void mesh_auth_session_keys (const uint8_t key[MESH_KEY_SIZE],
+                             const uint8_t *nonce_client,
+                             const uint8_t *nonce_server,
+                             uint8_t c2s[MESH_KEY_SIZE],
+                             uint8_t s2c[MESH_KEY_SIZE]);
+
+/* The MAC of message number seq (p, len) under a session key. */
+void mesh_auth_msg_mac (const uint8_t skey[MESH_KEY_SIZE],
+                        uint64_t seq,
+                        const uint8_t *p,
+                        size_t len,
+                        uint8_t *mac);
+
+/* Check it.  Returns 0 when it matches, -1 otherwise (constant time). */
+int mesh_auth_msg_verify (const uint8_t skey[MESH_KEY_SIZE],
+                          uint64_t seq,
+                          const uint8_t *p,
+                          size_t len,
+                          const uint8_t *mac);
+
 #endif /* ELASTIC_EXEC_MESH_AUTH_H */

@@ -200,9 +200,28 @@ void conn_flush (struct mesh *m, struct conn *c)
     }
 }
 
+/* Queue whole messages (p may hold several, as we encoded them) and send
+ * what the socket takes; sealed, each gets its MAC trailer. */
 void conn_send (struct mesh *m, struct conn *c, const uint8_t *p, size_t len)
 {
-    mesh_put_bytes (&c->out, p, len);
+    if (!c->tx_sealed) {
+        mesh_put_bytes (&c->out, p, len);
+    } else {
+        size_t off = 0;
+        while (len - off >= MESH_HDR_SIZE) {
+            const uint8_t *h = p + off;
+            size_t whole = MESH_HDR_SIZE + ((size_t)h[8] << 24 | (size_t)h[9] << 16 |
+                                            (size_t)h[10] << 8 | h[11]);
+            uint8_t mac[MESH_MAC_SIZE];
+
+            if (whole > len - off)
+                break; /* cannot happen: we encoded it */
+            mesh_auth_msg_mac (c->tx_key, c->tx_seq++, h, whole, mac);
+            mesh_put_bytes (&c->out, h, whole);
+            mesh_put_bytes (&c->out, mac, MESH_MAC_SIZE);
+            off += whole;
+        }
+    }
     c->last_tx = mesh_now ();
     conn_flush (m, c);
 }
@@ -218,10 +237,8 @@ void conn_close (struct mesh *m, struct conn *c, int bye_reason)
         struct mesh_wbuf b = {0};
         size_t off = mesh_begin (m, &b, MESH_BYE, 0);
         mesh_put_u8 (&b, (uint8_t)bye_reason);
-        if (mesh_msg_end (&b, off) == 0) {
-            mesh_put_bytes (&c->out, b.buf, b.len);
-            conn_flush (m, c);
-        }
+        if (mesh_msg_end (&b, off) == 0)
+            conn_send (m, c, b.buf, b.len);
         mesh_wbuf_free (&b);
     }
     for (pp = &m->conns; *pp; pp = &(*pp)->next) {
@@ -233,7 +250,17 @@ void conn_close (struct mesh *m, struct conn *c, int bye_reason)
     if (c->member != MESH_NONE && c->member < m->n && m->peers[c->member].conn == c)
         m->peers[c->member].conn = NULL;
     (void)epoll_ctl (m->epfd, EPOLL_CTL_DEL, c->fd, NULL);
-    close (c->fd);
+    if (m->deaf) { /* a cut network carries no FIN either: keep it open */
+        int *fds = realloc (m->mute_fds, (m->nmute + 1) * sizeof (*fds));
+        if (fds) {
+            m->mute_fds = fds;
+            m->mute_fds[m->nmute++] = c->fd;
+        } else {
+            close (c->fd);
+        }
+    } else {
+        close (c->fd);
+    }
     c->fd = -1;
     c->closed = 1;
     c->next = m->graveyard;
@@ -302,6 +329,7 @@ static int on_hello (struct mesh *m, struct conn *c, const struct mesh_msg *msg)
     if (mesh_msg_end (&b, off) == 0)
         conn_send (m, c, b.buf, b.len);
     mesh_wbuf_free (&b);
+    mesh_auth_session_keys (m->key, c->nonce_c, c->nonce_s, c->rx_key, c->tx_key);
     c->state = CONN_WAIT_AUTH;
     return 0;
 }
@@ -332,6 +360,9 @@ static int on_challenge (struct mesh *m, struct conn *c, const struct mesh_msg *
     if (mesh_msg_end (&b, off) == 0)
         conn_send (m, c, b.buf, b.len);
     mesh_wbuf_free (&b);
+    /* from here on, both ways, every message is sealed */
+    mesh_auth_session_keys (m->key, c->nonce_c, c->nonce_s, c->tx_key, c->rx_key);
+    c->tx_sealed = c->rx_sealed = 1;
     c->state = CONN_UP;
     mesh_link_up (m, c);
     return 0;
@@ -356,6 +387,7 @@ static int on_auth (struct mesh *m, struct conn *c, const struct mesh_msg *msg)
         return -1;
     }
     snprintf (c->name, sizeof (c->name), "member %u", c->member);
+    c->tx_sealed = c->rx_sealed = 1;
     c->state = CONN_UP;
     mesh_link_up (m, c);
     return 0;
@@ -368,6 +400,13 @@ static int conn_message (struct mesh *m, struct conn *c, size_t len)
     struct mesh_msg msg;
     uint32_t max = c->state == CONN_UP ? MESH_MAX_PAYLOAD : MESH_MAX_PREAUTH;
 
+    if (c->rx_sealed) {
+        len -= MESH_MAC_SIZE;
+        if (mesh_auth_msg_verify (c->rx_key, c->rx_seq++, c->in, len, c->in + len) < 0) {
+            conn_drop (m, c, "a message with a bad MAC (altered, injected or replayed)");
+            return -1;
+        }
+    }
     if (mesh_msg_decode (c->in, len, max, &msg, &err) < 0) {
         conn_drop (m, c, err.text);
         return -1;
@@ -476,7 +515,7 @@ static void conn_read (struct mesh *m, struct conn *c)
                 conn_drop (m, c, err.text);
                 return;
             }
-            whole = MESH_HDR_SIZE + (size_t)h.length;
+            whole = MESH_HDR_SIZE + (size_t)h.length + (c->rx_sealed ? MESH_MAC_SIZE : 0);
             if (c->inlen < whole) {
                 if (c->incap < whole) {
                     uint8_t *p = realloc (c->in, whole);

@@ -193,7 +193,10 @@ void mesh_mark_lost (struct mesh *m, uint32_t member, int cause)
     if (cause == MESH_CAUSE_LEFT)
         m->left[member] = 1;
     m->last_change = mesh_now ();
-    if (member == m->parent[m->self] && cause == MESH_CAUSE_TIMEOUT)
+    /* lost my parent to silence: link with the new one in time, or fence
+     * (a deadline already running is not pushed back) */
+    if (member == m->parent[m->self] && cause == MESH_CAUSE_TIMEOUT &&
+        m->rejoin_deadline == 0)
         m->rejoin_deadline = m->last_change + m->node_timeout;
     m->newly_lost[m->nnewly_lost++] = member;
     log_info ("mesh %u: member %u lost (%s), epoch %u, %u live",
@@ -427,7 +430,7 @@ static void tick (struct mesh *m)
         }
         base = p->since > p->last_rx ? p->since : p->last_rx;
         limit = m->node_timeout;
-        if (!p->ever_up && now - m->start < m->join_timeout)
+        if (!p->ever_up && p->initial && now - m->start < m->join_timeout)
             limit = m->join_timeout;
         if (now - base > limit) {
             mesh_mark_lost (m,
@@ -535,8 +538,10 @@ static void *mesh_thread (void *arg)
     double now;
 
     m->start = m->last_change = m->woke = mesh_now ();
-    for (uint32_t i = 0; i < m->n; i++)
+    for (uint32_t i = 0; i < m->n; i++) {
         m->peers[i].since = m->start;
+        m->peers[i].initial = m->peers[i].neighbour;
+    }
     for (;;) {
         int n, tmo = (int)(m->hb_interval * 500);
         int stop;
@@ -780,6 +785,9 @@ void mesh_destroy (struct mesh *m)
             mesh_wbuf_free (&m->peers[i].pending);
     }
     conn_bury (m);
+    for (size_t i = 0; i < m->nmute; i++)
+        close (m->mute_fds[i]);
+    free (m->mute_fds);
     fence_free (m);
     bcast_free (m);
     if (m->listen_fd >= 0)

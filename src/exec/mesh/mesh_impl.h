@@ -30,6 +30,10 @@ struct conn {
     int closed;      /* on the graveyard, freed after this round of events */
     uint32_t member; /* the peer (claimed until UP), MESH_NONE unknown */
     uint8_t nonce_c[MESH_NONCE_SIZE], nonce_s[MESH_NONCE_SIZE];
+    /* after the handshake: a MAC trailer on every message (auth.h) */
+    uint8_t tx_key[MESH_KEY_SIZE], rx_key[MESH_KEY_SIZE];
+    uint64_t tx_seq, rx_seq;
+    int tx_sealed, rx_sealed;
     uint8_t *in;
     size_t inlen, incap;
     struct mesh_wbuf out;
@@ -45,6 +49,7 @@ struct peer {
     double last_rx;           /* last message from it */
     double next_connect;      /* earliest retry of a refused connect */
     int ever_up;
+    int initial; /* a neighbour from the start: join_timeout to appear */
     int refused; /* our last connect to it was refused (nobody listens) */
     int neighbour;
 };
@@ -120,7 +125,9 @@ struct mesh {
     struct conn *conns;
     struct conn *graveyard;
     int fenced, joined_told;
-    int deaf; /* test: the network is cut (mesh_test_cut) */
+    int deaf;      /* test: the network is cut (mesh_test_cut) */
+    int *mute_fds; /* test: sockets closed while cut, kept open (no FIN) */
+    size_t nmute;
     double last_change, rejoin_deadline;
     uint32_t *newly_lost;
     size_t nnewly_lost;
