@@ -492,6 +492,39 @@ static void test_tree (void)
     }
 }
 
+/* the partition rule, from the view of one member */
+static int minority (const char *live, const char *suspect, const char *left)
+{
+    uint8_t l[16] = {0}, s[16] = {0}, b[16] = {0};
+    uint32_t n = (uint32_t)strlen (live);
+
+    for (uint32_t i = 0; i < n; i++) {
+        l[i] = live[i] == '1';
+        s[i] = suspect[i] == '1';
+        b[i] = left[i] == '1';
+    }
+    return tree_minority (n, l, s, b);
+}
+
+static void test_partition_rule (void)
+{
+    ok (!minority ("11011", "00100", "00000"), "5 members, one silent: the four go on");
+    ok (minority ("00100", "11011", "00000"),
+        "the silent one, seeing four silent: minority");
+    ok (!minority ("00100", "00000", "00000"),
+        "four killed (closed connections): the last goes on");
+    ok (!minority ("10000", "01000", "00000"),
+        "2 members, 1 silent: member 0 keeps the tie");
+    ok (minority ("01000", "10000", "00000"),
+        "2 members, 0 silent: member 1 loses the tie");
+    ok (!minority ("00100", "10000", "01011"),
+        "members that said bye count on this side");
+    ok (minority ("11000", "00111", "00000"), "2 of 5 against 3 silent: minority");
+    ok (!minority ("00111", "11000", "00000"), "3 of 5 against 2 silent: majority");
+    ok (minority ("0011", "1100", "0000"),
+        "2 against 2, the lowest on the other side: fence");
+}
+
 int main (void)
 {
     if (mesh_auth_init (NULL) < 0)
@@ -501,5 +534,6 @@ int main (void)
     test_malformed ();
     test_auth ();
     test_tree ();
+    test_partition_rule ();
     return done_testing ();
 }

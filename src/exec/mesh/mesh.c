@@ -212,26 +212,6 @@ void mesh_mark_lost (struct mesh *m, uint32_t member, int cause)
     route_lost (m, member);
 }
 
-/* Am I on the minority side of a partition?  Returns 1 to fence.  The
- * members lost to silence since the last quiet period may be alive on the
- * other side; those that said bye to me were on mine. */
-static int minority (struct mesh *m)
-{
-    uint32_t suspects = 0, mine = m->nlive, lowest = MESH_NONE;
-
-    for (uint32_t i = 0; i < m->n; i++) {
-        suspects += m->suspect[i];
-        mine += m->left[i];
-        if (lowest == MESH_NONE && (m->live[i] || m->suspect[i] || m->left[i]))
-            lowest = i;
-    }
-    if (suspects == 0 || mine > suspects)
-        return 0;
-    if (mine < suspects)
-        return 1;
-    return m->suspect[lowest];
-}
-
 static void update_neighbours (struct mesh *m)
 {
     double now = mesh_now ();
@@ -253,7 +233,7 @@ void mesh_view_changed (struct mesh *m)
         return;
     tree_parents (m->n, m->radix, m->live, m->parent);
     update_neighbours (m);
-    if (minority (m)) {
+    if (tree_minority (m->n, m->live, m->suspect, m->left)) {
         uint32_t s = 0;
         for (uint32_t i = 0; i < m->n; i++)
             s += m->suspect[i];

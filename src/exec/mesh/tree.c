@@ -111,3 +111,23 @@ uint32_t tree_depth (uint32_t n, const uint32_t *parent)
     }
     return depth;
 }
+
+int tree_minority (uint32_t n,
+                   const uint8_t *live,
+                   const uint8_t *suspect,
+                   const uint8_t *left)
+{
+    uint32_t suspects = 0, mine = 0, lowest = MESH_NONE;
+
+    for (uint32_t i = 0; i < n; i++) {
+        suspects += suspect[i] != 0;
+        mine += live[i] != 0 || left[i] != 0;
+        if (lowest == MESH_NONE && (live[i] || suspect[i] || left[i]))
+            lowest = i;
+    }
+    if (suspects == 0 || mine > suspects)
+        return 0;
+    if (mine < suspects)
+        return 1;
+    return suspect[lowest] != 0;
+}

@@ -48,4 +48,15 @@ uint32_t tree_next_hop (uint32_t n, const uint32_t *parent, uint32_t from, uint3
 /* The depth of the tree (edges from the root to the deepest live member). */
 uint32_t tree_depth (uint32_t n, const uint32_t *parent);
 
+/* The partition rule (mesh.c's self-fencing): is this member, which sees
+ * live[], on the minority side?  suspect[i]: i was lost to silence (it may
+ * live on the other side); left[i]: i said bye (it was on this side), both
+ * since the last quiet period.  A loss proved by a closed connection is in
+ * neither.  1 when the suspects outnumber this side (live + left), or tie
+ * and the lowest of all of them is a suspect; else 0. */
+int tree_minority (uint32_t n,
+                   const uint8_t *live,
+                   const uint8_t *suspect,
+                   const uint8_t *left);
+
 #endif /* ELASTIC_EXEC_MESH_TREE_H */
