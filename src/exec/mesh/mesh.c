@@ -9,13 +9,15 @@
  * agree on the lost set, and on the epoch, which is its size.
  *
  * Self-fencing (no split brain): a member stops and calls ops.self_fence
- * when a peer says it was declared lost (LOST naming it, BYE YOU_LOST),
- * when it lost its parent to silence and could not link up with its new
- * parent within node_timeout, or when it has lost to silence (since the
- * last quiet period of 2 node timeouts) at least as many members as it
- * still sees live or saw leave: the minority side of a partition (a tie
- * goes to the side holding the lowest of those members).  Losses proved by EOF or bye
- * do not count against it: a killed member is not a partition.
+ * when a peer says it was declared lost (LOST naming it, BYE YOU_LOST);
+ * when it lost its parent to silence (or to the parent fencing itself) and
+ * could not link up with its new parent within node_timeout; or when, in
+ * the last 2 node timeouts (a partition silences its other side at once),
+ * it has itself seen at least as many members go silent as it still sees
+ * live or saw leave: the minority side of a partition (a tie goes to the
+ * side holding the lowest of those members).  Losses it was told of do not
+ * count (the teller is on its side), nor losses proved by a closed
+ * connection: a killed member is not a partition.
  */
 #if HAVE_CONFIG_H
 #include "config.h"
@@ -192,7 +194,7 @@ void mesh_mark_lost (struct mesh *m, uint32_t member, int cause)
         m->suspect[member] = 1;
     if (cause == MESH_CAUSE_LEFT)
         m->left[member] = 1;
-    m->last_change = mesh_now ();
+    m->last_change = m->lost_at[member] = mesh_now ();
     /* lost my parent to silence: link with the new one in time, or fence
      * (a deadline already running is not pushed back) */
     if (member == m->parent[m->self] && cause == MESH_CAUSE_TIMEOUT &&
@@ -210,6 +212,30 @@ void mesh_mark_lost (struct mesh *m, uint32_t member, int cause)
     mesh_wbuf_free (&p->pending);
     p->neighbour = 0;
     route_lost (m, member);
+}
+
+/* A partition's other side goes silent at once: only losses of the last
+ * two node timeouts can be it; and none once the repaired tree around this
+ * member is whole again (every neighbour linked): it was not cut off. */
+static void expire_suspects (struct mesh *m, double now)
+{
+    uint32_t up = 0, want = 0;
+
+    for (uint32_t i = 0; i < m->n; i++) {
+        if (m->peers[i].neighbour) {
+            want++;
+            up += link_is_up (m, i);
+        }
+    }
+    if (want > 0 && up == want && m->rejoin_deadline == 0) {
+        memset (m->suspect, 0, m->n);
+        memset (m->left, 0, m->n);
+        return;
+    }
+    for (uint32_t i = 0; i < m->n; i++) {
+        if ((m->suspect[i] || m->left[i]) && now - m->lost_at[i] > 2 * m->node_timeout)
+            m->suspect[i] = m->left[i] = 0;
+    }
 }
 
 static void update_neighbours (struct mesh *m)
@@ -233,6 +259,7 @@ void mesh_view_changed (struct mesh *m)
         return;
     tree_parents (m->n, m->radix, m->live, m->parent);
     update_neighbours (m);
+    expire_suspects (m, mesh_now ());
     if (tree_minority (m->n, m->live, m->suspect, m->left)) {
         uint32_t s = 0;
         for (uint32_t i = 0; i < m->n; i++)
@@ -321,8 +348,12 @@ static void on_lost_msg (struct mesh *m, uint32_t from, const struct mesh_msg *m
             mesh_self_fence (m, "member %u says this member was declared lost", from);
             return;
         }
-        if (member < m->n && m->live[member])
+        if (member < m->n && m->live[member]) {
             mesh_mark_lost (m, member, cause);
+            /* whoever told us is on our side: a loss it saw is not one
+             * we could not reach (only our own detections are suspects) */
+            m->suspect[member] = 0;
+        }
     }
     if (m->nnewly_lost > before)
         mesh_view_changed (m);
@@ -341,10 +372,12 @@ static void on_bye (struct mesh *m, struct conn *c, const struct mesh_msg *msg)
               from,
               msg->u.bye.reason == MESH_BYE_FENCED ? "fenced itself" : "shutting down");
     conn_close (m, c, 0);
+    /* a neighbour that fenced itself was cut off from the mesh, and so may
+     * we be: count it as silent (a suspect, a rejoin deadline) */
     mesh_mark_lost (m,
                     from,
                     msg->u.bye.reason == MESH_BYE_SHUTDOWN ? MESH_CAUSE_LEFT
-                                                           : MESH_CAUSE_EOF);
+                                                           : MESH_CAUSE_TIMEOUT);
     mesh_view_changed (m);
 }
 
@@ -443,10 +476,7 @@ static void tick (struct mesh *m)
         }
         m->rejoin_deadline = 0;
     }
-    if (now - m->last_change > 2 * m->node_timeout) {
-        memset (m->suspect, 0, m->n);
-        memset (m->left, 0, m->n);
-    }
+    expire_suspects (m, now);
 }
 
 /* --- commands -------------------------------------------------------- */
@@ -653,6 +683,7 @@ struct mesh *mesh_create (const struct mesh_config *cfg, elastic_error_t *err)
         !(m->addrlen = calloc (n, sizeof (*m->addrlen))) || !(m->live = malloc (n)) ||
         !(m->live_snapshot = malloc (n)) || !(m->cause = calloc (n, 1)) ||
         !(m->suspect = calloc (n, 1)) || !(m->left = calloc (n, 1)) ||
+        !(m->lost_at = calloc (n, sizeof (*m->lost_at))) ||
         !(m->parent = calloc (n, sizeof (*m->parent))) ||
         !(m->peers = calloc (n, sizeof (*m->peers))) ||
         !(m->newly_lost = calloc (n, sizeof (*m->newly_lost))) || fence_init (m) < 0) {
@@ -783,6 +814,7 @@ void mesh_destroy (struct mesh *m)
     free (m->cause);
     free (m->suspect);
     free (m->left);
+    free (m->lost_at);
     free (m->parent);
     free (m->peers);
     free (m->newly_lost);

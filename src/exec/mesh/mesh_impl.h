@@ -118,7 +118,8 @@ struct mesh {
     /* the mesh thread's own */
     double start;
     double woke;                            /* when epoll_wait last returned */
-    uint8_t *live, *cause, *suspect, *left; /* suspect, left: since the last quiet */
+    uint8_t *live, *cause, *suspect, *left; /* suspect, left: lost recently */
+    double *lost_at;
     uint32_t nlive, epoch;
     uint32_t *parent;
     struct peer *peers;

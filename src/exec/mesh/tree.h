@@ -51,7 +51,7 @@ uint32_t tree_depth (uint32_t n, const uint32_t *parent);
 /* The partition rule (mesh.c's self-fencing): is this member, which sees
  * live[], on the minority side?  suspect[i]: i was lost to silence (it may
  * live on the other side); left[i]: i said bye (it was on this side), both
- * since the last quiet period.  A loss proved by a closed connection is in
+ * in the last two node timeouts.  A loss proved by a closed connection is in
  * neither.  1 when the suspects outnumber this side (live + left), or tie
  * and the lowest of all of them is a suspect; else 0. */
 int tree_minority (uint32_t n,
