@@ -1,4 +1,4 @@
-/* t5100-jobmap.c - the job map every mesh member computes from its launcher
+/* t5110-jobmap.c - the job map every mesh member computes from its launcher
  *
  * Synthetic Slurm task environments (both launch shapes: one task per
  * rank, one per node with --nproc-per-node), uneven and compressed count

@@ -1,0 +1,589 @@
+/* conn.c - the mesh's connections: sockets, the handshake, framing
+ *
+ * A connection is non-blocking; input is buffered until a whole message
+ * (header + payload) is there, output until the socket takes it.  Before a
+ * peer is authenticated only the handshake messages are accepted, at most
+ * MESH_MAX_PREAUTH bytes each, and a peer that does not finish the
+ * handshake within hs_timeout is dropped: garbage, a wrong secret, silence
+ * or a wrong protocol version cost a log line, never the member.
+ */
+#if HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "mesh_impl.h"
+
+int mesh_parse_addr (const char *s,
+                     struct sockaddr_storage *ss,
+                     socklen_t *len,
+                     elastic_error_t *err)
+{
+    char host[256];
+    const char *colon = strrchr (s, ':');
+    struct addrinfo hints = {0}, *res = NULL;
+    size_t hl;
+    int rc;
+
+    if (!colon || colon == s || !colon[1])
+        return errprintf (err, "mesh address '%s': expected HOST:PORT", s);
+    hl = (size_t)(colon - s);
+    if (s[0] == '[' && hl >= 2 && s[hl - 1] == ']') {
+        s++;
+        hl -= 2;
+    }
+    if (hl >= sizeof (host))
+        return errprintf (err, "mesh address '%s': host name too long", s);
+    memcpy (host, s, hl);
+    host[hl] = '\0';
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    if ((rc = getaddrinfo (host, colon + 1, &hints, &res)) != 0 || !res)
+        return errprintf (err, "mesh address '%s': %s", s, gai_strerror (rc));
+    memcpy (ss, res->ai_addr, res->ai_addrlen);
+    *len = res->ai_addrlen;
+    freeaddrinfo (res);
+    return 0;
+}
+
+static int set_nonblock (int fd)
+{
+    int fl = fcntl (fd, F_GETFL);
+    int one = 1;
+
+    if (fl < 0 || fcntl (fd, F_SETFL, fl | O_NONBLOCK) < 0)
+        return -1;
+    (void)setsockopt (fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof (one));
+    return 0;
+}
+
+static void conn_epoll (struct mesh *m, struct conn *c, int op)
+{
+    struct epoll_event ev = {0};
+
+    ev.events = EPOLLIN | (c->want_out ? EPOLLOUT : 0);
+    ev.data.ptr = c;
+    (void)epoll_ctl (m->epfd, op, c->fd, &ev);
+}
+
+static struct conn *conn_new (struct mesh *m, int fd, int outbound, int state)
+{
+    struct conn *c = calloc (1, sizeof (*c));
+
+    if (!c)
+        return NULL;
+    c->fd = fd;
+    c->outbound = outbound;
+    c->state = state;
+    c->member = MESH_NONE;
+    c->created = c->last_rx = c->last_tx = mesh_now ();
+    c->want_out = state == CONN_CONNECTING;
+    c->next = m->conns;
+    m->conns = c;
+    conn_epoll (m, c, EPOLL_CTL_ADD);
+    return c;
+}
+
+struct conn *conn_accept (struct mesh *m)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof (ss);
+    char host[INET6_ADDRSTRLEN] = "?", port[16] = "?";
+    struct conn *c;
+    int fd;
+
+    if ((fd = accept4 (m->listen_fd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC)) < 0)
+        return NULL;
+    if (set_nonblock (fd) < 0 || !(c = conn_new (m, fd, 0, CONN_WAIT_HELLO))) {
+        close (fd);
+        return NULL;
+    }
+    getnameinfo ((struct sockaddr *)&ss,
+                 sl,
+                 host,
+                 sizeof (host),
+                 port,
+                 sizeof (port),
+                 NI_NUMERICHOST | NI_NUMERICSERV);
+    snprintf (c->name, sizeof (c->name), "%s:%s", host, port);
+    log_debug ("mesh %u: connection from %s", m->self, c->name);
+    return c;
+}
+
+/* Send HELLO on a connected outbound connection. */
+static void send_hello (struct mesh *m, struct conn *c)
+{
+    struct mesh_wbuf b = {0};
+    size_t off = mesh_begin (m, &b, MESH_HELLO, 0);
+
+    mesh_put_u32 (&b, c->member);
+    mesh_put_u32 (&b, m->n);
+    mesh_auth_nonce (c->nonce_c, MESH_NONCE_SIZE);
+    mesh_put_bytes (&b, c->nonce_c, MESH_NONCE_SIZE);
+    if (mesh_msg_end (&b, off) == 0)
+        conn_send (m, c, b.buf, b.len);
+    mesh_wbuf_free (&b);
+    c->state = CONN_WAIT_CHALLENGE;
+}
+
+int conn_connect (struct mesh *m, uint32_t member)
+{
+    struct peer *p = &m->peers[member];
+    struct conn *c;
+    int fd, rc;
+
+    if (m->deaf) { /* a cut network: the SYN goes nowhere */
+        p->refused = 0;
+        p->next_connect = mesh_now () + m->hs_timeout;
+        return 0;
+    }
+    fd = socket (m->addr[member].ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || set_nonblock (fd) < 0) {
+        if (fd >= 0)
+            close (fd);
+        return -1;
+    }
+    rc = connect (fd, (struct sockaddr *)&m->addr[member], m->addrlen[member]);
+    if (rc < 0 && errno != EINPROGRESS) {
+        p->refused = errno == ECONNREFUSED;
+        close (fd);
+        return -1;
+    }
+    if (!(c = conn_new (m, fd, 1, CONN_CONNECTING))) {
+        close (fd);
+        return -1;
+    }
+    c->member = member;
+    snprintf (c->name, sizeof (c->name), "member %u", member);
+    p->conn = c;
+    if (rc == 0) {
+        c->want_out = 0;
+        conn_epoll (m, c, EPOLL_CTL_MOD);
+        send_hello (m, c);
+    }
+    return 0;
+}
+
+void conn_flush (struct mesh *m, struct conn *c)
+{
+    int want;
+
+    if (m->deaf) {
+        c->out.len = 0;
+        return;
+    }
+    while (c->out.len > 0 && c->state != CONN_CONNECTING) {
+        ssize_t n = send (c->fd, c->out.buf, c->out.len, MSG_NOSIGNAL);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            break; /* EAGAIN, or an error the next read sees */
+        }
+        m->sent_bytes += (uint64_t)n;
+        mesh_wbuf_consume (&c->out, (size_t)n);
+    }
+    want = c->out.len > 0 || c->state == CONN_CONNECTING;
+    if (want != c->want_out) {
+        c->want_out = want;
+        conn_epoll (m, c, EPOLL_CTL_MOD);
+    }
+}
+
+/* Queue whole messages (p may hold several, as we encoded them) and send
+ * what the socket takes; sealed, each gets its MAC trailer. */
+void conn_send (struct mesh *m, struct conn *c, const uint8_t *p, size_t len)
+{
+    if (!c->tx_sealed) {
+        mesh_put_bytes (&c->out, p, len);
+    } else {
+        size_t off = 0;
+        while (len - off >= MESH_HDR_SIZE) {
+            const uint8_t *h = p + off;
+            size_t whole = MESH_HDR_SIZE + ((size_t)h[8] << 24 | (size_t)h[9] << 16 |
+                                            (size_t)h[10] << 8 | h[11]);
+            uint8_t mac[MESH_MAC_SIZE];
+
+            if (whole > len - off)
+                break; /* cannot happen: we encoded it */
+            mesh_auth_msg_mac (c->tx_key, c->tx_seq++, h, whole, mac);
+            mesh_put_bytes (&c->out, h, whole);
+            mesh_put_bytes (&c->out, mac, MESH_MAC_SIZE);
+            off += whole;
+        }
+    }
+    c->last_tx = mesh_now ();
+    conn_flush (m, c);
+}
+
+/* Unlink and free c; a BYE first when bye_reason is set and c is up. */
+void conn_close (struct mesh *m, struct conn *c, int bye_reason)
+{
+    struct conn **pp;
+
+    if (c->closed)
+        return;
+    if (bye_reason && c->state == CONN_UP) {
+        struct mesh_wbuf b = {0};
+        size_t off = mesh_begin (m, &b, MESH_BYE, 0);
+        mesh_put_u8 (&b, (uint8_t)bye_reason);
+        if (mesh_msg_end (&b, off) == 0)
+            conn_send (m, c, b.buf, b.len);
+        mesh_wbuf_free (&b);
+    }
+    for (pp = &m->conns; *pp; pp = &(*pp)->next) {
+        if (*pp == c) {
+            *pp = c->next;
+            break;
+        }
+    }
+    if (c->member != MESH_NONE && c->member < m->n && m->peers[c->member].conn == c)
+        m->peers[c->member].conn = NULL;
+    (void)epoll_ctl (m->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+    if (m->deaf) { /* a cut network carries no FIN either: keep it open */
+        int *fds = realloc (m->mute_fds, (m->nmute + 1) * sizeof (*fds));
+        if (fds) {
+            m->mute_fds = fds;
+            m->mute_fds[m->nmute++] = c->fd;
+        } else {
+            close (c->fd);
+        }
+    } else {
+        close (c->fd);
+    }
+    c->fd = -1;
+    c->closed = 1;
+    c->next = m->graveyard;
+    m->graveyard = c;
+}
+
+/* Free the connections closed in this round (events may still name them). */
+void conn_bury (struct mesh *m)
+{
+    while (m->graveyard) {
+        struct conn *c = m->graveyard;
+        m->graveyard = c->next;
+        free (c->in);
+        mesh_wbuf_free (&c->out);
+        free (c);
+    }
+}
+
+/* Drop a connection that misbehaved, with one log line. */
+static void conn_drop (struct mesh *m, struct conn *c, const char *why)
+{
+    int was_up = c->state == CONN_UP;
+
+    log_warn ("mesh %u: dropped connection %s%s: %s",
+              m->self,
+              c->name,
+              was_up ? "" : " (not authenticated)",
+              why);
+    if (was_up)
+        mesh_link_down (m, c); /* frees c */
+    else
+        conn_close (m, c, 0);
+}
+
+static int on_hello (struct mesh *m, struct conn *c, const struct mesh_msg *msg)
+{
+    struct mesh_wbuf b = {0};
+    uint32_t from = msg->hdr.source;
+    size_t off;
+
+    if (msg->u.hello.target != m->self || msg->u.hello.nmembers != m->n || from >= m->n ||
+        from == m->self) {
+        char why[160];
+        snprintf (why,
+                  sizeof (why),
+                  "hello from member %u for member %u of %u (this is member %u of %u)",
+                  from,
+                  msg->u.hello.target,
+                  msg->u.hello.nmembers,
+                  m->self,
+                  m->n);
+        conn_drop (m, c, why);
+        return -1;
+    }
+    c->member = from;
+    memcpy (c->nonce_c, msg->u.hello.nonce, MESH_NONCE_SIZE);
+    mesh_auth_nonce (c->nonce_s, MESH_NONCE_SIZE);
+    off = mesh_begin (m, &b, MESH_CHALLENGE, 0);
+    mesh_put_bytes (&b, c->nonce_s, MESH_NONCE_SIZE);
+    {
+        uint8_t mac[MESH_MAC_SIZE];
+        mesh_auth_mac (
+            m->key, MESH_ROLE_SERVER, c->nonce_c, c->nonce_s, from, m->self, m->n, mac);
+        mesh_put_bytes (&b, mac, MESH_MAC_SIZE);
+    }
+    if (mesh_msg_end (&b, off) == 0)
+        conn_send (m, c, b.buf, b.len);
+    mesh_wbuf_free (&b);
+    mesh_auth_session_keys (m->key, c->nonce_c, c->nonce_s, c->rx_key, c->tx_key);
+    c->state = CONN_WAIT_AUTH;
+    return 0;
+}
+
+static int on_challenge (struct mesh *m, struct conn *c, const struct mesh_msg *msg)
+{
+    struct mesh_wbuf b = {0};
+    uint8_t mac[MESH_MAC_SIZE];
+    size_t off;
+
+    memcpy (c->nonce_s, msg->u.challenge.nonce, MESH_NONCE_SIZE);
+    if (msg->hdr.source != c->member || mesh_auth_verify (m->key,
+                                                          MESH_ROLE_SERVER,
+                                                          c->nonce_c,
+                                                          c->nonce_s,
+                                                          m->self,
+                                                          c->member,
+                                                          m->n,
+                                                          msg->u.challenge.mac) < 0) {
+        conn_drop (
+            m, c, "the server failed authentication (another job, or a wrong secret)");
+        return -1;
+    }
+    mesh_auth_mac (
+        m->key, MESH_ROLE_CLIENT, c->nonce_c, c->nonce_s, m->self, c->member, m->n, mac);
+    off = mesh_begin (m, &b, MESH_AUTH, 0);
+    mesh_put_bytes (&b, mac, MESH_MAC_SIZE);
+    if (mesh_msg_end (&b, off) == 0)
+        conn_send (m, c, b.buf, b.len);
+    mesh_wbuf_free (&b);
+    /* from here on, both ways, every message is sealed */
+    mesh_auth_session_keys (m->key, c->nonce_c, c->nonce_s, c->tx_key, c->rx_key);
+    c->tx_sealed = c->rx_sealed = 1;
+    c->state = CONN_UP;
+    mesh_link_up (m, c);
+    return 0;
+}
+
+static int on_auth (struct mesh *m, struct conn *c, const struct mesh_msg *msg)
+{
+    if (msg->hdr.source != c->member || mesh_auth_verify (m->key,
+                                                          MESH_ROLE_CLIENT,
+                                                          c->nonce_c,
+                                                          c->nonce_s,
+                                                          c->member,
+                                                          m->self,
+                                                          m->n,
+                                                          msg->u.auth.mac) < 0) {
+        char why[128];
+        snprintf (why,
+                  sizeof (why),
+                  "claimed member %u failed authentication (wrong secret?)",
+                  c->member);
+        conn_drop (m, c, why);
+        return -1;
+    }
+    snprintf (c->name, sizeof (c->name), "member %u", c->member);
+    c->tx_sealed = c->rx_sealed = 1;
+    c->state = CONN_UP;
+    mesh_link_up (m, c);
+    return 0;
+}
+
+/* One whole message in c->in[0..len): 0 to go on, -1 when c is gone. */
+static int conn_message (struct mesh *m, struct conn *c, size_t len)
+{
+    elastic_error_t err = {{0}};
+    struct mesh_msg msg;
+    uint32_t max = c->state == CONN_UP ? MESH_MAX_PAYLOAD : MESH_MAX_PREAUTH;
+
+    if (c->rx_sealed) {
+        len -= MESH_MAC_SIZE;
+        if (mesh_auth_msg_verify (c->rx_key, c->rx_seq++, c->in, len, c->in + len) < 0) {
+            conn_drop (m, c, "a message with a bad MAC (altered, injected or replayed)");
+            return -1;
+        }
+    }
+    if (mesh_msg_decode (c->in, len, max, &msg, &err) < 0) {
+        conn_drop (m, c, err.text);
+        return -1;
+    }
+    c->last_rx = mesh_now ();
+    switch (c->state) {
+        /* a handler may close c (a lost member calling): then stop reading */
+        case CONN_WAIT_HELLO:
+            if (msg.hdr.type != MESH_HELLO)
+                break;
+            return on_hello (m, c, &msg) < 0 || c->closed ? -1 : 0;
+        case CONN_WAIT_CHALLENGE:
+            if (msg.hdr.type == MESH_BYE) {
+                conn_drop (m, c, "refused by the server");
+                return -1;
+            }
+            if (msg.hdr.type != MESH_CHALLENGE)
+                break;
+            return on_challenge (m, c, &msg) < 0 || c->closed ? -1 : 0;
+        case CONN_WAIT_AUTH:
+            if (msg.hdr.type != MESH_AUTH)
+                break;
+            return on_auth (m, c, &msg) < 0 || c->closed ? -1 : 0;
+        case CONN_UP:
+            if (msg.hdr.source != c->member) {
+                conn_drop (m, c, "a message with another member's source");
+                return -1;
+            }
+            if (msg.hdr.type == MESH_HELLO || msg.hdr.type == MESH_CHALLENGE ||
+                msg.hdr.type == MESH_AUTH)
+                break;
+            m->peers[c->member].last_rx = c->last_rx;
+            mesh_handle (m, c, &msg, c->in, len);
+            return c->closed ? -1 : 0; /* closed by a BYE, a loss */
+    }
+    {
+        char why[96];
+        snprintf (
+            why, sizeof (why), "unexpected %s message", mesh_type_name (msg.hdr.type));
+        conn_drop (m, c, why);
+    }
+    return -1;
+}
+
+static void conn_read (struct mesh *m, struct conn *c)
+{
+    for (int rounds = 0; rounds < 64; rounds++) {
+        ssize_t n;
+
+        if (c->incap - c->inlen < 65536) {
+            size_t cap = c->incap ? c->incap * 2 : 65536 + MESH_HDR_SIZE;
+            uint8_t *p = realloc (c->in, cap);
+            if (!p) {
+                conn_drop (m, c, "out of memory");
+                return;
+            }
+            c->in = p;
+            c->incap = cap;
+        }
+        n = recv (c->fd, c->in + c->inlen, c->incap - c->inlen, 0);
+        if (m->deaf) { /* a cut network: nothing arrives, EOF neither */
+            if (n == 0)
+                conn_close (m, c, 0);
+            return;
+        }
+        if (n == 0) {
+            if (c->state == CONN_UP) {
+                log_info ("mesh %u: %s closed the connection", m->self, c->name);
+                mesh_link_down (m, c);
+            } else {
+                log_warn ("mesh %u: dropped connection %s (not authenticated): closed "
+                          "during the handshake",
+                          m->self,
+                          c->name);
+                if (c->outbound && c->member != MESH_NONE)
+                    m->peers[c->member].next_connect = mesh_now () + 0.1;
+                conn_close (m, c, 0);
+            }
+            return;
+        }
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                return;
+            if (c->state == CONN_UP) {
+                log_info ("mesh %u: %s: %s", m->self, c->name, strerror (errno));
+                mesh_link_down (m, c);
+            } else {
+                conn_close (m, c, 0);
+            }
+            return;
+        }
+        m->recv_bytes += (uint64_t)n;
+        c->inlen += (size_t)n;
+        /* take every whole message */
+        for (;;) {
+            elastic_error_t err = {{0}};
+            struct mesh_hdr h;
+            uint32_t max = c->state == CONN_UP ? MESH_MAX_PAYLOAD : MESH_MAX_PREAUTH;
+            size_t whole;
+
+            if (c->inlen < MESH_HDR_SIZE)
+                break;
+            if (mesh_hdr_decode (c->in, c->inlen, max, &h, &err) < 0) {
+                conn_drop (m, c, err.text);
+                return;
+            }
+            whole = MESH_HDR_SIZE + (size_t)h.length + (c->rx_sealed ? MESH_MAC_SIZE : 0);
+            if (c->inlen < whole) {
+                if (c->incap < whole) {
+                    uint8_t *p = realloc (c->in, whole);
+                    if (!p) {
+                        conn_drop (m, c, "out of memory");
+                        return;
+                    }
+                    c->in = p;
+                    c->incap = whole;
+                }
+                break;
+            }
+            if (conn_message (m, c, whole) < 0)
+                return;
+            memmove (c->in, c->in + whole, c->inlen - whole);
+            c->inlen -= whole;
+        }
+    }
+}
+
+void conn_io (struct mesh *m, struct conn *c, int events)
+{
+    if (c->closed)
+        return;
+    if (c->state == CONN_CONNECTING && (events & (EPOLLOUT | EPOLLERR | EPOLLHUP))) {
+        int e = 0;
+        socklen_t el = sizeof (e);
+        struct peer *p = &m->peers[c->member];
+
+        (void)getsockopt (c->fd, SOL_SOCKET, SO_ERROR, &e, &el);
+        if (e != 0) {
+            p->refused = e == ECONNREFUSED;
+            p->next_connect = mesh_now () + 0.1;
+            log_debug (
+                "mesh %u: connect to member %u: %s", m->self, c->member, strerror (e));
+            conn_close (m, c, 0);
+            return;
+        }
+        p->refused = 0;
+        c->state = CONN_WAIT_CHALLENGE;
+        conn_flush (m, c);
+        send_hello (m, c);
+        return;
+    }
+    if (events & (EPOLLIN | EPOLLERR | EPOLLHUP)) {
+        conn_read (m, c);
+        if (c->closed)
+            return;
+    }
+    if (events & EPOLLOUT)
+        conn_flush (m, c);
+}
+
+/* Handshakes that take too long: a peer that connects and says nothing,
+ * or a member that accepted (its kernel did) but is stopped. */
+void conn_tick (struct mesh *m, double now)
+{
+    struct conn *c = m->conns, *next;
+
+    for (; c; c = next) {
+        next = c->next;
+        if (c->closed || c->state == CONN_UP || now - c->created < m->hs_timeout)
+            continue;
+        if (c->outbound && c->member != MESH_NONE)
+            m->peers[c->member].next_connect = now;
+        if (c->state == CONN_WAIT_HELLO)
+            conn_drop (m, c, "said nothing (handshake timeout)");
+        else
+            conn_drop (m, c, "handshake timeout");
+    }
+}

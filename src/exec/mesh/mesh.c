@@ -1,0 +1,953 @@
+/* mesh.c - the mesh's thread, its API and its membership (see mesh.h)
+ *
+ * Membership: every member starts with all n live.  A member is lost when
+ * a tree neighbour sees it silent for node_timeout (cause TIMEOUT), its
+ * connection closes or is refused (EOF), or it says bye (LEFT); the member
+ * that sees it floods the whole lost set to its neighbours, each merges it
+ * (a union: the lost set only grows) and floods on what was new to it, and
+ * every new connection starts with both sides' lost sets.  So the members
+ * agree on the lost set, and on the epoch, which is its size.
+ *
+ * Self-fencing (no split brain): a member stops and calls ops.self_fence
+ * when a peer says it was declared lost (LOST naming it, BYE YOU_LOST);
+ * when it lost its parent to silence (or to the parent fencing itself) and
+ * could not link up with its new parent within node_timeout; or when, in
+ * the last 2 node timeouts (a partition silences its other side at once),
+ * it has itself seen at least as many members go silent as it still sees
+ * live or saw leave: the minority side of a partition (a tie goes to the
+ * side holding the lowest of those members).  Losses it was told of do not
+ * count (the teller is on its side), nor losses proved by a closed
+ * connection: a killed member is not a partition.
+ */
+#if HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "mesh_impl.h"
+
+static char listen_marker, wake_marker;
+
+double mesh_now (void)
+{
+    return mono_now ();
+}
+
+size_t mesh_begin (struct mesh *m, struct mesh_wbuf *b, int type, unsigned flags)
+{
+    return mesh_msg_begin (b, type, flags, m->epoch, m->self);
+}
+
+/* --- sending ----------------------------------------------------------- */
+
+static int link_is_up (struct mesh *m, uint32_t member)
+{
+    struct conn *c = m->peers[member].conn;
+    return c && c->state == CONN_UP;
+}
+
+void mesh_send_member (struct mesh *m, uint32_t member, const uint8_t *p, size_t len)
+{
+    if (member >= m->n || member == m->self || !m->live[member])
+        return;
+    if (link_is_up (m, member))
+        conn_send (m, m->peers[member].conn, p, len);
+    else
+        mesh_put_bytes (&m->peers[member].pending, p, len);
+}
+
+static void encode_lost_set (struct mesh *m, struct mesh_wbuf *b)
+{
+    size_t off = mesh_begin (m, b, MESH_LOST, 0);
+
+    mesh_put_u32 (b, m->n - m->nlive);
+    for (uint32_t i = 0; i < m->n; i++) {
+        if (!m->live[i]) {
+            mesh_put_u32 (b, i);
+            mesh_put_u8 (b, m->cause[i]);
+        }
+    }
+    (void)mesh_msg_end (b, off);
+}
+
+void mesh_send_lost_set (struct mesh *m, uint32_t member)
+{
+    struct mesh_wbuf b = {0};
+
+    if (m->nlive == m->n)
+        return;
+    encode_lost_set (m, &b);
+    if (!b.failed)
+        mesh_send_member (m, member, b.buf, b.len);
+    mesh_wbuf_free (&b);
+}
+
+static void flood_lost_set (struct mesh *m)
+{
+    struct mesh_wbuf b = {0};
+
+    encode_lost_set (m, &b);
+    for (struct conn *c = m->conns; c && !b.failed; c = c->next)
+        if (!c->closed && c->state == CONN_UP)
+            conn_send (m, c, b.buf, b.len);
+    mesh_wbuf_free (&b);
+}
+
+/* --- stats ----------------------------------------------------------- */
+
+static uint32_t count_children (struct mesh *m)
+{
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < m->n; i++)
+        k += m->parent[i] == m->self;
+    return k;
+}
+
+static void publish (struct mesh *m, int live_too)
+{
+    pthread_mutex_lock (&m->lock);
+    m->stats.epoch = m->epoch;
+    m->stats.nlive = m->nlive;
+    m->stats.parent = m->parent[m->self];
+    m->stats.nchildren = count_children (m);
+    m->stats.fences = m->fences_done;
+    m->stats.sent_bytes = m->sent_bytes;
+    m->stats.recv_bytes = m->recv_bytes;
+    m->stats.heartbeats_sent = m->heartbeats_sent;
+    m->stats.fenced = m->fenced;
+    if (live_too)
+        memcpy (m->live_snapshot, m->live, m->n);
+    pthread_mutex_unlock (&m->lock);
+}
+
+/* --- membership ------------------------------------------------------ */
+
+void mesh_self_fence (struct mesh *m, const char *fmt, ...)
+{
+    char reason[256];
+    va_list ap;
+    struct conn *c, *next;
+
+    if (m->fenced)
+        return;
+    va_start (ap, fmt);
+    vsnprintf (reason, sizeof (reason), fmt, ap);
+    va_end (ap);
+    m->fenced = 1;
+    log_warn ("mesh %u: cut off from the mesh, fencing itself: %s", m->self, reason);
+    for (c = m->conns; c; c = next) {
+        next = c->next;
+        conn_close (m, c, MESH_BYE_FENCED);
+    }
+    if (m->listen_fd >= 0) {
+        (void)epoll_ctl (m->epfd, EPOLL_CTL_DEL, m->listen_fd, NULL);
+        close (m->listen_fd);
+        m->listen_fd = -1;
+    }
+    pthread_mutex_lock (&m->lock);
+    m->dead = 1;
+    pthread_mutex_unlock (&m->lock);
+    fence_cancel (m, MESH_ECANCEL);
+    route_cancel (m, MESH_ECANCEL);
+    publish (m, 1);
+    if (m->ops.self_fence)
+        m->ops.self_fence (m->arg, reason);
+}
+
+static const char *cause_name (int cause)
+{
+    switch (cause) {
+        case MESH_CAUSE_TIMEOUT:
+            return "silent";
+        case MESH_CAUSE_EOF:
+            return "connection closed";
+        case MESH_CAUSE_LEFT:
+            return "left";
+    }
+    return "?";
+}
+
+void mesh_mark_lost (struct mesh *m, uint32_t member, int cause)
+{
+    struct peer *p;
+
+    if (member >= m->n || member == m->self || !m->live[member] || m->fenced)
+        return;
+    p = &m->peers[member];
+    m->live[member] = 0;
+    m->cause[member] = (uint8_t)cause;
+    m->nlive--;
+    m->epoch++;
+    if (cause == MESH_CAUSE_TIMEOUT)
+        m->suspect[member] = 1;
+    if (cause == MESH_CAUSE_LEFT)
+        m->left[member] = 1;
+    m->last_change = m->lost_at[member] = mesh_now ();
+    /* lost my parent to silence: link with the new one in time, or fence
+     * (a deadline already running is not pushed back) */
+    if (member == m->parent[m->self] && cause == MESH_CAUSE_TIMEOUT &&
+        m->rejoin_deadline == 0)
+        m->rejoin_deadline = m->last_change + m->node_timeout;
+    m->newly_lost[m->nnewly_lost++] = member;
+    log_info ("mesh %u: member %u lost (%s), epoch %u, %u live",
+              m->self,
+              member,
+              cause_name (cause),
+              m->epoch,
+              m->nlive);
+    if (p->conn)
+        conn_close (m, p->conn, cause == MESH_CAUSE_LEFT ? 0 : MESH_BYE_YOU_LOST);
+    mesh_wbuf_free (&p->pending);
+    p->neighbour = 0;
+    route_lost (m, member);
+}
+
+/* A partition's other side goes silent at once: only losses of the last
+ * two node timeouts can be it; and none once the repaired tree around this
+ * member is whole again (every neighbour linked): it was not cut off. */
+static void expire_suspects (struct mesh *m, double now)
+{
+    uint32_t up = 0, want = 0;
+
+    for (uint32_t i = 0; i < m->n; i++) {
+        if (m->peers[i].neighbour) {
+            want++;
+            up += link_is_up (m, i);
+        }
+    }
+    if (want > 0 && up == want && m->rejoin_deadline == 0) {
+        memset (m->suspect, 0, m->n);
+        memset (m->left, 0, m->n);
+        return;
+    }
+    for (uint32_t i = 0; i < m->n; i++) {
+        if ((m->suspect[i] || m->left[i]) && now - m->lost_at[i] > 2 * m->node_timeout)
+            m->suspect[i] = m->left[i] = 0;
+    }
+}
+
+static void update_neighbours (struct mesh *m)
+{
+    double now = mesh_now ();
+    uint32_t par = m->parent[m->self];
+
+    for (uint32_t i = 0; i < m->n; i++) {
+        int nb = m->live[i] && i != m->self && (i == par || m->parent[i] == m->self);
+        struct peer *p = &m->peers[i];
+
+        if (nb && !p->neighbour)
+            p->since = now;
+        p->neighbour = nb;
+    }
+}
+
+void mesh_view_changed (struct mesh *m)
+{
+    if (m->fenced)
+        return;
+    tree_parents (m->n, m->radix, m->live, m->parent);
+    update_neighbours (m);
+    expire_suspects (m, mesh_now ());
+    if (tree_minority (m->n, m->live, m->suspect, m->left)) {
+        uint32_t s = 0;
+        for (uint32_t i = 0; i < m->n; i++)
+            s += m->suspect[i];
+        mesh_self_fence (m,
+                         "%u members went silent and only %u (this one included) are "
+                         "left: the minority side of a partition",
+                         s,
+                         m->nlive);
+        return;
+    }
+    if (m->nnewly_lost && m->ops.lost)
+        m->ops.lost (m->arg, m->newly_lost, m->nnewly_lost, m->epoch, m->nlive);
+    m->nnewly_lost = 0;
+    if (m->fenced)
+        return;
+    flood_lost_set (m);
+    fence_view_changed (m);
+    route_view_changed (m);
+    publish (m, 1);
+}
+
+static void check_joined (struct mesh *m)
+{
+    if (m->joined_told)
+        return;
+    for (uint32_t i = 0; i < m->n; i++)
+        if (m->peers[i].neighbour && !link_is_up (m, i))
+            return;
+    m->joined_told = 1;
+    log_debug ("mesh %u: joined (every neighbour linked)", m->self);
+    if (m->ops.joined)
+        m->ops.joined (m->arg);
+}
+
+void mesh_link_up (struct mesh *m, struct conn *c)
+{
+    uint32_t member = c->member;
+    struct peer *p = &m->peers[member];
+
+    if (p->conn && p->conn != c)
+        conn_close (m, p->conn, 0);
+    p->conn = c;
+    if (!m->live[member]) {
+        log_info (
+            "mesh %u: member %u, lost before, called again: told so", m->self, member);
+        conn_close (m, c, MESH_BYE_YOU_LOST);
+        return;
+    }
+    p->ever_up = 1;
+    p->refused = 0;
+    p->last_rx = mesh_now ();
+    log_debug ("mesh %u: linked with member %u", m->self, member);
+    if (member == m->parent[m->self])
+        m->rejoin_deadline = 0;
+    mesh_send_lost_set (m, member);
+    if (p->pending.len) {
+        conn_send (m, c, p->pending.buf, p->pending.len);
+        mesh_wbuf_free (&p->pending);
+    }
+    fence_link_up (m, member);
+    bcast_link_up (m, member);
+    check_joined (m);
+}
+
+void mesh_link_down (struct mesh *m, struct conn *c)
+{
+    uint32_t member = c->member;
+
+    conn_close (m, c, 0);
+    if (member < m->n && m->live[member]) {
+        mesh_mark_lost (m, member, MESH_CAUSE_EOF);
+        mesh_view_changed (m);
+    }
+}
+
+static void on_lost_msg (struct mesh *m, uint32_t from, const struct mesh_msg *msg)
+{
+    struct mesh_list it = msg->u.lost;
+    uint32_t member;
+    uint8_t cause;
+    size_t before = m->nnewly_lost;
+
+    while (mesh_list_next (&it, 0, &member, &cause, NULL, NULL)) {
+        if (member == m->self) {
+            mesh_self_fence (m, "member %u says this member was declared lost", from);
+            return;
+        }
+        if (member < m->n && m->live[member]) {
+            mesh_mark_lost (m, member, cause);
+            /* whoever told us is on our side: a loss it saw is not one
+             * we could not reach (only our own detections are suspects) */
+            m->suspect[member] = 0;
+        }
+    }
+    if (m->nnewly_lost > before)
+        mesh_view_changed (m);
+}
+
+static void on_bye (struct mesh *m, struct conn *c, const struct mesh_msg *msg)
+{
+    uint32_t from = c->member;
+
+    if (msg->u.bye.reason == MESH_BYE_YOU_LOST) {
+        mesh_self_fence (m, "member %u declared this member lost", from);
+        return;
+    }
+    log_info ("mesh %u: member %u says bye (%s)",
+              m->self,
+              from,
+              msg->u.bye.reason == MESH_BYE_FENCED ? "fenced itself" : "shutting down");
+    conn_close (m, c, 0);
+    /* a neighbour that fenced itself was cut off from the mesh, and so may
+     * we be: count it as silent (a suspect, a rejoin deadline) */
+    mesh_mark_lost (m,
+                    from,
+                    msg->u.bye.reason == MESH_BYE_SHUTDOWN ? MESH_CAUSE_LEFT
+                                                           : MESH_CAUSE_TIMEOUT);
+    mesh_view_changed (m);
+}
+
+void mesh_handle (struct mesh *m,
+                  struct conn *c,
+                  const struct mesh_msg *msg,
+                  const uint8_t *raw,
+                  size_t rawlen)
+{
+    uint32_t from = c->member;
+
+    switch (msg->hdr.type) {
+        case MESH_HEARTBEAT:
+            break;
+        case MESH_LOST:
+            on_lost_msg (m, from, msg);
+            break;
+        case MESH_FENCE_UP:
+            fence_up (m, from, msg);
+            break;
+        case MESH_FENCE_DOWN:
+            fence_down (m, msg);
+            break;
+        case MESH_DMODEX_REQ:
+        case MESH_DMODEX_RESP:
+        case MESH_BCAST:
+            route_handle (m, from, msg, raw, rawlen);
+            break;
+        case MESH_BYE:
+            on_bye (m, c, msg);
+            break;
+    }
+}
+
+/* --- timers ---------------------------------------------------------- */
+
+static void tick (struct mesh *m)
+{
+    double now = mesh_now ();
+    uint32_t par = m->parent[m->self];
+    size_t before = m->nnewly_lost;
+
+    /* Stalled since we woke (descheduled, or SIGSTOPped and resumed)?  Then
+     * what our peers sent meanwhile is still unread: read it first, judge
+     * silence next round. */
+    if (now - m->woke > m->hb_interval / 2)
+        return;
+    conn_tick (m, now);
+    for (uint32_t i = 0; i < m->n && !m->fenced; i++) {
+        struct peer *p = &m->peers[i];
+        double base, limit;
+
+        if (!p->neighbour || !m->live[i])
+            continue;
+        if (link_is_up (m, i) && now - p->conn->last_tx >= m->hb_interval) {
+            struct mesh_wbuf b = {0};
+            size_t off = mesh_begin (m, &b, MESH_HEARTBEAT, 0);
+            if (mesh_msg_end (&b, off) == 0) {
+                conn_send (m, p->conn, b.buf, b.len);
+                m->heartbeats_sent++;
+            }
+            mesh_wbuf_free (&b);
+        }
+        base = p->since > p->last_rx ? p->since : p->last_rx;
+        limit = m->node_timeout;
+        if (!p->ever_up && p->initial && now - m->start < m->join_timeout)
+            limit = m->join_timeout;
+        if (now - base > limit) {
+            mesh_mark_lost (m,
+                            i,
+                            p->refused && !link_is_up (m, i) ? MESH_CAUSE_EOF
+                                                             : MESH_CAUSE_TIMEOUT);
+            continue;
+        }
+        if (i == par && !p->conn && now >= p->next_connect) {
+            if (conn_connect (m, i) < 0)
+                p->next_connect = now + 0.1;
+        }
+    }
+    if (m->fenced)
+        return;
+    if (m->nnewly_lost > before) {
+        mesh_view_changed (m);
+        if (m->fenced)
+            return;
+    }
+    par = m->parent[m->self];
+    if (m->rejoin_deadline > 0 && now > m->rejoin_deadline) {
+        if (par != MESH_NONE && !link_is_up (m, par)) {
+            mesh_self_fence (m,
+                             "lost its parent to silence and could not reach its new "
+                             "parent, member %u, within %.1f s",
+                             par,
+                             m->node_timeout);
+            return;
+        }
+        m->rejoin_deadline = 0;
+    }
+    expire_suspects (m, now);
+}
+
+/* --- commands -------------------------------------------------------- */
+
+static void run_command (struct mesh *m, struct cmd *c)
+{
+    switch (c->type) {
+        case CMD_FENCE:
+            fence_local (m, c->data, c->len, c->fcb, c->arg);
+            c->data = NULL;
+            break;
+        case CMD_BCAST:
+            if (!m->fenced)
+                bcast_send (m, c->kind, c->data, c->len);
+            break;
+        case CMD_DMODEX:
+            route_dmodex (m, c->data, c->len, c->target, c->dcb, c->arg);
+            c->data = NULL;
+            break;
+        case CMD_DEAF:
+            m->deaf = c->status;
+            log_warn ("mesh %u: TEST: network %s", m->self, m->deaf ? "cut" : "restored");
+            break;
+        case CMD_RESPOND:
+            if (!m->fenced)
+                route_respond (m, c->id, c->origin, c->status, c->data, c->len);
+            break;
+    }
+    free (c->data);
+    free (c);
+}
+
+static void run_commands (struct mesh *m)
+{
+    struct cmd *list;
+    uint64_t v;
+
+    while (read (m->evfd, &v, sizeof (v)) > 0)
+        ;
+    pthread_mutex_lock (&m->lock);
+    list = m->cmds;
+    m->cmds = NULL;
+    m->cmds_tail = &m->cmds;
+    pthread_mutex_unlock (&m->lock);
+    while (list) {
+        struct cmd *c = list;
+        list = c->next;
+        run_command (m, c);
+    }
+}
+
+static void shutdown_links (struct mesh *m)
+{
+    struct conn *c, *next;
+
+    for (c = m->conns; c; c = next) {
+        next = c->next;
+        conn_close (m, c, MESH_BYE_SHUTDOWN);
+    }
+    conn_bury (m);
+}
+
+static void *mesh_thread (void *arg)
+{
+    struct mesh *m = arg;
+    struct epoll_event ev[64];
+
+    int stalled = 0;
+    double now;
+
+    m->start = m->last_change = m->woke = mesh_now ();
+    for (uint32_t i = 0; i < m->n; i++) {
+        m->peers[i].since = m->start;
+        m->peers[i].initial = m->peers[i].neighbour;
+    }
+    for (;;) {
+        int n, tmo = (int)(m->hb_interval * 500);
+        int stop;
+
+        if (tmo < 10)
+            tmo = 10;
+        n = epoll_wait (m->epfd, ev, 64, stalled ? 0 : tmo);
+        now = mesh_now ();
+        /* a loop that slept far longer than asked was stopped: gather
+         * input once more before any timer runs */
+        stalled = !stalled && now - m->woke > tmo / 1000.0 + m->hb_interval;
+        m->woke = now;
+        for (int i = 0; i < n; i++) {
+            void *p = ev[i].data.ptr;
+            if (p == &listen_marker) {
+                for (int k = 0; k < 16 && m->listen_fd >= 0; k++) {
+                    struct conn *c = conn_accept (m);
+                    if (!c)
+                        break;
+                    if (m->fenced)
+                        conn_close (m, c, 0);
+                }
+            } else if (p == &wake_marker) {
+                run_commands (m);
+            } else {
+                conn_io (m, p, (int)ev[i].events);
+            }
+        }
+        if (!m->fenced && !stalled)
+            tick (m);
+        conn_bury (m);
+        publish (m, 0);
+        pthread_mutex_lock (&m->lock);
+        stop = m->stop;
+        pthread_mutex_unlock (&m->lock);
+        if (stop)
+            break;
+    }
+    run_commands (m);
+    shutdown_links (m);
+    return NULL;
+}
+
+/* --- the API --------------------------------------------------------- */
+
+static int queue (struct mesh *m, struct cmd *c)
+{
+    uint64_t one = 1;
+    int dead;
+
+    pthread_mutex_lock (&m->lock);
+    dead = m->stop;
+    if (!dead) {
+        *m->cmds_tail = c;
+        m->cmds_tail = &c->next;
+    }
+    pthread_mutex_unlock (&m->lock);
+    if (dead) {
+        free (c->data);
+        free (c);
+        errno = ECANCELED;
+        return -1;
+    }
+    if (write (m->evfd, &one, sizeof (one)) < 0) {
+        /* the counter is full: the thread is awake anyway */
+    }
+    return 0;
+}
+
+static struct cmd *cmd_new (int type, const void *data, size_t len)
+{
+    struct cmd *c = calloc (1, sizeof (*c));
+
+    if (!c)
+        return NULL;
+    c->type = type;
+    if (len || data) {
+        if (!(c->data = malloc (len ? len : 1))) {
+            free (c);
+            return NULL;
+        }
+        if (len)
+            memcpy (c->data, data, len);
+    }
+    c->len = len;
+    return c;
+}
+
+struct mesh *mesh_create (const struct mesh_config *cfg, elastic_error_t *err)
+{
+    struct mesh *m;
+    struct epoll_event ev = {0};
+    uint32_t n = cfg->nmembers;
+
+    if (n == 0 || n > MESH_MAX_MEMBERS || cfg->self >= n || !cfg->addrs || !cfg->key) {
+        errprintf (
+            err,
+            "mesh: member %u of %u (expected 0 <= member < members <= %u, addresses "
+            "and a key)",
+            cfg->self,
+            n,
+            MESH_MAX_MEMBERS);
+        return NULL;
+    }
+    if (cfg->node_timeout != 0 && cfg->node_timeout < 0.2) {
+        errprintf (err, "mesh: node timeout %.3f s (at least 0.2 s)", cfg->node_timeout);
+        return NULL;
+    }
+    if (!(m = calloc (1, sizeof (*m)))) {
+        errprintf (err, "mesh: out of memory");
+        return NULL;
+    }
+    pthread_mutex_init (&m->lock, NULL);
+    m->listen_fd = m->epfd = m->evfd = -1;
+    m->cmds_tail = &m->cmds;
+    m->n = n;
+    m->self = cfg->self;
+    m->radix = cfg->radix ? cfg->radix : 8;
+    m->node_timeout = cfg->node_timeout > 0 ? cfg->node_timeout : 2.0;
+    m->join_timeout = cfg->join_timeout > 0 ? cfg->join_timeout : 60.0;
+    m->hb_interval = m->node_timeout / 5;
+    m->hs_timeout = m->node_timeout;
+    memcpy (m->key, cfg->key, MESH_KEY_SIZE);
+    m->ops = cfg->ops;
+    m->arg = cfg->arg;
+    m->nlive = n;
+    m->next_id = 1;
+    if (!(m->addr = calloc (n, sizeof (*m->addr))) ||
+        !(m->addrlen = calloc (n, sizeof (*m->addrlen))) || !(m->live = malloc (n)) ||
+        !(m->live_snapshot = malloc (n)) || !(m->cause = calloc (n, 1)) ||
+        !(m->suspect = calloc (n, 1)) || !(m->left = calloc (n, 1)) ||
+        !(m->lost_at = calloc (n, sizeof (*m->lost_at))) ||
+        !(m->parent = calloc (n, sizeof (*m->parent))) ||
+        !(m->peers = calloc (n, sizeof (*m->peers))) ||
+        !(m->newly_lost = calloc (n, sizeof (*m->newly_lost))) || fence_init (m) < 0) {
+        errprintf (err, "mesh: out of memory for %u members", n);
+        goto error;
+    }
+    memset (m->live, 1, n);
+    memcpy (m->live_snapshot, m->live, n);
+    for (uint32_t i = 0; i < n; i++) {
+        if (!cfg->addrs[i] ||
+            mesh_parse_addr (cfg->addrs[i], &m->addr[i], &m->addrlen[i], err) < 0) {
+            if (!cfg->addrs[i])
+                errprintf (err, "mesh: no address for member %u", i);
+            goto error;
+        }
+    }
+    tree_parents (n, m->radix, m->live, m->parent);
+    update_neighbours (m);
+    if (cfg->listen_fd >= 0) {
+        m->listen_fd = cfg->listen_fd;
+    } else {
+        int one = 1;
+        m->listen_fd = socket (m->addr[m->self].ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (m->listen_fd < 0 ||
+            setsockopt (m->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof (one)) < 0 ||
+            bind (m->listen_fd,
+                  (struct sockaddr *)&m->addr[m->self],
+                  m->addrlen[m->self]) < 0 ||
+            listen (m->listen_fd, 128) < 0) {
+            errprintf (
+                err, "mesh: listen on %s: %s", cfg->addrs[m->self], strerror (errno));
+            goto error;
+        }
+    }
+    {
+        int fl = fcntl (m->listen_fd, F_GETFL);
+        if (fl < 0 || fcntl (m->listen_fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+            errprintf (err, "mesh: listening socket: %s", strerror (errno));
+            goto error;
+        }
+    }
+    if ((m->epfd = epoll_create1 (EPOLL_CLOEXEC)) < 0 ||
+        (m->evfd = eventfd (0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) {
+        errprintf (err, "mesh: %s", strerror (errno));
+        goto error;
+    }
+    ev.events = EPOLLIN;
+    ev.data.ptr = &listen_marker;
+    if (epoll_ctl (m->epfd, EPOLL_CTL_ADD, m->listen_fd, &ev) < 0)
+        goto error_errno;
+    ev.data.ptr = &wake_marker;
+    if (epoll_ctl (m->epfd, EPOLL_CTL_ADD, m->evfd, &ev) < 0)
+        goto error_errno;
+    publish (m, 1);
+    return m;
+error_errno:
+    errprintf (err, "mesh: epoll: %s", strerror (errno));
+error:
+    mesh_destroy (m);
+    return NULL;
+}
+
+int mesh_start (struct mesh *m, elastic_error_t *err)
+{
+    int rc;
+
+    if (m->started)
+        return errprintf (err, "mesh: already started");
+    if ((rc = pthread_create (&m->thread, NULL, mesh_thread, m)) != 0)
+        return errprintf (err, "mesh: thread: %s", strerror (rc));
+    m->started = 1;
+    return 0;
+}
+
+void mesh_destroy (struct mesh *m)
+{
+    int saved = errno;
+    struct cmd *c;
+
+    if (!m)
+        return;
+    if (m->started) {
+        uint64_t one = 1;
+        pthread_mutex_lock (&m->lock);
+        m->stop = 1;
+        pthread_mutex_unlock (&m->lock);
+        if (write (m->evfd, &one, sizeof (one)) < 0) {
+            /* awake anyway */
+        }
+        pthread_join (m->thread, NULL);
+    } else if (m->peers) {
+        shutdown_links (m);
+    }
+    /* fail whatever is left, on this thread (the mesh thread is gone) */
+    pthread_mutex_lock (&m->lock);
+    m->stop = 1;
+    c = m->cmds;
+    m->cmds = NULL;
+    pthread_mutex_unlock (&m->lock);
+    m->fenced = 1;
+    while (c) {
+        struct cmd *next = c->next;
+        run_command (m, c);
+        c = next;
+    }
+    if (m->peers) {
+        fence_cancel (m, MESH_ECANCEL);
+        route_cancel (m, MESH_ECANCEL);
+        for (uint32_t i = 0; i < m->n; i++)
+            mesh_wbuf_free (&m->peers[i].pending);
+    }
+    conn_bury (m);
+    for (size_t i = 0; i < m->nmute; i++)
+        close (m->mute_fds[i]);
+    free (m->mute_fds);
+    fence_free (m);
+    bcast_free (m);
+    if (m->listen_fd >= 0)
+        close (m->listen_fd);
+    if (m->epfd >= 0)
+        close (m->epfd);
+    if (m->evfd >= 0)
+        close (m->evfd);
+    free (m->addr);
+    free (m->addrlen);
+    free (m->live);
+    free (m->live_snapshot);
+    free (m->cause);
+    free (m->suspect);
+    free (m->left);
+    free (m->lost_at);
+    free (m->parent);
+    free (m->peers);
+    free (m->newly_lost);
+    pthread_mutex_destroy (&m->lock);
+    free (m);
+    errno = saved;
+}
+
+int mesh_fence (struct mesh *m, const void *blob, size_t len, mesh_fence_cb cb, void *arg)
+{
+    struct cmd *c;
+    int busy;
+
+    if (len > MESH_MAX_PAYLOAD / 2) {
+        errno = EMSGSIZE;
+        return -1;
+    }
+    pthread_mutex_lock (&m->lock);
+    busy = m->fence_busy;
+    if (!busy && !m->dead)
+        m->fence_busy = 1;
+    pthread_mutex_unlock (&m->lock);
+    if (busy) {
+        errno = EBUSY;
+        return -1;
+    }
+    if (!(c = cmd_new (CMD_FENCE, blob ? blob : "", len))) {
+        pthread_mutex_lock (&m->lock);
+        m->fence_busy = 0;
+        pthread_mutex_unlock (&m->lock);
+        errno = ENOMEM;
+        return -1;
+    }
+    c->fcb = cb;
+    c->arg = arg;
+    return queue (m, c);
+}
+
+int mesh_broadcast (struct mesh *m, int kind, const void *data, size_t len)
+{
+    struct cmd *c;
+
+    if (kind < 1 || kind > MESH_BCAST_KIND_MAX || len > MESH_MAX_PAYLOAD / 2) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (!(c = cmd_new (CMD_BCAST, data ? data : "", len))) {
+        errno = ENOMEM;
+        return -1;
+    }
+    c->kind = kind;
+    return queue (m, c);
+}
+
+int mesh_broadcast_failure (struct mesh *m,
+                            uint32_t rank,
+                            int32_t status,
+                            const char *nspace)
+{
+    struct mesh_wbuf b = {0};
+    int rc;
+
+    if (mesh_rank_failed_encode (&b, rank, status, nspace) < 0) {
+        mesh_wbuf_free (&b);
+        errno = ENOMEM;
+        return -1;
+    }
+    rc = mesh_broadcast (m, MESH_BCAST_RANK_FAILED, b.buf, b.len);
+    mesh_wbuf_free (&b);
+    return rc;
+}
+
+int mesh_dmodex (struct mesh *m,
+                 uint32_t target,
+                 const void *data,
+                 size_t len,
+                 mesh_dmodex_cb cb,
+                 void *arg)
+{
+    struct cmd *c;
+
+    if (target >= m->n || len > MESH_MAX_PAYLOAD / 2) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (!(c = cmd_new (CMD_DMODEX, data ? data : "", len))) {
+        errno = ENOMEM;
+        return -1;
+    }
+    c->target = target;
+    c->dcb = cb;
+    c->arg = arg;
+    return queue (m, c);
+}
+
+void mesh_dmodex_respond (struct mesh_request *req,
+                          int status,
+                          const void *data,
+                          size_t len)
+{
+    struct cmd *c;
+
+    if (!req)
+        return;
+    if ((c = cmd_new (CMD_RESPOND, data ? data : "", len))) {
+        c->id = req->id;
+        c->origin = req->origin;
+        c->status = status;
+        (void)queue (req->m, c);
+    }
+    free (req);
+}
+
+void mesh_get_stats (struct mesh *m, struct mesh_stats *st)
+{
+    pthread_mutex_lock (&m->lock);
+    *st = m->stats;
+    pthread_mutex_unlock (&m->lock);
+}
+
+void mesh_get_live (struct mesh *m, uint8_t *live, uint32_t n)
+{
+    pthread_mutex_lock (&m->lock);
+    memcpy (live, m->live_snapshot, n < m->n ? n : m->n);
+    pthread_mutex_unlock (&m->lock);
+}
+
+void mesh_test_cut (struct mesh *m, int on)
+{
+    struct cmd *c = cmd_new (CMD_DEAF, NULL, 0);
+
+    if (c) {
+        c->status = on;
+        (void)queue (m, c);
+    }
+}

@@ -1,0 +1,167 @@
+/* mesh.h - the elastic-exec mesh: the members of a job joined in a tree
+ *
+ * A mesh joins the n supervisors (members 0..n-1) of a job: each knows
+ * every member's address, listens on its own, connects to its parent in
+ * the tree (tree.h) and authenticates every connection (auth.h).  It runs
+ * on its own thread with its own epoll loop, so heartbeats are never late
+ * because the agent or PMIx is busy, and callers never block:
+ *
+ *   failure detection  heartbeats between tree neighbours (every
+ *                      node_timeout / 5) and TCP EOF; a neighbour silent
+ *                      for node_timeout, closed, or refusing connections is
+ *                      lost.  A lost member is flooded to every live member
+ *                      (the set of lost members only grows, so merging is a
+ *                      union and every member ends with the same set); the
+ *                      tree is repaired and the epoch (= the number of lost
+ *                      members) bumped.  Lost members never come back.
+ *   fence              an allgather of one blob per member, rolled up the
+ *                      tree and broadcast down.  A loss mid-fence restarts
+ *                      the rollup over the repaired tree; a result, once
+ *                      made, is the result (members that have it hand it
+ *                      on), so a fence never hangs on a lost member and
+ *                      every member gets the blob of every member live at
+ *                      completion (they may differ only in blobs of members
+ *                      lost meanwhile).
+ *   broadcast          rank-failed and notify messages, flooded along the
+ *                      tree, deduplicated by (origin, seq), re-flooded over
+ *                      the repaired tree after a loss.
+ *   direct modex       a request routed along the tree to the member that
+ *                      hosts a rank, answered by that member's handler;
+ *                      fails at once when the target is (or becomes) lost.
+ *   self-fencing       a member told it was declared lost, or that lost
+ *                      more members by silence than it can still see (the
+ *                      minority side of a partition; a tie goes to the side
+ *                      with the lowest member), stops and calls
+ *                      ops.self_fence: the agent kills its ranks there.
+ *
+ * Every callback runs on the mesh thread and must not block or call
+ * mesh_destroy; it may call the other functions.  The functions below are
+ * thread-safe and return at once.
+ */
+#ifndef ELASTIC_EXEC_MESH_MESH_H
+#define ELASTIC_EXEC_MESH_MESH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/error.h"
+
+struct mesh;
+struct mesh_request;
+
+/* status codes given to completion callbacks (negative errno) */
+#define MESH_OK      0
+#define MESH_ELOST   (-113) /* -EHOSTUNREACH: the target member is lost */
+#define MESH_ECANCEL (-125) /* -ECANCELED: the mesh stopped or fenced itself */
+#define MESH_EBUSY   (-16)  /* -EBUSY: a fence is already in progress here */
+
+struct mesh_fence_result {
+    uint32_t seq;   /* the fence's number (1, 2, ... on every member) */
+    uint32_t epoch; /* the epoch the result was made in */
+    uint32_t count; /* how many blobs */
+    const uint32_t *members;
+    const uint8_t *const *data;
+    const uint32_t *len;
+};
+
+typedef void (*mesh_fence_cb) (void *arg,
+                               int status,
+                               const struct mesh_fence_result *res);
+typedef void (*mesh_dmodex_cb) (void *arg, int status, const void *data, size_t len);
+
+struct mesh_ops {
+    /* members newly lost (count of them), the new epoch and live count */
+    void (*lost) (
+        void *arg, const uint32_t *members, size_t count, uint32_t epoch, uint32_t nlive);
+    /* a broadcast from another member (kind: MESH_BCAST_* of proto.h) */
+    void (*broadcast) (
+        void *arg, uint32_t origin, int kind, const void *data, size_t len);
+    /* a direct-modex request for this member: answer (now or later, from
+     * any thread) with mesh_dmodex_respond(req, ...); exactly once */
+    void (*dmodex_request) (void *arg,
+                            struct mesh_request *req,
+                            uint32_t origin,
+                            const void *data,
+                            size_t len);
+    /* this member is cut off from the mesh: the mesh has stopped */
+    void (*self_fence) (void *arg, const char *reason);
+    /* every member this one knows of is connected (once, after start) */
+    void (*joined) (void *arg);
+};
+
+struct mesh_config {
+    uint32_t nmembers;
+    uint32_t self;
+    const char *const *addrs; /* "host:port" of every member */
+    int listen_fd;            /* >= 0: a bound, listening socket to use (taken) */
+    uint32_t radix;           /* tree fan-out; 0: 8 */
+    double node_timeout;      /* seconds; 0: 2.0; at least 0.2 */
+    double join_timeout;      /* first contact with a neighbour; 0: 60 */
+    const uint8_t *key;       /* MESH_KEY_SIZE bytes (auth.h) */
+    struct mesh_ops ops;
+    void *arg;
+};
+
+/* Create a mesh (binds its listening socket unless listen_fd is given; no
+ * thread yet).  Returns NULL with err. */
+struct mesh *mesh_create (const struct mesh_config *cfg, elastic_error_t *err);
+
+/* Start the mesh thread.  Returns 0 or -1 with err. */
+int mesh_start (struct mesh *m, elastic_error_t *err);
+
+/* Say bye to the neighbours, stop the thread, fail what is pending
+ * (MESH_ECANCEL, callbacks run before it returns) and free.  NULL-safe.
+ * Never from a callback. */
+void mesh_destroy (struct mesh *m);
+
+/* Contribute blob to the next fence; cb gets every member's blob.  Returns
+ * 0 (cb pending), or -1 with errno (EBUSY: a fence is pending here,
+ * ECANCELED: stopped, ENOMEM). */
+int mesh_fence (
+    struct mesh *m, const void *blob, size_t len, mesh_fence_cb cb, void *arg);
+
+/* Broadcast (kind, data) to every other live member.  Returns 0 or -1. */
+int mesh_broadcast (struct mesh *m, int kind, const void *data, size_t len);
+
+/* Broadcast that rank of nspace failed with status.  Returns 0 or -1. */
+int mesh_broadcast_failure (struct mesh *m,
+                            uint32_t rank,
+                            int32_t status,
+                            const char *nspace);
+
+/* Ask member target's dmodex_request handler; cb gets its answer, or
+ * MESH_ELOST when target is or becomes lost.  Returns 0 or -1 with errno. */
+int mesh_dmodex (struct mesh *m,
+                 uint32_t target,
+                 const void *data,
+                 size_t len,
+                 mesh_dmodex_cb cb,
+                 void *arg);
+
+/* Answer a dmodex request (any thread, once; frees req). */
+void mesh_dmodex_respond (struct mesh_request *req,
+                          int status,
+                          const void *data,
+                          size_t len);
+
+/* A snapshot of the mesh's state (thread-safe). */
+struct mesh_stats {
+    uint32_t epoch;
+    uint32_t nlive;
+    uint32_t parent; /* MESH_NONE (tree.h) at the root */
+    uint32_t nchildren;
+    uint32_t fences; /* completed */
+    uint64_t sent_bytes, recv_bytes, heartbeats_sent;
+    int fenced; /* self-fenced */
+};
+void mesh_get_stats (struct mesh *m, struct mesh_stats *st);
+
+/* Copy the live set (n bytes, 1 = live) into live.  Thread-safe. */
+void mesh_get_live (struct mesh *m, uint8_t *live, uint32_t n);
+
+/* TEST ONLY: cut (on != 0) or restore this member's network as a
+ * partition would: nothing it sends arrives, nothing sent to it is read,
+ * its connection attempts never complete; its thread keeps running. */
+void mesh_test_cut (struct mesh *m, int on);
+
+#endif /* ELASTIC_EXEC_MESH_MESH_H */
