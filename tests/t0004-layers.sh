@@ -6,6 +6,8 @@
 #   libelastic       uses nothing of the tools (src/exec, src/mpirun);
 #   the PMIx server  (src/exec/pmix/ but pmix_backend) uses nothing of the
 #                    agent: it is below the backend that drives it;
+#   the mesh         (src/exec/mesh/) uses nothing of the agent, its backends
+#                    or the PMIx server: they will drive it;
 #   the agent core   (agent, agent_loop, agent_setup, machine, group) uses no
 #                    symbol a backend (local, drain, pmix_backend) defines:
 #                    only backends.c, the table of built-in backends, names
@@ -77,6 +79,10 @@ wrong_way "the services (watchdog, health, metrics, ...) use no backend's symbol
     "${services[@]}" -- "${backends[@]}"
 wrong_way "the PMIx server uses nothing of the agent core or its backends" \
     "${pmixsrv[@]}" -- "${core[@]}" "${backends[@]}"
+
+mesh=($(ls "$build"/src/exec/mesh/.libs/*.o 2> /dev/null))
+wrong_way "the mesh uses nothing of the agent core, its services, backends or the PMIx server" \
+    "${mesh[@]}" -- "${core[@]}" "${services[@]}" "${backends[@]}" "${pmixsrv[@]}"
 
 # a backend: of the core's symbols, only the declared ones
 api=$(sed -n 's/^[a-z].*[ *]\([a-z_][a-z0-9_]*\) (.*/\1/p' \
