@@ -10,18 +10,28 @@ tmp=$(mktemp -d)
 trap 'mpi_kill_job; rm -rf "$tmp"' EXIT
 ARGS="--nx 96 --ny 80 --steps 4000"
 
+t0=$(date +%s)
 app_run "$tmp/ref" 4 $EXAMPLES/heat2d $ARGS
 ref=$(checksum_of "$tmp/ref")
 is "$MPI_RC" 0 "reference run (checksum $ref)"
+# The deadline is absolute and read when the job starts: it must still lie
+# ahead once mpirun has started the ranks, which on a loaded machine (or
+# under the sanitizers) takes seconds.  The window grows with what the
+# reference run took (start-up included): 7 s on a quiet machine.
+took=$(($(date +%s) - t0 + 1))
+window=$((7 + 2 * took))
+# the job must need longer than the window: 4000 steps of SLEEP ms
+sleep_ms=$(((window + 6) * 1000 / 4000 + 1))
+diag "the reference run took about $took s: deadline $window s after the start, steps of $sleep_ms ms"
 
-# deadline NAME VARIABLE: the job would need over 8 s; the deadline is 7 s
-# away with a 3 s margin
+# deadline NAME VARIABLE: the job would need over window + 6 s; the deadline
+# is window s away with a 3 s margin
 deadline() {
     local name=$1 var=$2 out=$tmp/$1 d=$tmp/$1.d when
-    when=$(($(date +%s) + 7))
+    when=$(($(date +%s) + window))
     mpi_start "$out" 4 -x "$var=$when" -x ELASTIC_DEADLINE_MARGIN=3 -x ELASTIC_SNAPSHOT_DIR="$d" \
-        -x ELASTIC_EVENT_LOG="$out.events" -- $EXAMPLES/heat2d $ARGS --sleep 2
-    mpi_wait 120
+        -x ELASTIC_EVENT_LOG="$out.events" -- $EXAMPLES/heat2d $ARGS --sleep $sleep_ms
+    mpi_wait $((window + 120))
     is "$MPI_RC" 75 "$name: the job suspended (exit 75)" || show_failure "$out"
     # the snapshot must be committed before the deadline: the suspend
     # event's time (MPI_Finalize and mpirun's exit come after, and take
