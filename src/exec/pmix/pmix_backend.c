@@ -33,7 +33,10 @@
  * A program that never calls MPI_Init is not affected: it never connects,
  * its exits are reported as the local backend reports them, and its group
  * restarts like any group.  --init-timeout kills a rank (as a watchdog
- * does) when MPI_Init has not finished that long after the start.
+ * does) when MPI_Init has not finished that long after the start; under
+ * --hang-timeout, --start-timeout does once a rank entered MPI_Init (see
+ * init_deadline): the group restarts, as it must for a rank lost before
+ * MPI_Init completed.
  */
 #if HAVE_CONFIG_H
 #include "config.h"
@@ -581,42 +584,94 @@ static int pmix_start (elastic_agent_t *agent, void *ctx, elastic_error_t *err)
     return rc;
 }
 
-/* --init-timeout: kill a rank that keeps MPI_Init from finishing (one that
- * never connected first), as a watchdog would; the group restarts. */
+/* The MPI_Init deadline of an attempt: --init-timeout; else, under
+ * --hang-timeout, --start-timeout once a rank entered MPI_Init (the ranks
+ * are MPI ranks, and those inside wait for the others; a program that is
+ * not MPI never connects and is never judged by it).  0: none. */
+static double init_deadline (struct pmixb *pb, int *derived)
+{
+    const struct elastic_agent_spec *spec = agent_spec (pb->agent);
+
+    *derived = 0;
+    if (spec->init_timeout > 0)
+        return spec->init_timeout;
+    if (spec->hang_timeout > 0 && spec->start_timeout > 0 && pb->nconnected > 0) {
+        *derived = 1;
+        return spec->start_timeout;
+    }
+    return 0;
+}
+
+/* The rank that keeps MPI_Init from finishing, best evidence first: a
+ * stopped one that never connected, one that never connected, a stopped
+ * one, rank 0.  -1 if none is alive. */
+static int init_victim (struct pmixb *pb)
+{
+    elastic_agent_t *agent = pb->agent;
+
+    for (int pass = 0; pass < 4; pass++) {
+        for (int i = 0; i < pb->nranks; i++) {
+            const struct worker *w = agent_worker (agent, i);
+            if (w->pid <= 0 || w->exited)
+                continue;
+            if ((pass == 0 && !pb->connected[i] && proc_stopped (w->pid)) ||
+                (pass == 1 && !pb->connected[i]) ||
+                (pass == 2 && proc_stopped (w->pid)) || pass == 3)
+                return i;
+        }
+    }
+    return -1;
+}
+
+/* --init-timeout (or --start-timeout, see init_deadline): kill the rank
+ * that keeps MPI_Init from finishing, as a watchdog would; a rank lost
+ * before MPI_Init completed cannot be recovered in place, so the group
+ * restarts (--max-restarts) or fails. */
 static void check_init_timeout (struct pmixb *pb)
 {
     elastic_agent_t *agent = pb->agent;
-    double timeout = agent_spec (agent)->init_timeout;
-    const struct worker *w;
-    int victim = -1;
-    char reason[256];
+    int derived, victim;
+    double timeout = init_deadline (pb, &derived);
+    char reason[320];
 
     if (timeout <= 0 || !pb->job || pb->initialized || pb->init_timeout_fired ||
         pb->abort_reported || agent_stopping (agent) ||
         mono_now () - pb->t_start < timeout)
         return;
-    for (int i = 0; i < pb->nranks && victim < 0; i++)
-        if ((w = agent_worker (agent, i))->pid > 0 && !w->exited && !pb->connected[i])
-            victim = i;
-    for (int i = 0; i < pb->nranks && victim < 0; i++)
-        if ((w = agent_worker (agent, i))->pid > 0 && !w->exited)
-            victim = i;
+    /* a rank already killed (a watchdog's victim, stopped before it
+     * attached) takes the attempt down: nobody else is to blame */
+    for (int i = 0; i < pb->nranks; i++)
+        if (agent_worker (agent, i)->failed)
+            return;
+    victim = init_victim (pb);
     pb->init_timeout_fired = 1;
     if (victim < 0)
         return;
     snprintf (reason,
               sizeof (reason),
-              "MPI_Init did not finish within %.3g s (%d of %d ranks had entered it)",
+              "MPI_Init did not finish within %.3g s (%s; %d of %d ranks had entered "
+              "it, this one %s%s)",
               timeout,
+              derived ? "start-timeout" : "init-timeout",
               pb->nconnected,
-              pb->nranks);
-    agent_worker_kill (
-        agent,
-        victim,
-        SIGKILL,
-        "mpi_init",
-        reason,
-        json_pack ("{s:f s:i}", "timeout_s", timeout, "connected", pb->nconnected));
+              pb->nranks,
+              pb->connected[victim] ? "had" : "had not",
+              proc_stopped (agent_worker (agent, victim)->pid) ? ", and it is stopped"
+                                                               : "");
+    agent_worker_kill (agent,
+                       victim,
+                       SIGKILL,
+                       "mpi_init",
+                       reason,
+                       json_pack ("{s:f s:i s:s s:b}",
+                                  "timeout_s",
+                                  timeout,
+                                  "connected",
+                                  pb->nconnected,
+                                  "setting",
+                                  derived ? "start-timeout" : "init-timeout",
+                                  "in_mpi_init",
+                                  pb->connected[victim]));
 }
 
 static int pmix_monitor (elastic_agent_t *agent, void *ctx)
