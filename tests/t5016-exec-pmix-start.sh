@@ -57,7 +57,7 @@ ep_check_clean stop-init
 ep_start stop-init-fail 8 "${wd[@]}" --max-restarts 0 -- "$HOLD" stop 3 "${heat[@]}"
 ep_wait 180
 finished stop-init-fail 137
-grep -q "stopped for .* before its first progress report" "$ep_dir/err"
+grep -q "MPI_Init did not finish within .*start-timeout\|stopped for .* before its first progress report" "$ep_dir/err"
 ok $? "stop-init-fail: the failure names the start timeout" || diag "$(ep_err)"
 ep_check_clean stop-init-fail
 
