@@ -93,7 +93,7 @@ void policy_after_attempt (const struct attempt_facts *f, struct decision *d)
     /* PRRTE 3.0 under --with-ft ulfm exits 0 after it lost a daemon and
      * terminated the job, so a lost host is a failure whatever mpirun's
      * exit code */
-    if (f->exit_code == 0 && !f->lost_host)
+    if (f->exit_code == 0 && !f->lost_host && !(f->lingered && f->suspended))
         decide (d, NEXT_DONE, OUT_COMPLETED, "completed", 0, "%s", "");
     else if (f->suspended)
         decide (d,
@@ -573,6 +573,7 @@ static void analyse (struct job *j,
     f->interrupt_signal = res->interrupt_signal;
     f->preempt_signal = res->preempt_signal;
     f->forced = res->forced;
+    f->lingered = res->lingered;
     f->not_relaunchable = not_relaunchable (all);
     f->relaunch = r->k + 1;
     f->max_relaunches = j->o.max_relaunches;
