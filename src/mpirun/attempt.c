@@ -93,7 +93,10 @@ void policy_after_attempt (const struct attempt_facts *f, struct decision *d)
     /* PRRTE 3.0 under --with-ft ulfm exits 0 after it lost a daemon and
      * terminated the job, so a lost host is a failure whatever mpirun's
      * exit code */
-    if (f->exit_code == 0 && !f->lost_host && !(f->lingered && f->suspended))
+    /* nor is mpirun's 0 when libelastic gave up on a rank (seen after the
+     * ranks' wrappers were killed: mpirun exited 0, no rank completed) */
+    if (f->exit_code == 0 && !f->lost_host && !f->library_fatal &&
+        !(f->lingered && f->suspended))
         decide (d, NEXT_DONE, OUT_COMPLETED, "completed", 0, "%s", "");
     else if (f->suspended)
         decide (d,
@@ -558,6 +561,7 @@ static void analyse (struct job *j,
     }
     memset (f, 0, sizeof (*f));
     f->suspended = ranks_suspended (res, &ev, r->np);
+    f->library_fatal = ev.nfatal > 0;
     if (res->rep.text[0]) {
         char path[PATH_MAX + 16];
         FILE *fp;

@@ -29,6 +29,7 @@ struct attempt_facts {
     int preempt_signal;   /* SIGTERM/SIGUSR1 during the attempt, or 0 */
     int forced;           /* mpirun was stopped after --suspend-timeout */
     int lingered;         /* mpirun was stopped after its ranks had exited */
+    int library_fatal;    /* libelastic gave up on a rank (a "fatal" event) */
     int not_relaunchable; /* the program cannot start, or too few slots */
     int relaunch;         /* this attempt's relaunch would be number relaunch */
     int max_relaunches;   /* --max-relaunches */
