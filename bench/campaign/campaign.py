@@ -378,7 +378,9 @@ class Campaign:
             # --start-timeout and the PMIx server's MPI_Init deadline find
             # it; the group restarts), before the first progress report,
             # or in the run (--hang-timeout; recovered in place)
-            t = rng.uniform(0.02, 0.9) * tref
+            # (one in three in the start window: the first second)
+            early = rng.random() < 1.0 / 3
+            t = rng.uniform(0.05, 1.0) if early else rng.uniform(0.02, 0.9) * tref
             while time.time() - t0 < t and p.poll() is None:
                 time.sleep(0.005)
             live = self.ranks(mark)
