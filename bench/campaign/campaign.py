@@ -162,10 +162,18 @@ class Campaign:
 
     # ---- one job ---------------------------------------------------------
 
-    def command(self, launcher, n, rid, d, extra_exec=()):
+    # the test hook's kills belong to the schedule, once: armed in the
+    # first attempt only (a group restart or a relaunch would fire them again
+    # in every attempt, until the restarts run out)
+    FIRST_ONLY = ('if [ "${ELASTIC_RESTART_COUNT:-0}" = 0 ] && [ "${ELASTIC_ATTEMPT:-1}" = 1 ]; '
+                  'then export ELASTIC_TEST_KILL="$CAMPAIGN_TEST_KILL"; fi; exec "$0" "$@"')
+
+    def command(self, launcher, n, rid, d, extra_exec=(), hooks=False):
         app = [self.heat2d, "--nx", str(self.a.nx), "--ny", str(self.a.nx), "--progress", "100",
                "--steps", str(self.a.steps), "--persist-period", str(self.a.persist_period),
                "--snapshot-dir", os.path.join(d, "snap")]
+        if hooks:
+            app = ["/bin/sh", "-c", self.FIRST_ONLY] + app
         if launcher == "exec":
             return [self.exec, "--nproc-per-node", str(n), "--run-id", rid,
                     "--max-restarts", str(self.a.max_restarts), "--event-log",
@@ -187,7 +195,8 @@ class Campaign:
         out = open(os.path.join(d, tag + ".out"), "wb")
         err = open(os.path.join(d, tag + ".err"), "wb")
         # its own session: a signal "to the process group" reaches exactly the job
-        p = subprocess.Popen(self.command(launcher, n, rid, d, extra_exec), env=env,
+        p = subprocess.Popen(self.command(launcher, n, rid, d, extra_exec,
+                                          "CAMPAIGN_TEST_KILL" in env), env=env,
                              stdout=out, stderr=err, start_new_session=True)
         out.close()
         err.close()
@@ -355,8 +364,8 @@ class Campaign:
                     if where == "persist" else
                     rng.randrange(1, a.steps // a.snapshot_period) * a.snapshot_period)
                 hooks.append("%d:%d:%s" % (rng.randrange(n), step, where))
-            env["ELASTIC_TEST_KILL"] = ",".join(hooks)
-            log.append("ELASTIC_TEST_KILL=" + env["ELASTIC_TEST_KILL"])
+            env["CAMPAIGN_TEST_KILL"] = ",".join(hooks)
+            log.append("ELASTIC_TEST_KILL=" + env["CAMPAIGN_TEST_KILL"])
         if kind == "stop":
             extra = ["--hang-timeout", str(a.hang_timeout),
                      "--start-timeout", str(a.start_timeout)]
