@@ -46,7 +46,7 @@ finished stop-init 0 8
 is "$(($(ep_ev watchdog_fire kind=start rank=3 attempt=0 stopped=True) +
     $(ep_ev watchdog_fire kind=mpi_init rank=3 attempt=0 in_mpi_init=False)))" 1 \
     "stop-init: rank 3 killed by the start timeout ($(ep_get watchdog_fire kind))"
-grep -q "this one had not, and it is stopped\|stopped for .* before its first progress report" "$ep_dir/err"
+grep -q "this one had not entered it and is stopped\|stopped for .* before its first progress report" "$ep_dir/err"
 ok $? "stop-init: the reason says it was stopped" || diag "$(grep watchdog "$ep_dir/err")"
 is "$(ep_ev watchdog_fire)/$(ep_ev restart)" "1/1" \
     "stop-init: nobody else killed (not by MPI_Init's deadline either), one restart"
@@ -57,7 +57,7 @@ ep_check_clean stop-init
 ep_start stop-init-fail 8 "${wd[@]}" --max-restarts 0 -- "$HOLD" stop 3 "${heat[@]}"
 ep_wait 180
 finished stop-init-fail 137
-grep -q "MPI_Init did not finish within .*start-timeout\|stopped for .* before its first progress report" "$ep_dir/err"
+grep -q "MPI_Init did not finish within .*), start-timeout\|stopped for .* before its first progress report" "$ep_dir/err"
 ok $? "stop-init-fail: the failure names the start timeout" || diag "$(ep_err)"
 ep_check_clean stop-init-fail
 

@@ -649,15 +649,14 @@ static void check_init_timeout (struct pmixb *pb)
         return;
     snprintf (reason,
               sizeof (reason),
-              "MPI_Init did not finish within %.3g s (%s; %d of %d ranks had entered "
-              "it, this one %s%s)",
+              "MPI_Init did not finish within %.3g s (%d of %d ranks had entered it), "
+              "%s: this one had%s entered it%s",
               timeout,
-              derived ? "start-timeout" : "init-timeout",
               pb->nconnected,
               pb->nranks,
-              pb->connected[victim] ? "had" : "had not",
-              proc_stopped (agent_worker (agent, victim)->pid) ? ", and it is stopped"
-                                                               : "");
+              derived ? "start-timeout" : "init-timeout",
+              pb->connected[victim] ? "" : " not",
+              proc_stopped (agent_worker (agent, victim)->pid) ? " and is stopped" : "");
     agent_worker_kill (agent,
                        victim,
                        SIGKILL,
