@@ -321,7 +321,8 @@ struct run {
     double suspend_timeout;
     double suspend_deadline, kill_deadline, drain_deadline, preempt_at;
     double next_child_check, childless_since;
-    int had_children; /* mpirun was seen with children (the ranks started) */
+    int had_children;        /* mpirun was seen with children (the ranks started) */
+    struct shm_prefixes shm; /* the ranks' per-job /dev/shm segments */
     int status, exited, out_open, killed;
     char line[2048]; /* the partial last line of its stderr */
     size_t llen;
@@ -443,6 +444,8 @@ static void check_deadlines (struct run *r, struct launch_result *res)
     }
 }
 
+static void shm_sample_ranks (struct shm_prefixes *sp, const pid_t *kids, int n);
+
 /* PRRTE sometimes stays after every rank suspended (seen under load: its
  * children all exited, it does not): once a preempted mpirun that had
  * children has had none for LINGER_GRACE s, it is stopped (SIGTERM, then
@@ -451,14 +454,17 @@ static void check_deadlines (struct run *r, struct launch_result *res)
 static void check_linger (struct run *r, struct launch_result *res)
 {
     double now = mono_now ();
-    pid_t kid;
+    pid_t kids[64];
+    int n;
 
     if (r->exited || r->kill_deadline || now < r->next_child_check)
         return;
     r->next_child_check = now + (res->preempt_signal ? 0.5 : 1.0);
-    if (list_children_of (r->pid, &kid, 1) > 0) {
+    if ((n = list_children_of (r->pid, kids, 64)) > 0) {
         r->had_children = 1;
         r->childless_since = 0;
+        if (r->shm.n == 0)
+            shm_sample_ranks (&r->shm, kids, n);
         return;
     }
     if (!res->preempt_signal || !r->had_children)
@@ -475,6 +481,24 @@ static void check_linger (struct run *r, struct launch_result *res)
     res->lingered = 1;
     /* nothing of the job is left to stop: a short wait before SIGKILL */
     r->kill_deadline = now + 5;
+}
+
+/* The per-job /dev/shm prefixes of the ranks: mpirun's children (the ranks
+ * or their wrappers) and theirs, until one is found (every local rank maps
+ * the job's segments, named after its id).  mpirun removes them at the
+ * job's end, but not those of a rank killed inside MPI_Finalize: they are
+ * removed after mpirun's end (launch_run). */
+static void shm_sample_ranks (struct shm_prefixes *sp, const pid_t *kids, int n)
+{
+    for (int i = 0; i < n && sp->n == 0; i++) {
+        pid_t ranks[8];
+        int nr = list_children_of (kids[i], ranks, 8);
+        shm_collect (sp, kids[i]);
+        for (int k = 0; k < nr; k++)
+            shm_collect (sp, ranks[k]);
+    }
+    if (sp->n > 0)
+        log_debug ("the job's /dev/shm segments: %s*", sp->p[0]);
 }
 
 /* $TMPDIR/prterun.<host>.<pid>.<uid>, PRRTE's session directory of the
@@ -604,5 +628,6 @@ int launch_run (char *const argv[],
     }
     finish_run (&r, res);
     remove_session_dir (r.pid);
+    shm_remove (&r.shm);
     return 0;
 }
