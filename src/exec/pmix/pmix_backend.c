@@ -87,6 +87,7 @@ struct pmixb {
     int nconnected;
     int initialized;
     int abort_reported;
+    int abort_ignored; /* aborts that followed a kill before MPI_Init completed */
     int init_timeout_fired;
     int stuck;      /* ranks may wait for a dead one forever (it was not announced) */
     double t_start; /* CLOCK_MONOTONIC of the namespace's creation */
@@ -160,10 +161,36 @@ static int shm_sweep (struct pmixb *pb)
 
 /* ---- events from the server ----------------------------------------------- */
 
+/* 1 if a rank of the attempt was killed on purpose (a watchdog, MPI_Init's
+ * deadline) before every rank finished MPI_Init. */
+static int killed_before_init (struct pmixb *pb)
+{
+    if (pb->initialized)
+        return 0;
+    for (int i = 0; i < pb->nranks; i++) {
+        const struct worker *w = agent_worker (pb->agent, i);
+        if (w->failed && w->fire_mono > 0)
+            return 1;
+    }
+    return 0;
+}
+
 static void report_abort (struct pmixb *pb, int rank, int code, const char *message)
 {
     if (pb->abort_reported)
         return;
+    /* a rank killed before MPI_Init completed makes the others' MPI_Init
+     * fail, and Open MPI aborts them (MPI_ERR_UNKNOWN): the abort follows
+     * from the kill, for which the group restarts (--max-restarts) */
+    if (killed_before_init (pb)) {
+        if (!pb->abort_ignored)
+            log_info ("rank %d aborted (code %d) after a rank was killed inside or "
+                      "before MPI_Init: the group restarts for the kill",
+                      rank,
+                      code);
+        pb->abort_ignored = 1;
+        return;
+    }
     pb->abort_reported = 1;
     elastic_agent_abort (pb->agent, rank, code, message);
 }
@@ -556,6 +583,7 @@ static int pmix_start (elastic_agent_t *agent, void *ctx, elastic_error_t *err)
     pb->nconnected = 0;
     pb->initialized = 0;
     pb->abort_reported = 0;
+    pb->abort_ignored = 0;
     pb->init_timeout_fired = 0;
     pb->stuck = 0;
     pb->nshm_prefix = 0;
