@@ -19,9 +19,10 @@ against a failure-free run of the same configuration:
   hook    1-2 SIGKILLs at exact windows through libelastic's test hook
           (ELASTIC_TEST_KILL: snapshot, recovery, protect, persist,
           finalize) at random steps;
-  stop    SIGSTOP of one random rank (a hang) with --hang-timeout, once
-          every rank reported progress (elastic-exec only: elastic-mpirun
-          has no progress watchdog);
+  stop    SIGSTOP of one random rank (a hang) at a random time (also
+          before MPI_Init or the first progress report) with --hang-timeout
+          and --start-timeout (elastic-exec only: elastic-mpirun has no
+          progress watchdog);
   term    SIGTERM (preemption) at a random time, to the launcher or to its
           whole process group, then a rerun at a random other size that
           must resume;
@@ -67,6 +68,8 @@ def parse_args():
     p.add_argument("--persist-period", type=int, default=2000)
     p.add_argument("--snapshot-period", type=int, default=100)
     p.add_argument("--hang-timeout", type=float, default=2.0)
+    p.add_argument("--start-timeout", type=float, default=8.0,
+                   help="elastic-exec's --start-timeout for the stop kind (default 8)")
     p.add_argument("--max-faults", type=int, default=3,
                    help="at most this many kills a run (kill: 1-N, hook: 1-min(2,N))")
     p.add_argument("--max-restarts", type=int, default=3,
@@ -159,10 +162,18 @@ class Campaign:
 
     # ---- one job ---------------------------------------------------------
 
-    def command(self, launcher, n, rid, d, extra_exec=()):
+    # the test hook's kills belong to the schedule, once: armed in the
+    # first attempt only (a group restart or a relaunch would fire them again
+    # in every attempt, until the restarts run out)
+    FIRST_ONLY = ('if [ "${ELASTIC_RESTART_COUNT:-0}" = 0 ] && [ "${ELASTIC_ATTEMPT:-1}" = 1 ]; '
+                  'then export ELASTIC_TEST_KILL="$CAMPAIGN_TEST_KILL"; fi; exec "$0" "$@"')
+
+    def command(self, launcher, n, rid, d, extra_exec=(), hooks=False):
         app = [self.heat2d, "--nx", str(self.a.nx), "--ny", str(self.a.nx), "--progress", "100",
                "--steps", str(self.a.steps), "--persist-period", str(self.a.persist_period),
                "--snapshot-dir", os.path.join(d, "snap")]
+        if hooks:
+            app = ["/bin/sh", "-c", self.FIRST_ONLY] + app
         if launcher == "exec":
             return [self.exec, "--nproc-per-node", str(n), "--run-id", rid,
                     "--max-restarts", str(self.a.max_restarts), "--event-log",
@@ -184,7 +195,8 @@ class Campaign:
         out = open(os.path.join(d, tag + ".out"), "wb")
         err = open(os.path.join(d, tag + ".err"), "wb")
         # its own session: a signal "to the process group" reaches exactly the job
-        p = subprocess.Popen(self.command(launcher, n, rid, d, extra_exec), env=env,
+        p = subprocess.Popen(self.command(launcher, n, rid, d, extra_exec,
+                                          "CAMPAIGN_TEST_KILL" in env), env=env,
                              stdout=out, stderr=err, start_new_session=True)
         out.close()
         err.close()
@@ -352,10 +364,11 @@ class Campaign:
                     if where == "persist" else
                     rng.randrange(1, a.steps // a.snapshot_period) * a.snapshot_period)
                 hooks.append("%d:%d:%s" % (rng.randrange(n), step, where))
-            env["ELASTIC_TEST_KILL"] = ",".join(hooks)
-            log.append("ELASTIC_TEST_KILL=" + env["ELASTIC_TEST_KILL"])
+            env["CAMPAIGN_TEST_KILL"] = ",".join(hooks)
+            log.append("ELASTIC_TEST_KILL=" + env["CAMPAIGN_TEST_KILL"])
         if kind == "stop":
-            extra = ["--hang-timeout", str(a.hang_timeout)]
+            extra = ["--hang-timeout", str(a.hang_timeout),
+                     "--start-timeout", str(a.start_timeout)]
         if launcher == "exec" and a.max_restarts == 0 and kind in ("kill", "hook", "stop"):
             want = {0, 76}  # a rank and its buddy lost: a clean "relaunch me"
         t0 = time.time()
@@ -370,18 +383,15 @@ class Campaign:
                 times.append(times[-1] + rng.uniform(0.5, 1.5))
             self.inject_kills(p, mark, t0, times, log, first=0)
         elif kind == "stop":
-            # a hang after every rank reported progress (--hang-timeout
-            # judges only those; a rank stopped inside MPI_Init is not
-            # judged, see doc/reliability.md): rank 0 at step 100 means
-            # every rank passed step 99
-            t = rng.uniform(0.1, 0.9) * tref
-            out = os.path.join(d, "run.out")
-            while p.poll() is None and time.time() - t0 < a.timeout and \
-                    not re.search(rb"^step 100$", open(out, "rb").read(), re.M):
-                time.sleep(0.01)
-            t1 = time.time()
-            while time.time() - t1 < t * 0.8 and p.poll() is None:
-                time.sleep(0.01)
+            # a hang at any time: before MPI_Init (the watchdog's
+            # --start-timeout and the PMIx server's MPI_Init deadline find
+            # it; the group restarts), before the first progress report,
+            # or in the run (--hang-timeout; recovered in place)
+            # (one in three in the start window: the first second)
+            early = rng.random() < 1.0 / 3
+            t = rng.uniform(0.05, 1.0) if early else rng.uniform(0.02, 0.9) * tref
+            while time.time() - t0 < t and p.poll() is None:
+                time.sleep(0.005)
             live = self.ranks(mark)
             if live and p.poll() is None:
                 r = rng.choice(sorted(live))

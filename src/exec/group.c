@@ -434,6 +434,7 @@ int elastic_agent_worker_started (elastic_agent_t *agent, int index, pid_t pid)
     w->start_wall = wall_now ();
     w->start_mono = mono_now ();
     w->hang_grace_ns = 0;
+    w->stopped_ns = 0;
     w->fire_mono = 0;
     pthread_mutex_unlock (&agent->lock);
     json_t *o = worker_brief (w);

@@ -465,6 +465,14 @@ static int set_hang_timeout (struct elastic_agent_spec *s,
     return set_seconds (&s->hang_timeout, key, v, 0, err);
 }
 
+static int set_start_timeout (struct elastic_agent_spec *s,
+                              const char *key,
+                              const char *v,
+                              elastic_error_t *err)
+{
+    return set_seconds (&s->start_timeout, key, v, 0, err);
+}
+
 static int set_health_port (struct elastic_agent_spec *s,
                             const char *key,
                             const char *v,
@@ -733,6 +741,12 @@ const struct setting settings_table[] = {
      .env = "ELASTIC_HANG_TIMEOUT",
      .set = set_hang_timeout,
      .help = "kill a worker whose libelastic heartbeat stops this long (0: off)"},
+    {.name = "start-timeout",
+     .arg = SETTING_VALUE,
+     .env = "ELASTIC_START_TIMEOUT",
+     .set = set_start_timeout,
+     .help = "with --hang-timeout: a worker stopped this long before its first report, "
+             "or MPI_Init (pmix) this long, is hung (default: 60 s; 0: off)"},
     {.name = "hang-signal",
      .arg = SETTING_VALUE,
      .env = "ELASTIC_HANG_SIGNAL",

@@ -65,7 +65,9 @@ struct elastic_agent_spec {
     char *run_id;                /* NULL: generated */
     int file_timer;
     char *timer_file;
-    double hang_timeout; /* 0: off */
+    double hang_timeout;  /* 0: off */
+    double start_timeout; /* with hang_timeout: a worker stopped before it
+                             attached, or MPI_Init (hosted PMIx); 0: off */
     int hang_signal;
     int health_port; /* -1: off, 0: any free port */
     char *health_addr;

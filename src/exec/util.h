@@ -3,6 +3,7 @@
 #define ELASTIC_EXEC_UTIL_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "common/clock.h"
 #include "common/error.h"
@@ -12,5 +13,11 @@
 
 /* The host's name (cached). */
 const char *host_name (void);
+
+/* The scheduler state of pid from /proc/PID/stat ('R', 'S', 'T', ...), or
+ * 0 if it cannot be read; proc_stopped: 1 if it is 'T' or 't' (SIGSTOP,
+ * job control, a tracer). */
+char proc_state (pid_t pid);
+int proc_stopped (pid_t pid);
 
 #endif /* ELASTIC_EXEC_UTIL_H */

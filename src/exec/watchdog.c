@@ -5,7 +5,12 @@
  * The progress heartbeat (--hang-timeout): a worker linked with libelastic
  * reports steps into its heartbeat file; a worker that attached and then
  * reported nothing for longer than the timeout gets --hang-signal (only the
- * hung ones when several are overdue: see check_heartbeats).  Either way
+ * hung ones when several are overdue: see check_heartbeats).  A worker that
+ * has not attached yet is judged only by evidence: when attached peers are
+ * overdue, it is the first suspect (it never reported); when its process
+ * is seen stopped for longer than --start-timeout, it is hung (see
+ * check_unattached_stopped); the hosted PMIx server times MPI_Init with
+ * the same timeout (pmix_backend.c).  Either way
  * the worker counts as failed: the group restarts, or, under the in-place
  * policy with the hosted PMIx server, the survivors recover without it.
  */
@@ -108,39 +113,19 @@ static int check_timers (elastic_agent_t *agent)
     return fired;
 }
 
-/* The scheduler state of pid from /proc/PID/stat ('R', 'S', 'T', ...), or
- * 0 if it cannot be read. */
-static char proc_state (pid_t pid)
-{
-    char path[64], buf[512], *p;
-    ssize_t n;
-    int fd;
-
-    snprintf (path, sizeof (path), "/proc/%d/stat", (int)pid);
-    if ((fd = open (path, O_RDONLY | O_CLOEXEC)) < 0)
-        return 0;
-    n = read (fd, buf, sizeof (buf) - 1);
-    close (fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = '\0';
-    /* "PID (COMM) S ...": COMM may hold spaces and parentheses */
-    if (!(p = strrchr (buf, ')')) || p[1] != ' ')
-        return 0;
-    return p[2];
-}
-
 /* What the heartbeat watchdog knows of one worker at one check. */
 struct hang {
     struct worker *w;
     pid_t target;  /* the reporting process, if it is in the worker's group */
     double idle_s; /* since its last report (or its start, or its grace) */
-    int64_t step;
+    int64_t step;  /* -1: it never reported (not attached) */
     uint64_t updated_ns;
-    int stopped; /* SIGSTOPped (or stopped by a tracer) */
+    int attached; /* its heartbeat is libelastic's */
+    int stopped;  /* SIGSTOPped (or stopped by a tracer) */
 };
 
-/* 1 if a was hung before b: lower step, then older report. */
+/* 1 if a was hung before b: lower step (one that never reported first),
+ * then older report. */
 static int hung_first (const struct hang *a, const struct hang *b)
 {
     if (a->step != b->step)
@@ -148,36 +133,186 @@ static int hung_first (const struct hang *a, const struct hang *b)
     return a->updated_ns < b->updated_ns;
 }
 
+static void hang_signal_worker (elastic_agent_t *agent,
+                                struct worker *w,
+                                pid_t target,
+                                int stopped,
+                                const char *kind,
+                                const char *reason,
+                                json_t *fields)
+{
+    const struct elastic_agent_spec *spec = agent->spec;
+
+    agent_watchdog_fire (agent, w, target, spec->hang_signal, kind, reason, fields);
+    /* a stopped process acts on no signal but SIGKILL until it runs */
+    if (stopped && spec->hang_signal != SIGKILL)
+        kill (target, SIGCONT);
+}
+
 static void hang_fire (elastic_agent_t *agent, const struct hang *h, const char *why)
 {
     const struct elastic_agent_spec *spec = agent->spec;
-    char reason[384];
+    char reason[384], after[64];
 
+    if (h->attached)
+        snprintf (after, sizeof (after), "after step %lld", (long long)h->step);
+    else
+        snprintf (after, sizeof (after), "before its first progress report");
     snprintf (reason,
               sizeof (reason),
-              "watchdog: no progress for %.1f s (hang-timeout %.1f s) after step %lld%s; "
-              "sent %s",
+              "watchdog: no progress for %.1f s (hang-timeout %.1f s) %s%s; sent %s",
               h->idle_s,
               spec->hang_timeout,
-              (long long)h->step,
+              after,
               why,
               signal_name (spec->hang_signal));
-    agent_watchdog_fire (agent,
-                         h->w,
-                         h->target,
-                         spec->hang_signal,
-                         "hang",
-                         reason,
-                         json_pack ("{s:I s:f s:b}",
-                                    "step",
-                                    (json_int_t)h->step,
-                                    "idle_s",
-                                    h->idle_s,
-                                    "stopped",
-                                    h->stopped));
-    /* a stopped process acts on no signal but SIGKILL until it runs */
-    if (h->stopped && spec->hang_signal != SIGKILL)
-        kill (h->target, SIGCONT);
+    hang_signal_worker (agent,
+                        h->w,
+                        h->target,
+                        h->stopped,
+                        "hang",
+                        reason,
+                        json_pack ("{s:I s:f s:b s:b}",
+                                   "step",
+                                   (json_int_t)h->step,
+                                   "idle_s",
+                                   h->idle_s,
+                                   "stopped",
+                                   h->stopped,
+                                   "attached",
+                                   h->attached));
+}
+
+static int worker_judged (const struct worker *w)
+{
+    return w->hb && w->pid > 0 && !w->exited && !w->failed;
+}
+
+static int worker_attached (const struct worker *w)
+{
+    return __atomic_load_n (&w->hb->magic, __ATOMIC_ACQUIRE) == ELASTIC_HEARTBEAT_MAGIC;
+}
+
+/* The time the hang timeout of w runs from without a report: its start,
+ * or the fresh timeout it was given. */
+static uint64_t worker_ref_ns (const struct worker *w, uint64_t upd)
+{
+    uint64_t ref = (uint64_t)(w->start_mono * 1e9);
+
+    if (upd > ref)
+        ref = upd;
+    if (w->hang_grace_ns > ref)
+        ref = w->hang_grace_ns;
+    return ref;
+}
+
+/* Fill h for w if it is over the hang timeout at now (an attached worker,
+ * or, `unattached`, one that never reported).  Returns 1 if it is. */
+static int
+hang_over (elastic_agent_t *agent, struct worker *w, uint64_t now, struct hang *h)
+{
+    struct elastic_heartbeat *hb = w->hb;
+    int attached = worker_attached (w);
+    uint64_t upd = attached ? __atomic_load_n (&hb->updated_ns, __ATOMIC_ACQUIRE) : 0;
+    uint64_t ref = worker_ref_ns (w, upd);
+
+    if (now < ref || (double)(now - ref) * 1e-9 <= agent->spec->hang_timeout)
+        return 0;
+    memset (h, 0, sizeof (*h));
+    h->w = w;
+    h->attached = attached;
+    h->idle_s = (double)(now - ref) * 1e-9;
+    h->step = attached ? __atomic_load_n (&hb->step, __ATOMIC_RELAXED) : -1;
+    h->updated_ns = upd;
+    /* signal the reporting process if it is in the worker's group */
+    h->target = attached ? (pid_t)__atomic_load_n (&hb->pid, __ATOMIC_RELAXED) : 0;
+    if (h->target <= 0 || (h->target != w->pid && getpgid (h->target) != w->pid))
+        h->target = w->pid;
+    h->stopped = proc_stopped (h->target);
+    return 1;
+}
+
+/* --start-timeout: a worker that has not attached (before its first
+ * progress report, or not linked with libelastic) is judged by its
+ * process state alone: one seen stopped for longer than the start timeout
+ * is hung (a SIGSTOP or a tracer before libelastic's first report, or in
+ * MPI_Init, where its peers wait for it).  One that runs is never judged
+ * here: a program without libelastic may be quiet as long as it likes. */
+static int check_unattached_stopped (elastic_agent_t *agent, uint64_t now)
+{
+    const struct elastic_agent_spec *spec = agent->spec;
+    int fired = 0;
+
+    for (int i = 0; i < agent->nworkers; i++) {
+        struct worker *w = &agent->w[i];
+        double stopped_s;
+        char reason[384];
+
+        if (!worker_judged (w) || worker_attached (w)) {
+            w->stopped_ns = 0;
+            continue;
+        }
+        if (!proc_stopped (w->pid)) {
+            w->stopped_ns = 0;
+            continue;
+        }
+        if (!w->stopped_ns)
+            w->stopped_ns = now;
+        stopped_s = (double)(now - w->stopped_ns) * 1e-9;
+        if (spec->start_timeout <= 0 || stopped_s <= spec->start_timeout)
+            continue;
+        snprintf (reason,
+                  sizeof (reason),
+                  "watchdog: stopped for %.1f s before its first progress report "
+                  "(start-timeout %.1f s, %.1f s after its start); sent %s",
+                  stopped_s,
+                  spec->start_timeout,
+                  mono_now () - w->start_mono,
+                  signal_name (spec->hang_signal));
+        hang_signal_worker (
+            agent,
+            w,
+            w->pid,
+            1,
+            "start",
+            reason,
+            json_pack (
+                "{s:f s:b s:b}", "stopped_s", stopped_s, "stopped", 1, "attached", 0));
+        fired++;
+    }
+    return fired;
+}
+
+/* The workers over the hang timeout into over: the attached ones, and,
+ * when some of those are (the group is stuck) and some worker attached at
+ * all (so every worker runs libelastic), the ones that never reported.
+ * Returns how many, and the index of the one that hung first in *first
+ * and the number stopped in *nstopped. */
+static int collect_overdue (
+    elastic_agent_t *agent, uint64_t now, struct hang *over, int *first, int *nstopped)
+{
+    int nover = 0;
+
+    *first = -1;
+    *nstopped = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1 && nover == 0)
+            break;
+        for (int i = 0; i < agent->nworkers; i++) {
+            struct worker *w = &agent->w[i];
+            struct hang *h = &over[nover];
+
+            if (!worker_judged (w) || worker_attached (w) != (pass == 0))
+                continue;
+            if (!hang_over (agent, w, now, h))
+                continue;
+            *nstopped += h->stopped;
+            if (*first < 0 || hung_first (h, &over[*first]))
+                *first = nover;
+            nover++;
+        }
+    }
+    return nover;
 }
 
 /* --hang-timeout.  In an MPI job one hung rank stops every other rank too
@@ -185,68 +320,36 @@ static void hang_fire (elastic_agent_t *agent, const struct hang *h, const char 
  * the timeout at one check, and killing them all would leave nothing to
  * recover in place.  Only the hung ones are killed: every overdue worker
  * that is stopped (its process state, exact for SIGSTOP), else the single
- * one that stopped reporting first (the lowest step, then the oldest
- * report: the peers of a rank that hangs inside a step get at least as far
- * as that step).  The others get a fresh timeout to recover in, from now,
- * before they are judged again. */
+ * one that stopped reporting first (one that never reported, then the
+ * lowest step, then the oldest report: the peers of a rank that hangs
+ * inside a step get at least as far as that step).  The others get a
+ * fresh timeout to recover in, from now, before they are judged again. */
 static int check_heartbeats (elastic_agent_t *agent)
 {
     const struct elastic_agent_spec *spec = agent->spec;
     uint64_t now = mono_ns ();
     struct hang *over;
-    int nover = 0, nstopped = 0, first = -1, fired = 0;
+    int nover, nstopped, first, fired = 0;
 
     if (spec->hang_timeout <= 0 || agent->nworkers <= 0)
         return 0;
+    fired = check_unattached_stopped (agent, now);
     if (!(over = calloc ((size_t)agent->nworkers, sizeof (*over))))
-        return 0; /* judged at the next check */
-    for (int i = 0; i < agent->nworkers; i++) {
-        struct worker *w = &agent->w[i];
-        struct elastic_heartbeat *hb = w->hb;
-        uint64_t start_ns, upd, ref;
-        struct hang *h = &over[nover];
-
-        if (!hb || w->pid <= 0 || w->exited || w->failed)
-            continue;
-        if (__atomic_load_n (&hb->magic, __ATOMIC_ACQUIRE) != ELASTIC_HEARTBEAT_MAGIC)
-            continue; /* not linked with libelastic (or not yet): nothing to judge */
-        upd = __atomic_load_n (&hb->updated_ns, __ATOMIC_ACQUIRE);
-        start_ns = (uint64_t)(w->start_mono * 1e9);
-        ref = upd > start_ns ? upd : start_ns;
-        if (w->hang_grace_ns > ref)
-            ref = w->hang_grace_ns;
-        if (now < ref || (double)(now - ref) * 1e-9 <= spec->hang_timeout)
-            continue;
-        h->w = w;
-        h->idle_s = (double)(now - ref) * 1e-9;
-        h->step = __atomic_load_n (&hb->step, __ATOMIC_RELAXED);
-        h->updated_ns = upd;
-        /* signal the reporting process if it is in the worker's group */
-        h->target = (pid_t)__atomic_load_n (&hb->pid, __ATOMIC_RELAXED);
-        if (h->target <= 0 || (h->target != w->pid && getpgid (h->target) != w->pid))
-            h->target = w->pid;
-        {
-            char st = proc_state (h->target);
-            h->stopped = st == 'T' || st == 't';
-        }
-        nstopped += h->stopped;
-        if (first < 0 || hung_first (h, &over[first]))
-            first = nover;
-        nover++;
-    }
+        return fired; /* judged at the next check */
+    nover = collect_overdue (agent, now, over, &first, &nstopped);
     if (nover == 0) {
         free (over);
-        return 0;
+        return fired;
     }
     for (int k = 0; k < nover; k++) {
-        if (nstopped > 0 ? over[k].stopped : k == first) {
-            hang_fire (agent,
-                       &over[k],
-                       over[k].stopped ? " (the process is stopped)"
-                       : nover > 1     ? " (the first of the overdue ranks to stop)"
-                                       : "");
-            fired++;
-        }
+        if (over[k].w->failed || !(nstopped > 0 ? over[k].stopped : k == first))
+            continue;
+        hang_fire (agent,
+                   &over[k],
+                   over[k].stopped ? " (the process is stopped)"
+                   : nover > 1     ? " (the first of the overdue ranks to stop)"
+                                   : "");
+        fired++;
     }
     if (nover > fired)
         log_info ("watchdog: %d other rank%s overdue, given a fresh %.1f s to recover",

@@ -51,6 +51,8 @@ struct worker {
     struct elastic_heartbeat *hb; /* read-only mapping */
     uint64_t hang_grace_ns;       /* the hang timeout runs from here at the
                                      earliest (a fresh one after a kill) */
+    uint64_t stopped_ns;          /* mono_ns when the watchdog first saw it
+                                     stopped before it attached (0: not) */
     char **env;
     char **argv;
 };

@@ -93,7 +93,12 @@ void policy_after_attempt (const struct attempt_facts *f, struct decision *d)
     /* PRRTE 3.0 under --with-ft ulfm exits 0 after it lost a daemon and
      * terminated the job, so a lost host is a failure whatever mpirun's
      * exit code */
-    if (f->exit_code == 0 && !f->lost_host)
+    /* nor is mpirun's 0 when libelastic gave up on a rank (seen after the
+     * ranks' wrappers were killed: mpirun exited 0, no rank completed) */
+    /* an mpirun that stayed after its ranks and was killed lost its code:
+     * the ranks' own account says whether they completed */
+    if ((f->exit_code == 0 || (f->lingered && f->ranks_completed)) && !f->lost_host &&
+        !f->library_fatal && !(f->lingered && f->suspended))
         decide (d, NEXT_DONE, OUT_COMPLETED, "completed", 0, "%s", "");
     else if (f->suspended)
         decide (d,
@@ -558,6 +563,10 @@ static void analyse (struct job *j,
     }
     memset (f, 0, sizeof (*f));
     f->suspended = ranks_suspended (res, &ev, r->np);
+    f->library_fatal = ev.nfatal > 0;
+    f->ranks_completed = r->np > 0 && ev.nexit[EVENTS_EXIT_ZERO] >= r->np &&
+                         ev.nexit[EVENTS_EXIT_OTHER] == 0 &&
+                         ev.nexit[EVENTS_EXIT_SUSPENDED] == 0 && ev.nsuspend == 0;
     if (res->rep.text[0]) {
         char path[PATH_MAX + 16];
         FILE *fp;
@@ -573,6 +582,12 @@ static void analyse (struct job *j,
     f->interrupt_signal = res->interrupt_signal;
     f->preempt_signal = res->preempt_signal;
     f->forced = res->forced;
+    f->lingered = res->lingered;
+    if (f->lingered && f->ranks_completed && f->exit_code != 0)
+        log_warn ("mpirun exited %d after it was stopped, but all %d ranks had exited 0: "
+                  "the attempt counts as completed",
+                  f->exit_code,
+                  r->np);
     f->not_relaunchable = not_relaunchable (all);
     f->relaunch = r->k + 1;
     f->max_relaunches = j->o.max_relaunches;

@@ -28,6 +28,9 @@ struct attempt_facts {
     int interrupt_signal; /* SIGINT/SIGHUP during the attempt, or 0 */
     int preempt_signal;   /* SIGTERM/SIGUSR1 during the attempt, or 0 */
     int forced;           /* mpirun was stopped after --suspend-timeout */
+    int lingered;         /* mpirun was stopped after its ranks had exited */
+    int library_fatal;    /* libelastic gave up on a rank (a "fatal" event) */
+    int ranks_completed;  /* every rank's wrapper said it exited 0, none suspended */
     int not_relaunchable; /* the program cannot start, or too few slots */
     int relaunch;         /* this attempt's relaunch would be number relaunch */
     int max_relaunches;   /* --max-relaunches */

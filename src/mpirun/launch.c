@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -108,14 +110,13 @@ feed (struct launch_result *res, char *line, size_t *len, const char *data, size
     }
 }
 
-/* The pids of our children other than those already reaped: processes of
- * the job that outlived mpirun and were reparented to us.  Returns how
- * many (at most max) it stored. */
-static int list_children (pid_t *pids, int max)
+/* The pids of the children of parent that have not exited (zombies are
+ * left out: an mpirun that is stuck does not reap its ranks), at most
+ * max.  Returns how many it stored. */
+static int list_children_of (pid_t parent, pid_t *pids, int max)
 {
     DIR *d = opendir ("/proc");
     struct dirent *e;
-    pid_t self = getpid ();
     int n = 0;
 
     if (!d)
@@ -123,6 +124,7 @@ static int list_children (pid_t *pids, int max)
     while (n < max && (e = readdir (d))) {
         char path[64], buf[512], *p;
         long ppid;
+        char state;
         ssize_t len;
         int fd;
 
@@ -137,13 +139,21 @@ static int list_children (pid_t *pids, int max)
             continue;
         buf[len] = '\0';
         /* "pid (comm) state ppid ...": comm may hold spaces and parentheses */
-        if (!(p = strrchr (buf, ')')) || sscanf (p + 1, " %*c %ld", &ppid) != 1)
+        if (!(p = strrchr (buf, ')')) || sscanf (p + 1, " %c %ld", &state, &ppid) != 2 ||
+            state == 'Z' || state == 'X')
             continue;
-        if (ppid == self)
+        if (ppid == parent)
             pids[n++] = (pid_t)atol (e->d_name);
     }
     closedir (d);
     return n;
+}
+
+/* Our children other than those already reaped: processes of the job
+ * that outlived mpirun and were reparented to us. */
+static int list_children (pid_t *pids, int max)
+{
+    return list_children_of (getpid (), pids, max);
 }
 
 /* Reap every child that has exited.  Returns how many. */
@@ -299,12 +309,20 @@ static int sweep_orphans (double wait_until, int hard)
     return signalled;
 }
 
+/* After a preemption, how long mpirun may stay once it has no child left
+ * (every rank, or its wrapper, exited) before it is stopped: it normally
+ * exits within a second. */
+#define LINGER_GRACE 10.0
+
 /* One mpirun being run: its deadlines and what its stderr pipe holds. */
 struct run {
     pid_t pid;
     int errfd;
     double suspend_timeout;
     double suspend_deadline, kill_deadline, drain_deadline, preempt_at;
+    double next_child_check, childless_since;
+    int had_children;        /* mpirun was seen with children (the ranks started) */
+    struct shm_prefixes shm; /* the ranks' per-job /dev/shm segments */
     int status, exited, out_open, killed;
     char line[2048]; /* the partial last line of its stderr */
     size_t llen;
@@ -418,10 +436,106 @@ static void check_deadlines (struct run *r, struct launch_result *res)
         r->kill_deadline = now + 15;
     }
     if (!r->exited && r->kill_deadline && now > r->kill_deadline) {
-        log_warn ("mpirun did not stop within 15 s: killing it");
+        log_warn ("mpirun did not stop within %.0f s: killing it",
+                  res->lingered ? 5.0 : 15.0);
         kill (r->pid, SIGKILL);
         r->killed = 1;
         r->kill_deadline = now + 3600;
+    }
+}
+
+static void shm_sample_ranks (struct shm_prefixes *sp, const pid_t *kids, int n);
+
+/* PRRTE sometimes stays after every rank suspended (seen under load: its
+ * children all exited, it does not): once a preempted mpirun that had
+ * children has had none for LINGER_GRACE s, it is stopped (SIGTERM, then
+ * check_deadlines' SIGKILL), and its session directory goes after it
+ * (remove_session_dir).  The ranks' account decides the outcome. */
+static void check_linger (struct run *r, struct launch_result *res)
+{
+    double now = mono_now ();
+    pid_t kids[64];
+    int n;
+
+    if (r->exited || r->kill_deadline || now < r->next_child_check)
+        return;
+    r->next_child_check = now + (res->preempt_signal ? 0.5 : 1.0);
+    if ((n = list_children_of (r->pid, kids, 64)) > 0) {
+        r->had_children = 1;
+        r->childless_since = 0;
+        if (r->shm.n == 0)
+            shm_sample_ranks (&r->shm, kids, n);
+        return;
+    }
+    if (!res->preempt_signal || !r->had_children)
+        return;
+    if (!r->childless_since)
+        r->childless_since = now;
+    if (now - r->childless_since < LINGER_GRACE)
+        return;
+    log_warn ("mpirun (pid %d) is still running %.0f s after its last rank exited: "
+              "stopping it",
+              (int)r->pid,
+              now - r->childless_since);
+    kill (r->pid, SIGTERM);
+    res->lingered = 1;
+    /* nothing of the job is left to stop: a short wait before SIGKILL */
+    r->kill_deadline = now + 5;
+}
+
+/* The per-job /dev/shm prefixes of the ranks: mpirun's children (the ranks
+ * or their wrappers) and theirs, until one is found (every local rank maps
+ * the job's segments, named after its id).  mpirun removes them at the
+ * job's end, but not those of a rank killed inside MPI_Finalize: they are
+ * removed after mpirun's end (launch_run). */
+static void shm_sample_ranks (struct shm_prefixes *sp, const pid_t *kids, int n)
+{
+    for (int i = 0; i < n && sp->n == 0; i++) {
+        pid_t ranks[8];
+        int nr = list_children_of (kids[i], ranks, 8);
+        shm_collect (sp, kids[i]);
+        for (int k = 0; k < nr; k++)
+            shm_collect (sp, ranks[k]);
+    }
+    if (sp->n > 0)
+        log_debug ("the job's /dev/shm segments: %s*", sp->p[0]);
+}
+
+/* $TMPDIR/prterun.<host>.<pid>.<uid>, PRRTE's session directory of the
+ * mpirun that was pid (its temporary directory is the first of TMPDIR,
+ * TEMP, TMP, else /tmp; its host name is short).  Removed once that mpirun
+ * is gone: an mpirun that was killed or crashed leaves it. */
+static void remove_session_dir (pid_t pid)
+{
+    const char *vars[] = {"TMPDIR", "TEMP", "TMP"}, *tmp = NULL;
+    char host[256], path[PATH_MAX];
+    struct stat st;
+
+    for (size_t i = 0; i < sizeof (vars) / sizeof (vars[0]) && !tmp; i++)
+        if ((tmp = getenv (vars[i])) && *tmp == '\0')
+            tmp = NULL;
+    if (gethostname (host, sizeof (host)) < 0)
+        return;
+    host[sizeof (host) - 1] = '\0';
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1) {
+            char *dot = strchr (host, '.');
+            if (!dot)
+                break;
+            *dot = '\0';
+        }
+        if (pathfmt (path,
+                     sizeof (path),
+                     "%s/prterun.%s.%d.%u",
+                     tmp ? tmp : "/tmp",
+                     host,
+                     (int)pid,
+                     (unsigned)getuid ()) < 0 ||
+            lstat (path, &st) < 0 || !S_ISDIR (st.st_mode))
+            continue;
+        log_info ("mpirun's session directory %s was left behind: removing it", path);
+        if (remove_tree (path) < 0)
+            log_warn ("cannot remove %s: %s", path, strerror (errno));
     }
 }
 
@@ -502,6 +616,7 @@ int launch_run (char *const argv[],
             break;
         on_signals (&r, res);
         check_deadlines (&r, res);
+        check_linger (&r, res);
         if (r.out_open && (p[1].revents & (POLLIN | POLLHUP | POLLERR)))
             copy_stderr (&r, res);
         if (!r.exited && waitpid (r.pid, &r.status, WNOHANG) == r.pid) {
@@ -512,5 +627,7 @@ int launch_run (char *const argv[],
         }
     }
     finish_run (&r, res);
+    remove_session_dir (r.pid);
+    shm_remove (&r.shm);
     return 0;
 }

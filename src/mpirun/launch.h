@@ -12,7 +12,10 @@
  * control).  mpirun gets SIGTERM when elastic-mpirun dies, even by SIGKILL
  * (PR_SET_PDEATHSIG), and stops the ranks then; processes of the job that
  * outlive mpirun are reparented to elastic-mpirun (a child subreaper),
- * which stops and reaps them.
+ * which stops and reaps them.  After a preemption, an mpirun that stays
+ * once every rank exited is stopped after a grace, and a session directory
+ * that an mpirun leaves behind ($TMPDIR/prterun.<host>.<pid>.<uid>) is
+ * removed.
  */
 #ifndef ELASTIC_MPIRUN_LAUNCH_H
 #define ELASTIC_MPIRUN_LAUNCH_H
@@ -28,8 +31,10 @@ struct launch_result {
     double t_failure;   /* when the first failure report was seen (0: none) */
     int preempt_signal; /* a preemption signal arrived (0: none) */
     int interrupt_signal;
-    int forced;  /* mpirun had to be stopped after the suspend timeout */
-    int orphans; /* processes of the job that outlived mpirun (stopped) */
+    int forced;   /* mpirun had to be stopped after the suspend timeout */
+    int lingered; /* preempted, mpirun stayed after its last rank exited and
+                     had to be stopped */
+    int orphans;  /* processes of the job that outlived mpirun (stopped) */
     struct report rep;
 };
 

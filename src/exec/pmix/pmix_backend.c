@@ -33,7 +33,10 @@
  * A program that never calls MPI_Init is not affected: it never connects,
  * its exits are reported as the local backend reports them, and its group
  * restarts like any group.  --init-timeout kills a rank (as a watchdog
- * does) when MPI_Init has not finished that long after the start.
+ * does) when MPI_Init has not finished that long after the start; under
+ * --hang-timeout, --start-timeout does once a rank entered MPI_Init (see
+ * init_deadline): the group restarts, as it must for a rank lost before
+ * MPI_Init completed.
  */
 #if HAVE_CONFIG_H
 #include "config.h"
@@ -84,6 +87,7 @@ struct pmixb {
     int nconnected;
     int initialized;
     int abort_reported;
+    int abort_ignored; /* aborts that followed a kill before MPI_Init completed */
     int init_timeout_fired;
     int stuck;      /* ranks may wait for a dead one forever (it was not announced) */
     double t_start; /* CLOCK_MONOTONIC of the namespace's creation */
@@ -157,10 +161,36 @@ static int shm_sweep (struct pmixb *pb)
 
 /* ---- events from the server ----------------------------------------------- */
 
+/* 1 if a rank of the attempt was killed on purpose (a watchdog, MPI_Init's
+ * deadline) before every rank finished MPI_Init. */
+static int killed_before_init (struct pmixb *pb)
+{
+    if (pb->initialized)
+        return 0;
+    for (int i = 0; i < pb->nranks; i++) {
+        const struct worker *w = agent_worker (pb->agent, i);
+        if (w->failed && w->fire_mono > 0)
+            return 1;
+    }
+    return 0;
+}
+
 static void report_abort (struct pmixb *pb, int rank, int code, const char *message)
 {
     if (pb->abort_reported)
         return;
+    /* a rank killed before MPI_Init completed makes the others' MPI_Init
+     * fail, and Open MPI aborts them (MPI_ERR_UNKNOWN): the abort follows
+     * from the kill, for which the group restarts (--max-restarts) */
+    if (killed_before_init (pb)) {
+        if (!pb->abort_ignored)
+            log_info ("rank %d aborted (code %d) after a rank was killed inside or "
+                      "before MPI_Init: the group restarts for the kill",
+                      rank,
+                      code);
+        pb->abort_ignored = 1;
+        return;
+    }
     pb->abort_reported = 1;
     elastic_agent_abort (pb->agent, rank, code, message);
 }
@@ -553,6 +583,7 @@ static int pmix_start (elastic_agent_t *agent, void *ctx, elastic_error_t *err)
     pb->nconnected = 0;
     pb->initialized = 0;
     pb->abort_reported = 0;
+    pb->abort_ignored = 0;
     pb->init_timeout_fired = 0;
     pb->stuck = 0;
     pb->nshm_prefix = 0;
@@ -581,42 +612,93 @@ static int pmix_start (elastic_agent_t *agent, void *ctx, elastic_error_t *err)
     return rc;
 }
 
-/* --init-timeout: kill a rank that keeps MPI_Init from finishing (one that
- * never connected first), as a watchdog would; the group restarts. */
+/* The MPI_Init deadline of an attempt: --init-timeout; else, under
+ * --hang-timeout, --start-timeout once a rank entered MPI_Init (the ranks
+ * are MPI ranks, and those inside wait for the others; a program that is
+ * not MPI never connects and is never judged by it).  0: none. */
+static double init_deadline (struct pmixb *pb, int *derived)
+{
+    const struct elastic_agent_spec *spec = agent_spec (pb->agent);
+
+    *derived = 0;
+    if (spec->init_timeout > 0)
+        return spec->init_timeout;
+    if (spec->hang_timeout > 0 && spec->start_timeout > 0 && pb->nconnected > 0) {
+        *derived = 1;
+        return spec->start_timeout;
+    }
+    return 0;
+}
+
+/* The rank that keeps MPI_Init from finishing, best evidence first: a
+ * stopped one that never connected, one that never connected, a stopped
+ * one, rank 0.  -1 if none is alive. */
+static int init_victim (struct pmixb *pb)
+{
+    elastic_agent_t *agent = pb->agent;
+
+    for (int pass = 0; pass < 4; pass++) {
+        for (int i = 0; i < pb->nranks; i++) {
+            const struct worker *w = agent_worker (agent, i);
+            if (w->pid <= 0 || w->exited)
+                continue;
+            if ((pass == 0 && !pb->connected[i] && proc_stopped (w->pid)) ||
+                (pass == 1 && !pb->connected[i]) ||
+                (pass == 2 && proc_stopped (w->pid)) || pass == 3)
+                return i;
+        }
+    }
+    return -1;
+}
+
+/* --init-timeout (or --start-timeout, see init_deadline): kill the rank
+ * that keeps MPI_Init from finishing, as a watchdog would; a rank lost
+ * before MPI_Init completed cannot be recovered in place, so the group
+ * restarts (--max-restarts) or fails. */
 static void check_init_timeout (struct pmixb *pb)
 {
     elastic_agent_t *agent = pb->agent;
-    double timeout = agent_spec (agent)->init_timeout;
-    const struct worker *w;
-    int victim = -1;
-    char reason[256];
+    int derived, victim;
+    double timeout = init_deadline (pb, &derived);
+    char reason[320];
 
     if (timeout <= 0 || !pb->job || pb->initialized || pb->init_timeout_fired ||
         pb->abort_reported || agent_stopping (agent) ||
         mono_now () - pb->t_start < timeout)
         return;
-    for (int i = 0; i < pb->nranks && victim < 0; i++)
-        if ((w = agent_worker (agent, i))->pid > 0 && !w->exited && !pb->connected[i])
-            victim = i;
-    for (int i = 0; i < pb->nranks && victim < 0; i++)
-        if ((w = agent_worker (agent, i))->pid > 0 && !w->exited)
-            victim = i;
+    /* a rank already killed (a watchdog's victim, stopped before it
+     * attached) takes the attempt down: nobody else is to blame */
+    for (int i = 0; i < pb->nranks; i++)
+        if (agent_worker (agent, i)->failed)
+            return;
+    victim = init_victim (pb);
     pb->init_timeout_fired = 1;
     if (victim < 0)
         return;
     snprintf (reason,
               sizeof (reason),
-              "MPI_Init did not finish within %.3g s (%d of %d ranks had entered it)",
+              "MPI_Init did not finish within %.3g s (%d of %d ranks had entered it), "
+              "%s: this one had%s entered it%s",
               timeout,
               pb->nconnected,
-              pb->nranks);
-    agent_worker_kill (
-        agent,
-        victim,
-        SIGKILL,
-        "mpi_init",
-        reason,
-        json_pack ("{s:f s:i}", "timeout_s", timeout, "connected", pb->nconnected));
+              pb->nranks,
+              derived ? "start-timeout" : "init-timeout",
+              pb->connected[victim] ? "" : " not",
+              proc_stopped (agent_worker (agent, victim)->pid) ? " and is stopped" : "");
+    agent_worker_kill (agent,
+                       victim,
+                       SIGKILL,
+                       "mpi_init",
+                       reason,
+                       json_pack ("{s:f s:i s:s s:b}",
+                                  "timeout_s",
+                                  timeout,
+                                  "connected",
+                                  pb->nconnected,
+                                  "setting",
+                                  derived ? "start-timeout" : "init-timeout",
+                                  "in_mpi_init",
+                                  pb->connected[victim]));
 }
 
 static int pmix_monitor (elastic_agent_t *agent, void *ctx)
