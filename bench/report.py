@@ -521,22 +521,31 @@ class Report:
         base = d.med("launch", n, m, "mpirun", "wall_s")
         self.details.append("### B7: launch of an 8-rank MPI_Init/Barrier/Finalize program "
                             "(hyperfine)\n")
-        self.details.append("| command | median | overhead | runs |")
-        self.details.append("|---|---:|---:|---:|")
+        self.details.append("| command | median | overhead | CPU (user + sys, mean per run) "
+                            "| CPU overhead: median of rounds [95 % CI] (min..max) | runs |")
+        self.details.append("|---|---:|---:|---:|---:|---:|")
         for v in ("mpirun", "elastic-exec", "elastic-mpirun"):
             t = d.med("launch", n, m, v, "wall_s")
             if t is None:
                 continue
-            self.details.append("| %s | %s | %s | %d |" % (
+            cpu = d.med("launch", n, m, v, "cpu_s")
+            pc = d.paired("launch", n, m, v, "mpirun", "cpu_s")
+            sc = self.spread(pc) if pc and v != "mpirun" else None
+            self.details.append("| %s | %s | %s | %s | %s | %d |" % (
                 v, fmt_t(t), "—" if v == "mpirun" else "%+.1f %%" % ((t / base - 1) * 100),
+                fmt_t(cpu), "—" if sc is None else "%+.1f %% [%+.1f, %+.1f] (%+.1f..%+.1f)" % (
+                    (sc["med"] - 1) * 100, (sc["ci"][0] - 1) * 100, (sc["ci"][1] - 1) * 100,
+                    (sc["lo"] - 1) * 100, (sc["hi"] - 1) * 100),
                 len(d.all("launch", n, m, v, "wall_s"))))
             if v != "mpirun":
                 o = (t / base - 1) * 100
                 self.head("B7", "launch overhead: %s" % (
                     "mpirun … elastic-exec ./app" if v == "elastic-exec" else
                     "elastic-mpirun ./app"), "%s ranks" % n, fmt_t(t), fmt_t(base), None,
-                    "≤ 5 %", o <= 5.0, "overhead %+.1f %%, +%s per launch" % (
-                        o, fmt_t(t - base)))
+                    "≤ 5 %", o <= 5.0, "overhead %+.1f %%, %s%s per launch%s" % (
+                        o, "+" if t >= base else "", sfmt(t - base), "" if sc is None else
+                        "; CPU %+.1f %% (median of %d rounds)" % ((sc["med"] - 1) * 100,
+                                                                  sc["n"])))
         self.details.append("")
 
     # --- B9 -----------------------------------------------------------------
