@@ -35,13 +35,47 @@
 #   p100     ELASTIC_SNAPSHOT_PERIOD=100
 #   p10+l3   ELASTIC_SNAPSHOT_PERIOD=10 ELASTIC_PERSIST_PERIOD=100 (L3 files
 #            in OUT/scratch, removed after each run)
-# Quick: 200 steps, 1 trial.  Full: 1000 steps, 9 trials (short runs, many
-# of them: on a shared machine a short run is more often undisturbed).  The
-# report takes the slowdown as the median over trials of variant / baseline
-# of the same trial (back to back), and shows the ratio of the minima too.  A failed run
-# is retried once (a stray SIGTERM/SIGUSR1 from a neighbour on a shared
-# machine suspends heat2d: exit 75); the failure stays in the CSV.
-# Rows: steady,RANKS,MIB_PER_RANK,VARIANT,TRIAL,run_s,SECONDS,s
+# Quick: 200 steps, 1 trial.  Full: 1000 steps, 10 trials.
+#
+# Pairs, interleaved.  A trial runs the baseline before and after every
+# variant: none v1 none v2 none ... vK none, the variants' order rotated by
+# one from trial to trial (no variant always first or last).  A variant's
+# slowdown in a trial is its time over the mean of the two baseline runs
+# around it, so load that changes slowly during the trial cancels (a
+# linear drift exactly); the report gives the median of these per-trial
+# ratios, their min..max and interquartile range, and a bootstrap 95 %
+# confidence interval of the median (the spread the ±1 % claims must be
+# read against).
+#
+# Wall and CPU time.  Next to the wall time (run_s) every run records, from
+# libbenchmpitime.so, the CPU time of all ranks between MPI_Init's return
+# and MPI_Finalize's entry (cpu_s, getrusage RUSAGE_SELF user + sys summed
+# over the ranks), their involuntary context switches (nivcsw: how often
+# the machine's other load took a core away) and the MPI communication the
+# ranks started (mpi_calls, mpi_bytes: the program's and the library's
+# calls, counted by interposition).  The ratios are given for wall and CPU
+# time; CPU time is less sensitive to time spent waiting for a core (it is
+# not counted), but an MPI rank polls while it waits, so waiting for the
+# other rank is counted.
+#
+# Work check.  The baseline must do strictly less work than every variant:
+# the driver checks, run by run, that the variant started more MPI calls
+# than each baseline run around it (the same program plus the library's
+# calls; deterministic: heat2d's own calls do not depend on the timing).
+# A run that fails it gets a work_not_more row and a log line (it fails if
+# heat2d --no-elastic made calls that the library's path skips, or if the
+# library did no communication at all in that variant).  It checks work,
+# not time: the report checks the times against it (a variant whose
+# CPU-time ratio is below 1 beyond its confidence interval contradicts it:
+# the report says so).
+#
+# A failed run is retried once (a stray SIGTERM/SIGUSR1 from a neighbour
+# on a shared machine suspends heat2d: exit 75); the failure stays in the
+# CSV.
+# Rows: steady,RANKS,MIB_PER_RANK,VARIANT,TRIAL,METRIC,VALUE,UNIT with
+# METRIC run_s, cpu_s, nivcsw, mpi_calls, mpi_bytes; a variant's rows have
+# base_run_s and base_cpu_s (the mean of the baselines around it) under the
+# same trial; the baseline's trial is T.K (its K-th run in trial T).
 . "$(dirname "$0")/lib.sh"
 bench_parse_args "$@"
 bench_csv steady
@@ -54,7 +88,7 @@ mib=$((nx * ny * 8 / ranks / 1048576))
 if [ "$MODE" = quick ]; then
     steps=200 trials=${TRIALS:-1}
 else
-    steps=1000 trials=${TRIALS:-9}
+    steps=1000 trials=${TRIALS:-10}
 fi
 no_elastic=0
 "$HEAT2D" --help 2>&1 | grep -q -- '--no-elastic' && no_elastic=1
@@ -71,50 +105,107 @@ scratch=$OUT/scratch/b6
 mkdir -p "$scratch"
 bench_log "$ranks ranks, ${nx}x$ny grid ($mib MiB per rank), $steps steps, $trials trials (baseline: $([ $no_elastic = 1 ] && echo --no-elastic || echo 'no periodic snapshot'))"
 
-for t in $(seq "$trials"); do
-    for v in $variants; do
-        env=() args=()
-        case $v in
-            none)
-                if [ $no_elastic = 1 ]; then
-                    args=(--no-elastic)
-                else
-                    env=(ELASTIC_SNAPSHOT_PERIOD=$((steps + 1)) ELASTIC_SIGNALS=none)
-                fi ;;
-            idle) env=(ELASTIC_SNAPSHOT_PERIOD=$((steps + 1)) ELASTIC_SIGNALS=none) ;;
-            signals) env=(ELASTIC_SNAPSHOT_PERIOD=$((steps + 1))) ;;
-            p10) env=(ELASTIC_SNAPSHOT_PERIOD=10) ;;
-            p10-sync) env=(ELASTIC_SNAPSHOT_PERIOD=10 ELASTIC_SNAPSHOT_OVERLAP=0) ;;
-            p100) env=(ELASTIC_SNAPSHOT_PERIOD=100) ;;
-            p10+l3) env=(ELASTIC_SNAPSHOT_PERIOD=10 ELASTIC_PERSIST_PERIOD=100
-                "ELASTIC_SNAPSHOT_DIR=$scratch" ELASTIC_RUN_ID=bench-b6) ;;
-        esac
-        xs=()
-        for e in "${env[@]}"; do xs+=(-x "$e"); done
-        mt=$scratch/mpitime
-        for try in 1 2; do
-            log=$LOGDIR/$v.$t.$try.log
-            rm -f "$mt" "$scratch/events"
-            rm -rf "${scratch:?}"/*.h5 "$scratch"/latest "$scratch"/.snap*
-            timeout 600 "$MPIRUN" "${MPI_FT_ARGS[@]}" "${MPI_ARGS[@]}" -n "$ranks" "${xs[@]}" \
-                -x ELASTIC_EVENT_LOG="$scratch/events" \
-                -x LD_PRELOAD="$MPITIME_PRELOAD" -x BENCH_MPITIME="$mt" \
-                "$HEAT2D" --nx "$nx" --ny "$ny" --steps "$steps" --quiet "${args[@]}" > "$log" 2>&1
-            rc=$?
-            if [ $rc -eq 0 ] && grep -aq '^checksum' "$log" && r=$(mpitime_run "$mt"); then
-                break
-            fi
-            cat "$scratch/events" >> "$log" 2> /dev/null
-            bench_log "$v trial $t failed (exit $rc; see $log)"
-            row steady "$ranks" "$mib" "$v" "$t" failed 1 flag
-            r=
-        done
-        [ -n "$r" ] || continue
-        if [ "$v" = p10+l3 ] && ! ls "$scratch"/snap-*.h5 > /dev/null 2>&1; then
-            # the library did not write L3 (not built with HDF5, or no persist)
-            row steady "$ranks" "$mib" "$v" "$t" no_l3_files 1 flag
+# b6_run VARIANT LOG: run heat2d as VARIANT once (retried once if it
+# fails); sets stats ("RUN_S INIT_S CPU_S NIVCSW CALLS BYTES") or leaves it
+# empty
+b6_run() {
+    local v=$1 t=$2 env=() args=() xs=() e try rc log mt=$scratch/mpitime
+    case $v in
+        none)
+            if [ $no_elastic = 1 ]; then
+                args=(--no-elastic)
+            else
+                env=(ELASTIC_SNAPSHOT_PERIOD=$((steps + 1)) ELASTIC_SIGNALS=none)
+            fi ;;
+        idle) env=(ELASTIC_SNAPSHOT_PERIOD=$((steps + 1)) ELASTIC_SIGNALS=none) ;;
+        signals) env=(ELASTIC_SNAPSHOT_PERIOD=$((steps + 1))) ;;
+        p10) env=(ELASTIC_SNAPSHOT_PERIOD=10) ;;
+        p10-sync) env=(ELASTIC_SNAPSHOT_PERIOD=10 ELASTIC_SNAPSHOT_OVERLAP=0) ;;
+        p100) env=(ELASTIC_SNAPSHOT_PERIOD=100) ;;
+        p10+l3) env=(ELASTIC_SNAPSHOT_PERIOD=10 ELASTIC_PERSIST_PERIOD=100
+            "ELASTIC_SNAPSHOT_DIR=$scratch" ELASTIC_RUN_ID=bench-b6) ;;
+    esac
+    for e in "${env[@]}"; do xs+=(-x "$e"); done
+    stats=
+    for try in 1 2; do
+        log=$LOGDIR/$v.$t.$try.log
+        rm -f "$mt" "$scratch/events"
+        rm -rf "${scratch:?}"/*.h5 "$scratch"/latest "$scratch"/.snap*
+        timeout 600 "$MPIRUN" "${MPI_FT_ARGS[@]}" "${MPI_ARGS[@]}" -n "$ranks" "${xs[@]}" \
+            -x ELASTIC_EVENT_LOG="$scratch/events" \
+            -x LD_PRELOAD="$MPITIME_PRELOAD" -x BENCH_MPITIME="$mt" \
+            "$HEAT2D" --nx "$nx" --ny "$ny" --steps "$steps" --quiet "${args[@]}" > "$log" 2>&1
+        rc=$?
+        if [ $rc -eq 0 ] && grep -aq '^checksum' "$log" && stats=$(mpitime_stats "$mt"); then
+            break
         fi
-        row steady "$ranks" "$mib" "$v" "$t" run_s "${r%% *}" s
+        cat "$scratch/events" >> "$log" 2> /dev/null
+        bench_log "$v trial $t failed (exit $rc; see $log)"
+        row steady "$ranks" "$mib" "$v" "$t" failed 1 flag
+        stats=
+    done
+    if [ -n "$stats" ] && [ "$v" = p10+l3 ] && ! ls "$scratch"/snap-*.h5 > /dev/null 2>&1; then
+        # the library did not write L3 (not built with HDF5, or no persist)
+        row steady "$ranks" "$mib" "$v" "$t" no_l3_files 1 flag
+    fi
+}
+
+# b6_rows VARIANT TRIAL STATS: the rows of one run
+b6_rows() {
+    local s
+    read -r -a s <<< "$3"
+    row steady "$ranks" "$mib" "$1" "$2" run_s "${s[0]}" s
+    row steady "$ranks" "$mib" "$1" "$2" cpu_s "${s[2]}" s
+    row steady "$ranks" "$mib" "$1" "$2" nivcsw "${s[3]}" count
+    row steady "$ranks" "$mib" "$1" "$2" mpi_calls "${s[4]}" count
+    row steady "$ranks" "$mib" "$1" "$2" mpi_bytes "${s[5]}" B
+}
+
+# b6_pair VARIANT TRIAL VSTATS BEFORE AFTER: the variant's rows against
+# the baselines around it (either may be empty: a failed run), and the
+# work check
+b6_pair() {
+    local v=$1 t=$2 a b n=0 rs=0 cs=0 ok=1
+    read -r -a a <<< "$3"
+    b6_rows "$v" "$t" "$3"
+    for b in "$4" "$5"; do
+        [ -n "$b" ] || continue
+        read -r -a b <<< "$b"
+        n=$((n + 1))
+        rs=$(echo "$rs + ${b[0]}" | bc -l)
+        cs=$(echo "$cs + ${b[2]}" | bc -l)
+        [ "${a[4]}" -gt "${b[4]}" ] || ok=0
+    done
+    [ $n -gt 0 ] || return 0
+    row steady "$ranks" "$mib" "$v" "$t" base_run_s "$(echo "scale=6; $rs / $n" | bc -l)" s
+    row steady "$ranks" "$mib" "$v" "$t" base_cpu_s "$(echo "scale=6; $cs / $n" | bc -l)" s
+    if [ $ok = 1 ]; then
+        row steady "$ranks" "$mib" "$v" "$t" work_more 1 flag
+    else
+        row steady "$ranks" "$mib" "$v" "$t" work_not_more 1 flag
+        bench_log "work check failed: $v trial $t made ${a[4]} MPI calls, a baseline next to it as many or more"
+    fi
+}
+
+others=${variants#none }
+for t in $(seq "$trials"); do
+    # rotate the variants by one each trial
+    set -- $others
+    r=$(((t - 1) % $#))
+    order=("${@:r+1}" "${@:1:r}")
+    b6_run none "$t.0"
+    before=$stats
+    [ -n "$before" ] && b6_rows none "$t.0" "$before"
+    k=0
+    for v in "${order[@]}"; do
+        k=$((k + 1))
+        b6_run "$v" "$t"
+        vs=$stats
+        b6_run none "$t.$k"
+        after=$stats
+        [ -n "$after" ] && b6_rows none "$t.$k" "$after"
+        [ -n "$vs" ] && b6_pair "$v" "$t" "$vs" "$before" "$after"
+        before=$after
     done
 done
 rm -rf "$scratch"

@@ -19,7 +19,14 @@
 # elastic-mpirun keeps what it learned of mpirun (`mpirun --version`,
 # ompi_info) in ~/.cache/elastic: the warm-up (or the first run in quick
 # mode) fills it, as any earlier use of elastic-mpirun does.
+# Next to the wall time of every run, the CPU time of each command (user +
+# sys of the launcher and every process it waited for: the ranks, the
+# wrappers, their guardians), as hyperfine gives it: the mean over a
+# round's runs, one row per round (trial = the round).  On a shared machine
+# the CPU time moves far less with the load than the wall time, and on two
+# cores shared by eight ranks the wall time of the launch is mostly CPU.
 # Rows: launch,8,,mpirun|elastic-exec|elastic-mpirun,RUN,wall_s,SECONDS,s
+#       launch,8,,mpirun|elastic-exec|elastic-mpirun,ROUND,cpu_s,SECONDS,s
 . "$(dirname "$0")/lib.sh"
 bench_parse_args "$@"
 bench_csv launch
@@ -73,6 +80,8 @@ n, r, runs = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 for res in d["results"]:
     for i, t in enumerate(res["times"]):
         print("launch,%s,,%s,%d,wall_s,%.6f,s" % (n, res["command"], (r - 1) * runs + i + 1, t))
+    # hyperfine gives CPU time only as a mean over the round's runs
+    print("launch,%s,,%s,%d,cpu_s,%.6f,s" % (n, res["command"], r, res["user"] + res["system"]))
 PYEOF
 done
 rm -rf "$rundir"

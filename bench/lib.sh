@@ -136,6 +136,19 @@ mpitime_run() {
          END { if (NR == 0) exit 1; printf "%.6f %.6f\n", lf - li, init }' "$1"
 }
 
+# mpitime_stats FILE: as mpitime_run, and what libbenchmpitime.so counted
+# between MPI_Init's return and MPI_Finalize's entry, summed over the
+# ranks: prints "RUN_S INIT_S CPU_S NIVCSW CALLS BYTES" (CPU_S user + sys
+# seconds, NIVCSW involuntary context switches, CALLS and BYTES the MPI
+# communication started; see bench/mpitime.c).  Fails if a line lacks them.
+mpitime_stats() {
+    awk 'NF < 8 { bad = 1 }
+         { if ($3 > li) li = $3; if ($4 > lf) lf = $4; d = $3 - $2; if (d > init) init = d
+           cpu += $5; cs += $6; calls += $7; bytes += $8 }
+         END { if (NR == 0 || bad) exit 1
+               printf "%.6f %.6f %.6f %.0f %.0f %.0f\n", lf - li, init, cpu, cs, calls, bytes }' "$1"
+}
+
 # bench_make LOG TARGET...: make TARGETs in the build's tests directory,
 # unless BENCH_NO_MAKE=1 (`run.sh --no-build`, used inside `make check`):
 # then only check that they exist.  Returns non-zero if one is missing.

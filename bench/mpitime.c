@@ -5,12 +5,26 @@
  *          -x BENCH_STEPLOG=FILE2 ... ./app
  *
  * BENCH_MPITIME: each rank that reaches MPI_Finalize appends one line
- *   PID INIT_ENTER INIT_LEAVE FINALIZE_ENTER
+ *   PID INIT_ENTER INIT_LEAVE FINALIZE_ENTER CPU_S NIVCSW CALLS BYTES
  * (CLOCK_REALTIME seconds, comparable across the ranks of one machine), so a
  * driver can take the application's own run time (MPI_Init returned ->
  * MPI_Finalize entered) without the launcher's start-up and tear-down.  The
  * wrappers are MPI's profiling interface: MPI_Init and MPI_Finalize call
- * PMPI_Init and PMPI_Finalize.
+ * PMPI_Init and PMPI_Finalize.  Over the same interval (MPI_Init returned ->
+ * MPI_Finalize entered) the line has the process's CPU time (CPU_S:
+ * getrusage RUSAGE_SELF, user + sys, every thread; an MPI rank that waits
+ * polls, so this counts waiting as well as working), its involuntary
+ * context switches (NIVCSW: how often the kernel took the core away, a
+ * measure of the load from outside) and a count of the communication it
+ * started: CALLS, the calls of the MPI functions below that start
+ * communication (collectives, point-to-point sends and receives, ULFM's
+ * agreement; not the MPI_Wait/MPI_Test that complete them, whose count
+ * depends on timing), BYTES the bytes those calls send (count x type size
+ * of the send buffer; a collective counts its send buffer once).  The
+ * program's and libelastic's calls are counted alike (libelastic calls the
+ * MPI_ names, which this library interposes before libmpi): the same
+ * program with and without the library's work differs by exactly the
+ * library's calls.
  *
  * BENCH_STEPLOG: the process of rank 0 (RANK, else OMPI_COMM_WORLD_RANK,
  * else PMIX_RANK, as the launcher set it) appends "STEP TIME" each time it
@@ -21,16 +35,19 @@
  * and when it reached a later one again.
  *
  * The library is not linked against MPI or libelastic (the PMPI symbols are
- * weak, libelastic's is looked up when first called), so that a launcher or
- * a wrapper that inherits LD_PRELOAD loads it harmlessly.
+ * weak, libelastic's is looked up when first called; mpi.h only gives the
+ * types), so that a launcher or a wrapper that inherits LD_PRELOAD loads it
+ * harmlessly: a program that does not call MPI never reaches a wrapper.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -40,12 +57,42 @@
 int PMPI_Init (int *argc, char ***argv);
 int PMPI_Init_thread (int *argc, char ***argv, int required, int *provided);
 int PMPI_Finalize (void);
+int PMPIX_Comm_agree (MPI_Comm comm, int *flag);
+int MPIX_Comm_agree (MPI_Comm comm, int *flag);
+#pragma weak PMPI_Type_size
+#pragma weak PMPI_Allreduce
+#pragma weak PMPI_Reduce
+#pragma weak PMPI_Bcast
+#pragma weak PMPI_Barrier
+#pragma weak PMPI_Allgather
+#pragma weak PMPI_Allgatherv
+#pragma weak PMPI_Isend
+#pragma weak PMPI_Irecv
+#pragma weak PMPI_Send
+#pragma weak PMPI_Recv
+#pragma weak PMPI_Sendrecv
+#pragma weak PMPIX_Comm_agree
 
 int MPI_Init (int *argc, char ***argv);
 int MPI_Init_thread (int *argc, char ***argv, int required, int *provided);
 int MPI_Finalize (void);
 
 static double t_init_enter, t_init_leave;
+static double cpu_init_leave;
+static long nivcsw_init_leave;
+static unsigned long long mpi_calls, mpi_bytes;
+
+static double cpu_now (long *nivcsw)
+{
+    struct rusage ru;
+
+    if (getrusage (RUSAGE_SELF, &ru) < 0)
+        return 0.;
+    if (nivcsw)
+        *nivcsw = ru.ru_nivcsw;
+    return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + ru.ru_stime.tv_sec +
+           ru.ru_stime.tv_usec * 1e-6;
+}
 
 static double now (void)
 {
@@ -62,6 +109,7 @@ int MPI_Init (int *argc, char ***argv)
     t_init_enter = now ();
     rc = PMPI_Init (argc, argv);
     t_init_leave = now ();
+    cpu_init_leave = cpu_now (&nivcsw_init_leave);
     return rc;
 }
 
@@ -72,6 +120,7 @@ int MPI_Init_thread (int *argc, char ***argv, int required, int *provided)
     t_init_enter = now ();
     rc = PMPI_Init_thread (argc, argv, required, provided);
     t_init_leave = now ();
+    cpu_init_leave = cpu_now (&nivcsw_init_leave);
     return rc;
 }
 
@@ -116,21 +165,137 @@ int elastic_maybe_snapshot (void *m, int64_t step, void *err)
     return real ? real (m, step, err) : 1; /* ELASTIC_ERR_INVAL: cannot happen */
 }
 
+/* count one call that sends COUNT elements of TYPE */
+static void count (int n, MPI_Datatype type)
+{
+    int size = 0;
+
+    mpi_calls++;
+    if (n > 0 && PMPI_Type_size (type, &size) == MPI_SUCCESS && size > 0)
+        mpi_bytes += (unsigned long long)n * (unsigned long long)size;
+}
+
+int MPI_Allreduce (const void *sb, void *rb, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c)
+{
+    count (n, t);
+    return PMPI_Allreduce (sb, rb, n, t, op, c);
+}
+
+int MPI_Reduce (
+    const void *sb, void *rb, int n, MPI_Datatype t, MPI_Op op, int root, MPI_Comm c)
+{
+    count (n, t);
+    return PMPI_Reduce (sb, rb, n, t, op, root, c);
+}
+
+int MPI_Bcast (void *b, int n, MPI_Datatype t, int root, MPI_Comm c)
+{
+    count (n, t);
+    return PMPI_Bcast (b, n, t, root, c);
+}
+
+int MPI_Barrier (MPI_Comm c)
+{
+    mpi_calls++;
+    return PMPI_Barrier (c);
+}
+
+int MPI_Allgather (const void *sb,
+                   int sn,
+                   MPI_Datatype st,
+                   void *rb,
+                   int rn,
+                   MPI_Datatype rt,
+                   MPI_Comm c)
+{
+    count (sn, st);
+    return PMPI_Allgather (sb, sn, st, rb, rn, rt, c);
+}
+
+int MPI_Allgatherv (const void *sb,
+                    int sn,
+                    MPI_Datatype st,
+                    void *rb,
+                    const int *rn,
+                    const int *displs,
+                    MPI_Datatype rt,
+                    MPI_Comm c)
+{
+    count (sn, st);
+    return PMPI_Allgatherv (sb, sn, st, rb, rn, displs, rt, c);
+}
+
+int MPI_Isend (
+    const void *b, int n, MPI_Datatype t, int to, int tag, MPI_Comm c, MPI_Request *r)
+{
+    count (n, t);
+    return PMPI_Isend (b, n, t, to, tag, c, r);
+}
+
+int MPI_Irecv (
+    void *b, int n, MPI_Datatype t, int from, int tag, MPI_Comm c, MPI_Request *r)
+{
+    mpi_calls++;
+    return PMPI_Irecv (b, n, t, from, tag, c, r);
+}
+
+int MPI_Send (const void *b, int n, MPI_Datatype t, int to, int tag, MPI_Comm c)
+{
+    count (n, t);
+    return PMPI_Send (b, n, t, to, tag, c);
+}
+
+int MPI_Recv (
+    void *b, int n, MPI_Datatype t, int from, int tag, MPI_Comm c, MPI_Status *st)
+{
+    mpi_calls++;
+    return PMPI_Recv (b, n, t, from, tag, c, st);
+}
+
+int MPI_Sendrecv (const void *sb,
+                  int sn,
+                  MPI_Datatype st,
+                  int to,
+                  int stag,
+                  void *rb,
+                  int rn,
+                  MPI_Datatype rt,
+                  int from,
+                  int rtag,
+                  MPI_Comm c,
+                  MPI_Status *status)
+{
+    count (sn, st);
+    return PMPI_Sendrecv (sb, sn, st, to, stag, rb, rn, rt, from, rtag, c, status);
+}
+
+int MPIX_Comm_agree (MPI_Comm c, int *flag)
+{
+    mpi_calls++;
+    return PMPIX_Comm_agree (c, flag);
+}
+
 int MPI_Finalize (void)
 {
     double t = now ();
+    long nivcsw = 0;
+    double cpu = cpu_now (&nivcsw) - cpu_init_leave;
     const char *path = getenv ("BENCH_MPITIME");
-    char line[160];
+    char line[240];
     int fd, n;
 
     if (path && *path && (fd = open (path, O_WRONLY | O_APPEND | O_CREAT, 0644)) >= 0) {
         n = snprintf (line,
                       sizeof (line),
-                      "%ld %.6f %.6f %.6f\n",
+                      "%ld %.6f %.6f %.6f %.6f %ld %llu %llu\n",
                       (long)getpid (),
                       t_init_enter,
                       t_init_leave,
-                      t);
+                      t,
+                      cpu,
+                      nivcsw - nivcsw_init_leave,
+                      mpi_calls,
+                      mpi_bytes);
         if (write (fd, line, (size_t)n) != n) {
         }
         close (fd);

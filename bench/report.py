@@ -26,6 +26,7 @@ import csv
 import glob
 import math
 import os
+import random
 import shutil
 import statistics
 import subprocess
@@ -91,6 +92,14 @@ class Data:
             if k[0] == b and k[4] == metric:
                 return v[0]
         return None
+
+
+def quantile(v, p):
+    """the P-quantile of V (linear interpolation)"""
+    s = sorted(v)
+    k = (len(s) - 1) * p
+    i = int(k)
+    return s[i] if i + 1 >= len(s) else s[i] + (s[i + 1] - s[i]) * (k - i)
 
 
 def fmt_t(s):
@@ -387,6 +396,24 @@ class Report:
         ("p10+l3", "snapshot every 10 steps, L3 file every 100"),
     )
 
+    @staticmethod
+    def spread(rs):
+        """median, min, max, IQR and a bootstrap 95 % CI of the median of the
+        ratios RS (2000 resamples, fixed seed: the report is reproducible)"""
+        rs = sorted(rs)
+        med = statistics.median(rs)
+        rng = random.Random(19)
+        meds = sorted(statistics.median(rng.choices(rs, k=len(rs))) for _ in range(2000))
+        return dict(med=med, lo=rs[0], hi=rs[-1], iqr=quantile(rs, 0.75) - quantile(rs, 0.25),
+                    ci=(meds[50], meds[1949]), n=len(rs))
+
+    def b6_pairs(self, n, m, v, metric):
+        """the per-trial ratios of variant V's METRIC to the mean of the
+        baseline runs around it (the driver's base_METRIC rows)"""
+        a = self.d.t.get(("steady", str(n), str(m), v, metric), {})
+        z = self.d.t.get(("steady", str(n), str(m), v, "base_" + metric), {})
+        return [a[t] / z[t] for t in a if t in z and z[t] > 0]
+
     def b6(self):
         d = self.d
         ks = d.keys("steady", "none", "run_s")
@@ -408,26 +435,62 @@ class Report:
                 "overlap their L2 exchange with the next step (p10, p100, p10+l3); p10-sync "
                 "is period 10 with ELASTIC_SNAPSHOT_OVERLAP=0" if overlap else
                 "are synchronous (this library does not overlap the L2 exchange)"))
-        self.details.append("| variant | what runs | run time: median (min) | slowdown: "
-                            "median of pairs (of the minima) | runs |")
-        self.details.append("|---|---|---:|---:|---:|")
-        bmin = min(d.all("steady", n, m, "none", "run_s"))
+        self.details.append(
+            "Slowdown = the variant's time over the mean of the two baseline runs around it "
+            "(same trial), median over the trials; spread: min..max and IQR of those ratios, "
+            "and a bootstrap 95 % confidence interval of the median.  CPU = user + sys of all "
+            "ranks (getrusage) over the same interval.  Work = MPI calls started by all ranks "
+            "(program and library), variant − baseline; *work check*: runs in which the "
+            "variant started more MPI calls than both baseline runs around it.\n")
+        self.details.append("| variant | what runs | wall: median | wall slowdown: median "
+                            "[95 % CI] (min..max, IQR) | CPU slowdown: median [95 % CI] "
+                            "(min..max, IQR) | more MPI calls (bytes) than the baseline | "
+                            "work check | pairs |")
+        self.details.append("|---|---|---:|---:|---:|---:|---|---:|")
+
+        def pct(x):
+            return "%+.1f %%" % ((x - 1) * 100)
+
+        def cell(sp):
+            if sp is None:
+                return "—"
+            return "%s [%s, %s] (%s..%s, %.1f pt)" % (
+                pct(sp["med"]), pct(sp["ci"][0]), pct(sp["ci"][1]), pct(sp["lo"]),
+                pct(sp["hi"]), sp["iqr"] * 100)
+
+        bcalls = d.med("steady", n, m, "none", "mpi_calls")
+        bbytes = d.med("steady", n, m, "none", "mpi_bytes")
+        stats = {}
         for v, what in self.B6_VARIANTS:
             t = d.med("steady", n, m, v, "run_s")
             if t is None:
                 continue
             if v == "none":
-                what = label
-            pr = d.paired("steady", n, m, v, "none", "run_s")
-            tmin = min(d.all("steady", n, m, v, "run_s"))
-            self.details.append("| %s | %s | %s (%s) | %s | %d |" % (
-                v, what, fmt_t(t), fmt_t(tmin),
-                "—" if v == "none" or not pr else "%+.1f %% (%+.1f %%)" % (
-                    (statistics.median(pr) - 1) * 100, (tmin / bmin - 1) * 100),
-                len(d.all("steady", n, m, v, "run_s"))))
+                self.details.append("| none | %s | %s | — | — | %s calls (%s MiB) | — | %d runs |" % (
+                    label, fmt_t(t), "%.0f" % bcalls if bcalls is not None else "—",
+                    "%.1f" % (bbytes / 2**20) if bbytes is not None else "—",
+                    len(d.all("steady", n, m, v, "run_s"))))
+                continue
+            pw = self.b6_pairs(n, m, v, "run_s")
+            pc = self.b6_pairs(n, m, v, "cpu_s")
+            sw = self.spread(pw) if pw else None
+            sc = self.spread(pc) if pc else None
+            stats[v] = (sw, sc)
+            calls = d.med("steady", n, m, v, "mpi_calls")
+            byts = d.med("steady", n, m, v, "mpi_bytes")
+            more = len(d.flags.get(("steady", str(n), str(m), v, "work_more"), []))
+            notmore = len(d.flags.get(("steady", str(n), str(m), v, "work_not_more"), []))
+            work = "—" if calls is None or bcalls is None else "+%.0f (+%.1f MiB)" % (
+                calls - bcalls, (byts - bbytes) / 2**20)
+            check = "%d/%d%s" % (more, more + notmore, "" if notmore == 0 else " **failed**")
+            contra = sc is not None and sc["ci"][1] < 1.0
+            if contra:
+                check += "; CPU below the baseline's beyond the CI: **contradicts the work**"
+            self.details.append("| %s | %s | %s | %s | %s | %s | %s | %d |" % (
+                v, what, fmt_t(t), cell(sw), cell(sc), work, check, len(pw)))
         self.details.append("")
         p10 = "snapshot_period 10 (L1+L2%s)" % (", L2 overlapped" if overlap else "")
-        for v, label2, target in (("idle", "library calls without snapshots", "—"),
+        for v, label2, target in (("idle", "library calls without snapshots", "≤ 1 %"),
                                   ("signals", "preemption-signal agreement alone", "—"),
                                   ("p10", p10, "≤ 3 %"),
                                   ("p10-sync", "snapshot_period 10 (L1+L2, synchronous)",
@@ -435,15 +498,17 @@ class Report:
                                   ("p100", "snapshot_period 100 (L1+L2)", "—"),
                                   ("p10+l3", "period 10 + L3 every 100", "—")):
             t = d.med("steady", n, m, v, "run_s")
-            pr = d.paired("steady", n, m, v, "none", "run_s")
-            if t is None or not pr:
+            if t is None or v not in stats or stats[v][0] is None:
                 continue
-            s = (statistics.median(pr) - 1) * 100
+            sw, sc = stats[v]
+            s = (sw["med"] - 1) * 100
+            lim = {"≤ 1 %": 1.0, "≤ 3 %": 3.0}.get(target)
             self.head("B6", "steady-state slowdown, %s" % label2, "%s ranks × %s MiB" % (n, m),
                       fmt_t(t), fmt_t(base), None, target,
-                      (s <= 3.0) if target != "—" else None,
-                      "slowdown %+.1f %% (median of %d back-to-back pairs; of the medians "
-                      "%+.1f %%)" % (s, len(pr), (t / base - 1) * 100))
+                      (s <= lim) if lim is not None else None,
+                      "wall %s [95 %% CI %s, %s], CPU %s (median of %d interleaved pairs)" % (
+                          pct(sw["med"]), pct(sw["ci"][0]), pct(sw["ci"][1]),
+                          pct(sc["med"]) if sc else "—", sw["n"]))
 
     # --- B7 -----------------------------------------------------------------
     def b7(self):
@@ -456,22 +521,31 @@ class Report:
         base = d.med("launch", n, m, "mpirun", "wall_s")
         self.details.append("### B7: launch of an 8-rank MPI_Init/Barrier/Finalize program "
                             "(hyperfine)\n")
-        self.details.append("| command | median | overhead | runs |")
-        self.details.append("|---|---:|---:|---:|")
+        self.details.append("| command | median | overhead | CPU (user + sys, mean per run) "
+                            "| CPU overhead: median of rounds [95 % CI] (min..max) | runs |")
+        self.details.append("|---|---:|---:|---:|---:|---:|")
         for v in ("mpirun", "elastic-exec", "elastic-mpirun"):
             t = d.med("launch", n, m, v, "wall_s")
             if t is None:
                 continue
-            self.details.append("| %s | %s | %s | %d |" % (
+            cpu = d.med("launch", n, m, v, "cpu_s")
+            pc = d.paired("launch", n, m, v, "mpirun", "cpu_s")
+            sc = self.spread(pc) if pc and v != "mpirun" else None
+            self.details.append("| %s | %s | %s | %s | %s | %d |" % (
                 v, fmt_t(t), "—" if v == "mpirun" else "%+.1f %%" % ((t / base - 1) * 100),
+                fmt_t(cpu), "—" if sc is None else "%+.1f %% [%+.1f, %+.1f] (%+.1f..%+.1f)" % (
+                    (sc["med"] - 1) * 100, (sc["ci"][0] - 1) * 100, (sc["ci"][1] - 1) * 100,
+                    (sc["lo"] - 1) * 100, (sc["hi"] - 1) * 100),
                 len(d.all("launch", n, m, v, "wall_s"))))
             if v != "mpirun":
                 o = (t / base - 1) * 100
                 self.head("B7", "launch overhead: %s" % (
                     "mpirun … elastic-exec ./app" if v == "elastic-exec" else
                     "elastic-mpirun ./app"), "%s ranks" % n, fmt_t(t), fmt_t(base), None,
-                    "≤ 5 %", o <= 5.0, "overhead %+.1f %%, +%s per launch" % (
-                        o, fmt_t(t - base)))
+                    "≤ 5 %", o <= 5.0, "overhead %+.1f %%, %s%s per launch%s" % (
+                        o, "+" if t >= base else "", sfmt(t - base), "" if sc is None else
+                        "; CPU %+.1f %% (median of %d rounds)" % ((sc["med"] - 1) * 100,
+                                                                  sc["n"])))
         self.details.append("")
 
     # --- B9 -----------------------------------------------------------------
