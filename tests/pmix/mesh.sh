@@ -7,7 +7,8 @@
 #   mn_wait TIMEOUT    waits for every node; exit codes in mn_rc[k]
 #   mn_kill_node K     SIGKILLs node K's process (its ranks die with it)
 #   mn_out / mn_ev K   every node's output / node K's event log
-#   mn_check_clean D   no node and no rank of the job left
+#   mn_stop            SIGTERMs every node
+#   mn_check_clean D [K...]  no rank of the job left, no server directory
 # (sourced after pmix/lib.sh)
 
 MESH_PMIX_NODE=${MESH_PMIX_NODE:-./pmix/mesh-pmix-node}
@@ -50,11 +51,12 @@ mn_start() {
     mn_seq=$((mn_seq + 1))
     mn_dir=$pl_root/mesh-$mn_seq-$name
     mn_run_id="m$$-$mn_seq-$RANDOM"
-    mkdir -p "$mn_dir/ports" "$mn_dir/tmp"
+    mkdir -p "$mn_dir/ports"
     mn_pid=()
     mn_rc=()
     for ((k = 0; k < mn_nodes; k++)); do
-        TMPDIR=$mn_dir/tmp "$MESH_PMIX_NODE" --nodes "$mn_nodes" --node "$k" \
+        mkdir -p "$mn_dir/tmp.$k"
+        TMPDIR=$mn_dir/tmp.$k "$MESH_PMIX_NODE" --nodes "$mn_nodes" --node "$k" \
             --ranks "$ranks" --dir "$mn_dir/ports" --run-id "$mn_run_id" \
             --event-log "$mn_dir/ev.$k" "${args[@]}" -- "$@" > "$mn_dir/out.$k" 2>&1 &
         mn_pid[k]=$!
@@ -74,6 +76,8 @@ mn_wait() {
 }
 
 mn_kill_node() { kill -KILL "${mn_pid[$1]}"; }
+# SIGTERM every node (each stops its ranks and leaves cleanly)
+mn_stop() { local p; for p in "${mn_pid[@]}"; do kill -TERM "$p" 2> /dev/null; done; }
 mn_out() { cat "$mn_dir"/out.*; }
 mn_ev() { cat "$mn_dir/ev.$1" 2> /dev/null; }
 mn_count() { cat "$mn_dir"/out.* | grep -c -e "$1"; }
@@ -84,9 +88,15 @@ mn_ev_time() { grep -e "$2" "$mn_dir/ev.$1" 2> /dev/null | head -n 1 | cut -d' '
 # milliseconds from time A to time B (seconds, fractional)
 mn_ms() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "") print "?"; else printf "%.1f", (b - a) * 1000 }'; }
 
+# mn_check_clean DESC [NODES...]: no rank left; no server directory left by
+# NODES (default: every node; a node SIGKILLed cannot clean up)
 mn_check_clean() {
-    local desc=$1 left
+    local desc=$1 left k nodes
+    shift
     left="$(mn_job_procs | tr '\n' ' ')"
     is "$(echo $left)" "" "$desc: no rank left"
-    is "$(ls -A "$mn_dir/tmp")" "" "$desc: no server directory left"
+    nodes=${*:-$(seq 0 $((mn_nodes - 1)))}
+    left=
+    for k in $nodes; do left="$left$(ls -A "$mn_dir/tmp.$k")"; done
+    is "$left" "" "$desc: no server directory left by node(s)" $nodes
 }
