@@ -6,7 +6,9 @@
 # transport (src/exec/pmix/pmix_transport_mesh.c), the job's whole map
 # registered on every server.  Open MPI's ranks (btl self,tcp: every
 # "node" is this host) must pass MPI_Init, whose fences carry each node's
-# PMIx data to the others, and agree on an allreduce over all ranks.
+# PMIx data to the others, and agree on an allreduce over all ranks.  A
+# PMIx client (pmix/pmix_kv) then reads remote keys by direct modex and
+# after a collecting fence.
 . "${srcdir:-.}/pmix/lib.sh"
 . "${srcdir:-.}/pmix/mesh.sh"
 
@@ -31,4 +33,18 @@ run_init() {
 
 run_init two 2 2
 run_init three 3 2
+
+# PMIx level (pmix/pmix_kv): a key of the next rank fetched by direct
+# modex (a fence without data), one half the job away from a collecting
+# fence; each node asks for its last rank's next one and serves one
+mn_start kv 3 2 -- ./pmix/pmix_kv
+mn_wait 120
+for k in 0 1 2; do
+    is "${mn_rc[k]}" 0 "kv: node $k exit 0" || diag "$(mn_out)" "$(mn_ev "$k")"
+    grep -q ' counts fences_local=0 fences_mesh=2 dmodex_asked=1 dmodex_served=1 ' "$mn_dir/ev.$k"
+    ok $? "kv: node $k made 2 mesh fences, asked and served 1 direct modex" || diag "$(mn_ev "$k")"
+done
+is "$(mn_count '^kv: rank [0-5] ok ')" 6 "kv: every rank read a remote rank's keys (direct modex and collected)" ||
+    diag "$(mn_out)"
+mn_check_clean kv
 done_testing

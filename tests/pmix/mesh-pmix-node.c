@@ -452,6 +452,19 @@ int main (int argc, char **argv)
      * after the last fence is lost to the others, harmlessly now) */
     pmixhost_mesh_set_job (N.t, NULL);
     bye (&N);
+    {
+        struct pmixhost_mesh_counts c;
+        pmixhost_mesh_counts (N.t, &c);
+        evlog ("counts",
+               "fences_local=%u fences_mesh=%u dmodex_asked=%u dmodex_served=%u "
+               "failures_sent=%u reported=%u",
+               c.fences_local,
+               c.fences_mesh,
+               c.dmodex_asked,
+               c.dmodex_served,
+               c.failures_sent,
+               c.reported);
+    }
     evlog ("done", "bad=%d fenced=%d", N.bad, fenced_self);
     pmixhost_job_destroy (N.job);
     pmixhost_mesh_stop (N.t);

@@ -31,6 +31,7 @@ struct pmixhost_mesh {
     char nspace[PMIX_MAX_NSLEN + 1];
     uint8_t *reported; /* [world_size] failure already told to the job */
     int pmix_gone;     /* PMIx finalized: pending callbacks are dropped */
+    struct pmixhost_mesh_counts n;
     struct pmixhost_mesh_opts opts;
 };
 
@@ -51,6 +52,13 @@ static void put_u32 (uint8_t *p, uint32_t v)
 static uint32_t get_u32 (const uint8_t *p)
 {
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static void count (struct pmixhost_mesh *t, unsigned *what)
+{
+    pthread_mutex_lock (&t->lock);
+    (*what)++;
+    pthread_mutex_unlock (&t->lock);
 }
 
 static void release_free (void *cbdata)
@@ -97,6 +105,7 @@ static void report_locked (struct pmixhost_mesh *t, int rank, int signaled)
     if (t->map->rank_node[rank] == (int)t->self)
         return; /* our own ranks are reported by their exit */
     t->reported[rank] = 1;
+    t->n.reported++;
     if (pmixhost_job_remote_failure (t->job, rank, signaled) == 0 && t->opts.reported)
         t->opts.reported (t->opts.arg, rank, signaled);
 }
@@ -144,6 +153,7 @@ static int mesh_tp_failure (void *ctx, const char *nspace, int rank, pmix_status
 
     if (!t->mesh)
         return -1;
+    count (t, &t->n.failures_sent);
     return mesh_broadcast_failure (t->mesh, (uint32_t)rank, status, nspace);
 }
 
@@ -159,6 +169,7 @@ static void fence_done (void *arg, int status, const struct mesh_fence_result *r
         complete (op, mesh_status (status), NULL, 0);
         return;
     }
+    count (op->t, &op->t->n.fences_mesh);
     for (uint32_t i = 0; i < res->count; i++)
         total += res->len[i];
     if (!(all = malloc (total ? total : 1))) {
@@ -223,6 +234,7 @@ static pmix_status_t mesh_tp_fence (void *ctx,
         return PMIX_ERR_COMM_FAILURE;
     switch (fence_scope (t, procs, nprocs)) {
         case 1:
+            count (t, &t->n.fences_local);
             cbfunc (PMIX_SUCCESS, data, ndata, cbdata, NULL, NULL);
             return PMIX_SUCCESS;
         case 2:
@@ -292,6 +304,7 @@ static pmix_status_t mesh_tp_direct_modex (void *ctx,
     op->t = t;
     op->cbfunc = cbfunc;
     op->cbdata = cbdata;
+    count (t, &t->n.dmodex_asked);
     put_u32 (req, proc->rank);
     memcpy (req + 4, proc->nspace, nslen);
     if (mesh_dmodex (t->mesh, (uint32_t)node, req, 4 + nslen, dmodex_done, op) < 0) {
@@ -346,6 +359,7 @@ static void on_dmodex_request (
         answer (req, PMIX_ERR_NOT_FOUND, NULL, 0);
         return;
     }
+    count (t, &t->n.dmodex_served);
     rc = PMIx_server_dmodex_request (&proc, server_dmodex_done, req);
     if (rc != PMIX_SUCCESS)
         answer (req, rc, NULL, 0);
@@ -450,6 +464,13 @@ void pmixhost_mesh_stop (struct pmixhost_mesh *t)
         mesh_destroy (t->mesh);
         t->mesh = NULL;
     }
+}
+
+void pmixhost_mesh_counts (struct pmixhost_mesh *t, struct pmixhost_mesh_counts *c)
+{
+    pthread_mutex_lock (&t->lock);
+    *c = t->n;
+    pthread_mutex_unlock (&t->lock);
 }
 
 struct mesh *pmixhost_mesh_get (struct pmixhost_mesh *t)

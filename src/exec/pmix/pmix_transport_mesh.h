@@ -97,6 +97,17 @@ void pmixhost_mesh_stop (struct pmixhost_mesh *t);
 /* The mesh (borrowed; NULL once stopped), for mesh_get_stats/live. */
 struct mesh *pmixhost_mesh_get (struct pmixhost_mesh *t);
 
+/* What the transport did (thread-safe snapshot). */
+struct pmixhost_mesh_counts {
+    unsigned fences_local;  /* fences of this node's ranks only */
+    unsigned fences_mesh;   /* fences over the mesh completed */
+    unsigned dmodex_asked;  /* direct modex requests sent to other members */
+    unsigned dmodex_served; /* requests of other members answered here */
+    unsigned failures_sent; /* local failures broadcast */
+    unsigned reported;      /* other members' ranks reported to the job */
+};
+void pmixhost_mesh_counts (struct pmixhost_mesh *t, struct pmixhost_mesh_counts *c);
+
 /* Free a transport that was never given to pmixhost_create (NULL-safe). */
 void pmixhost_mesh_destroy (struct pmixhost_mesh *t);
 
