@@ -5,8 +5,9 @@
 # killed on node 1 is reaped there, broadcast over the mesh, and every
 # other node sends its ranks the PMIx fault event for it; a whole node
 # killed is lost to the mesh, and the survivors report each of its ranks.
-# The survivors (ULFM) must get MPIX_ERR_PROC_FAILED, shrink and check an
-# allreduce over the ranks left.  Times are between the nodes' event logs
+# The survivors (ULFM) must get MPIX_ERR_PROC_FAILED (or REVOKED), shrink
+# and check an allreduce over the ranks left (after a whole node's loss the
+# shrink is a TODO, see below).  Times are between the nodes' event logs
 # (CLOCK_REALTIME on this one machine).
 . "${srcdir:-.}/pmix/lib.sh"
 . "${srcdir:-.}/pmix/mesh.sh"
@@ -33,41 +34,60 @@ diag "rank: node 1 reaped rank 3 -> node 0 reported it: $(mn_ms "$t_exit" "$(mn_
 mn_out | grep -o '^error 1 [0-9]* class=[A-Z_]* t=[0-9]* wait_ms=[0-9.]*' | head -n 3 | sed 's/^/# rank: /'
 mn_check_clean rank
 
-# node 1 (ranks 2 and 3) killed while every rank waits in MPI_Barrier
-mn_start node 3 2 -- "$FT_APP" -v 2,3
-for r in 2 3; do
-    wait_for_grep "^ready 1 $r " "$mn_dir/out.1" 180
-    ok $? "node: rank $r reached the kill point" || diag "$(mn_out)"
-done
-t_kill=$(date +%s.%N)
-mn_kill_node 1
-ok $? "node: node 1's process SIGKILLed"
-for k in 0 2; do
-    wait_for_grep ' reported rank=3 ' "$mn_dir/ev.$k" 120
-    grep -q ' lost member=1 ' "$mn_dir/ev.$k"
-    ok $? "node: node $k's mesh lost member 1"
-    for r in 2 3; do
-        is "$(grep -c " reported rank=$r signaled=0" "$mn_dir/ev.$k")" 1 \
-            "node: node $k sent its ranks the fault event for rank $r" || diag "$(mn_ev "$k")"
+# node_case NAME NODE TODO: node NODE (of 3, ranks 2*NODE and 2*NODE+1)
+# SIGKILLed while every rank waits in MPI_Barrier; with TODO set, the
+# shrink is only expected to work some day (see below)
+node_case() {
+    local name=$1 v=$2 todo=$3 r k s a=$(($2 * 2)) b=$(($2 * 2 + 1))
+    mn_start "$name" 3 2 -- "$FT_APP" -v "$a,$b"
+    for r in $a $b; do
+        wait_for_grep "^ready 1 $r " "$mn_dir/out.$v" 180
+        ok $? "$name: rank $r reached the kill point" || diag "$(mn_out)"
     done
-done
-for r in 0 1 4 5; do
-    wait_for_grep "^error 1 $r class=\(PROC_FAILED\|REVOKED\)" "$mn_dir/out.$((r / 2))" 120
-    ok $? "node: survivor rank $r got MPIX_ERR_PROC_FAILED or MPIX_ERR_REVOKED" || diag "$(mn_out)"
-done
-diag "node: node 1 killed -> node 0 reported its ranks: $(mn_ms "$t_kill" "$(mn_ev_time 0 'reported rank=3')") ms," \
-    "node 2: $(mn_ms "$t_kill" "$(mn_ev_time 2 'reported rank=3')") ms"
-# Known: after a whole node's loss the survivors often hang in
-# MPIX_Comm_shrink's agreement (doc/mesh.md, "Integration"); 30 s is
-# far above the < 1 s recovery takes when it works.
-if wait_for_grep '^ft-app: ok size 6 -> 4' "$mn_dir/out.0" 30; then
-    ok 0 "node: the survivors shrank (6 -> 4) and checked the sum"
-    mn_wait 120
-    for k in 0 2; do is "${mn_rc[k]}" 0 "node: node $k exit 0"; done
-else
-    echo "not ok $((++tap_n)) - node: the survivors shrank (6 -> 4) # TODO shrink hangs after a node loss"
-    mn_stop
-    mn_wait 120
-fi
-mn_check_clean node 0 2
+    t_kill=$(date +%s.%N)
+    mn_kill_node "$v"
+    ok $? "$name: node $v's process SIGKILLed"
+    s=
+    for k in 0 1 2; do
+        [ "$k" = "$v" ] && continue
+        s="$s $k"
+        wait_for_grep " reported rank=$b " "$mn_dir/ev.$k" 120
+        grep -q " lost member=$v " "$mn_dir/ev.$k"
+        ok $? "$name: node $k's mesh lost member $v"
+        for r in $a $b; do
+            is "$(grep -c " reported rank=$r signaled=0" "$mn_dir/ev.$k")" 1 \
+                "$name: node $k sent its ranks the fault event for rank $r" || diag "$(mn_ev "$k")"
+        done
+        for r in $((k * 2)) $((k * 2 + 1)); do
+            wait_for_grep "^error 1 $r class=\(PROC_FAILED\|REVOKED\)" "$mn_dir/out.$k" 120
+            ok $? "$name: survivor rank $r got MPIX_ERR_PROC_FAILED or MPIX_ERR_REVOKED" || diag "$(mn_out)"
+        done
+    done
+    k=${s# }
+    k=${k%% *}
+    diag "$name: node $v killed -> node $k reported its ranks: $(mn_ms "$t_kill" "$(mn_ev_time "$k" "reported rank=$b")") ms"
+    if [ -z "$todo" ]; then
+        mn_wait 120
+        for k in $s; do is "${mn_rc[k]}" 0 "$name: node $k exit 0" || diag "$(mn_out)" "$(mn_ev "$k")"; done
+        is "$(mn_count '^ft-app: ok size 6 -> 4')" 1 "$name: the survivors shrank (6 -> 4) and checked the sum" ||
+            diag "$(mn_out)"
+        mn_out | grep -o '^shrunk 1 [0-9]* .*' | head -n 2 | sed "s/^/# $name: /"
+    elif wait_for_grep '^ft-app: ok size 6 -> 4' "$mn_dir/out.0" 20; then
+        ok 0 "$name: the survivors shrank (6 -> 4) and checked the sum"
+        mn_wait 120
+    else
+        echo "not ok $((++tap_n)) - $name: the survivors shrank (6 -> 4) # TODO $todo"
+        mn_stop
+        mn_wait 120
+    fi
+    # shellcheck disable=SC2086
+    mn_check_clean "$name" $s
+}
+
+# Known (doc/mesh.md, Integration): once a whole "node" of ranks is gone
+# the survivors' MPIX_Comm_shrink agreement (ULFM's ERA) often hangs on
+# its default binary tree; on the star tree (coll_ftagree_era_topology 2)
+# it once left a live rank out.  The fault events and every survivor's
+# error are checked; the shrink is a TODO until that is understood.
+node_case node 2 "ULFM's shrink after a whole node's loss hangs or leaves a survivor out"
 done_testing
