@@ -91,7 +91,9 @@ int pmixhost_mesh_start (struct pmixhost_mesh *t, elastic_error_t *err);
  * none; failures reported meanwhile are dropped).  Never fails. */
 void pmixhost_mesh_set_job (struct pmixhost_mesh *t, struct pmixhost_job *job);
 
-/* Stop the mesh (pending fences and requests fail; idempotent). */
+/* Stop the mesh (pending fences and requests fail; idempotent).  From the
+ * caller's thread once the job's ranks are gone: PMIx's upcalls read the
+ * mesh pointer without a lock. */
 void pmixhost_mesh_stop (struct pmixhost_mesh *t);
 
 /* The mesh (borrowed; NULL once stopped), for mesh_get_stats/live. */
