@@ -1,0 +1,514 @@
+/* pmix_transport_mesh.c - the hosted PMIx server's transport over the mesh
+ *
+ * See pmix_transport_mesh.h.  Wire formats (inside the mesh's sealed
+ * messages, between members of one job built from the same tree):
+ *   dmodex request   u32 rank (big endian), then the nspace (no NUL)
+ *   dmodex answer    i32 PMIx status (big endian), then PMIx's data
+ * so a PMIx status never mixes with the mesh's own (negative errno).
+ */
+#if HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <pmix_server.h>
+
+#include "exec/jobmap.h"
+#include "exec/mesh/proto.h"
+#include "exec/pmix/pmix_host.h"
+#include "pmix_transport.h"
+#include "pmix_transport_mesh.h"
+
+struct pmixhost_mesh {
+    struct mesh *mesh;
+    const struct jobmap *map;
+    uint32_t self;
+    pthread_mutex_t lock; /* job, reported, pmix_gone */
+    struct pmixhost_job *job;
+    char nspace[PMIX_MAX_NSLEN + 1];
+    uint8_t *reported; /* [world_size] failure already told to the job */
+    int pmix_gone;     /* PMIx finalized: pending callbacks are dropped */
+    struct pmixhost_mesh_counts n;
+    struct pmixhost_mesh_opts opts;
+};
+
+struct pending {
+    struct pmixhost_mesh *t;
+    pmix_modex_cbfunc_t cbfunc;
+    void *cbdata;
+};
+
+static void put_u32 (uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+
+static uint32_t get_u32 (const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static void count (struct pmixhost_mesh *t, unsigned *what)
+{
+    pthread_mutex_lock (&t->lock);
+    (*what)++;
+    pthread_mutex_unlock (&t->lock);
+}
+
+static void release_free (void *cbdata)
+{
+    free (cbdata);
+}
+
+/* Hand (status, data) to PMIx unless PMIx is gone; data is copied. */
+static void
+complete (struct pending *op, pmix_status_t status, const void *data, size_t n)
+{
+    char *copy = NULL;
+    int gone;
+
+    pthread_mutex_lock (&op->t->lock);
+    gone = op->t->pmix_gone;
+    pthread_mutex_unlock (&op->t->lock);
+    if (!gone) {
+        if (status == PMIX_SUCCESS && n > 0) {
+            if (!(copy = malloc (n)))
+                status = PMIX_ERR_NOMEM, n = 0;
+            else
+                memcpy (copy, data, n);
+        }
+        if (status != PMIX_SUCCESS)
+            n = 0;
+        op->cbfunc (status, copy, n, op->cbdata, copy ? release_free : NULL, copy);
+    }
+    free (op);
+}
+
+static pmix_status_t mesh_status (int status)
+{
+    return status == MESH_ELOST ? PMIX_ERR_UNREACH : PMIX_ERR_COMM_FAILURE;
+}
+
+/* ---- failures reported to the job ---------------------------------------- */
+
+/* Tell the job that rank failed (once).  Caller holds t->lock. */
+static void report_locked (struct pmixhost_mesh *t, int rank, int signaled)
+{
+    if (!t->job || rank < 0 || rank >= t->map->world_size || t->reported[rank])
+        return;
+    if (t->map->rank_node[rank] == (int)t->self)
+        return; /* our own ranks are reported by their exit */
+    t->reported[rank] = 1;
+    t->n.reported++;
+    if (pmixhost_job_remote_failure (t->job, rank, signaled) == 0 && t->opts.reported)
+        t->opts.reported (t->opts.arg, rank, signaled);
+}
+
+static void
+on_lost (void *arg, const uint32_t *members, size_t count, uint32_t epoch, uint32_t nlive)
+{
+    struct pmixhost_mesh *t = arg;
+
+    pthread_mutex_lock (&t->lock);
+    for (size_t i = 0; i < count; i++) {
+        const struct jobmap_node *n;
+
+        if (members[i] >= (uint32_t)t->map->nnodes)
+            continue;
+        n = &t->map->node[members[i]];
+        for (int k = 0; k < n->nranks; k++)
+            report_locked (t, n->ranks[k], 0);
+    }
+    pthread_mutex_unlock (&t->lock);
+    if (t->opts.lost)
+        t->opts.lost (t->opts.arg, members, count, nlive);
+}
+
+static void
+on_broadcast (void *arg, uint32_t origin, int kind, const void *data, size_t len)
+{
+    struct pmixhost_mesh *t = arg;
+    char ns[PMIX_MAX_NSLEN + 1];
+    uint32_t rank;
+    int32_t status;
+
+    if (kind != MESH_BCAST_RANK_FAILED ||
+        mesh_rank_failed_decode (data, len, &rank, &status, ns, sizeof (ns), NULL) < 0)
+        return;
+    pthread_mutex_lock (&t->lock);
+    if (t->job && !strcmp (ns, t->nspace) && rank <= (uint32_t)INT32_MAX)
+        report_locked (t, (int)rank, status == PMIX_ERR_PROC_ABORTED_BY_SIG);
+    pthread_mutex_unlock (&t->lock);
+}
+
+static int mesh_tp_failure (void *ctx, const char *nspace, int rank, pmix_status_t status)
+{
+    struct pmixhost_mesh *t = ctx;
+
+    if (!t->mesh)
+        return -1;
+    count (t, &t->n.failures_sent);
+    return mesh_broadcast_failure (t->mesh, (uint32_t)rank, status, nspace);
+}
+
+/* ---- fences --------------------------------------------------------------- */
+
+static void fence_done (void *arg, int status, const struct mesh_fence_result *res)
+{
+    struct pending *op = arg;
+    size_t total = 0, off = 0;
+    char *all;
+
+    if (status != MESH_OK) {
+        complete (op, mesh_status (status), NULL, 0);
+        return;
+    }
+    count (op->t, &op->t->n.fences_mesh);
+    for (uint32_t i = 0; i < res->count; i++)
+        total += res->len[i];
+    if (!(all = malloc (total ? total : 1))) {
+        complete (op, PMIX_ERR_NOMEM, NULL, 0);
+        return;
+    }
+    for (uint32_t i = 0; i < res->count; i++) {
+        if (res->len[i])
+            memcpy (all + off, res->data[i], res->len[i]);
+        off += res->len[i];
+    }
+    complete (op, PMIX_SUCCESS, all, total);
+    free (all);
+}
+
+/* Which nodes a fence's participants are on: 1 = this node only, 2 =
+ * every live node, 0 = some other set. */
+static int fence_scope (struct pmixhost_mesh *t, const pmix_proc_t procs[], size_t nprocs)
+{
+    const struct jobmap *m = t->map;
+    uint8_t *in, *live;
+    int scope = 1, all = 1;
+
+    for (size_t i = 0; i < nprocs; i++)
+        if (procs[i].rank == PMIX_RANK_WILDCARD)
+            return 2;
+    if (!(in = calloc ((size_t)m->nnodes * 2, 1)))
+        return 0;
+    live = in + m->nnodes;
+    for (size_t i = 0; i < nprocs; i++) {
+        int node = jobmap_rank_node (m, (int)procs[i].rank);
+        if (node >= 0)
+            in[node] = 1;
+        if (node != (int)t->self)
+            scope = 0;
+    }
+    if (scope == 0) {
+        mesh_get_live (t->mesh, live, (uint32_t)m->nnodes);
+        for (int n = 0; n < m->nnodes; n++)
+            if (live[n] && !in[n])
+                all = 0;
+        scope = all ? 2 : 0;
+    }
+    free (in);
+    return scope;
+}
+
+static pmix_status_t mesh_tp_fence (void *ctx,
+                                    const pmix_proc_t procs[],
+                                    size_t nprocs,
+                                    const pmix_info_t info[],
+                                    size_t ninfo,
+                                    char *data,
+                                    size_t ndata,
+                                    pmix_modex_cbfunc_t cbfunc,
+                                    void *cbdata)
+{
+    struct pmixhost_mesh *t = ctx;
+    struct pending *op;
+
+    if (!t->mesh)
+        return PMIX_ERR_COMM_FAILURE;
+    switch (fence_scope (t, procs, nprocs)) {
+        case 1:
+            count (t, &t->n.fences_local);
+            cbfunc (PMIX_SUCCESS, data, ndata, cbdata, NULL, NULL);
+            return PMIX_SUCCESS;
+        case 2:
+            break;
+        default:
+            return PMIX_ERR_NOT_SUPPORTED;
+    }
+    if (!(op = calloc (1, sizeof (*op))))
+        return PMIX_ERR_NOMEM;
+    op->t = t;
+    op->cbfunc = cbfunc;
+    op->cbdata = cbdata;
+    if (mesh_fence (t->mesh, data, ndata, fence_done, op) < 0) {
+        pmix_status_t rc =
+            errno == EBUSY ? PMIX_ERR_NOT_SUPPORTED : PMIX_ERR_COMM_FAILURE;
+        free (op);
+        return rc;
+    }
+    return PMIX_SUCCESS;
+}
+
+/* ---- direct modex --------------------------------------------------------- */
+
+static void dmodex_done (void *arg, int status, const void *data, size_t len)
+{
+    struct pending *op = arg;
+    const uint8_t *p = data;
+
+    if (status != MESH_OK)
+        complete (op, mesh_status (status), NULL, 0);
+    else if (len < 4)
+        complete (op, PMIX_ERR_BAD_PARAM, NULL, 0);
+    else
+        complete (op, (pmix_status_t)(int32_t)get_u32 (p), p + 4, len - 4);
+}
+
+static pmix_status_t mesh_tp_direct_modex (void *ctx,
+                                           const pmix_proc_t *proc,
+                                           const pmix_info_t info[],
+                                           size_t ninfo,
+                                           pmix_modex_cbfunc_t cbfunc,
+                                           void *cbdata)
+{
+    struct pmixhost_mesh *t = ctx;
+    size_t nslen = strnlen (proc->nspace, PMIX_MAX_NSLEN);
+    uint8_t req[4 + PMIX_MAX_NSLEN], live = 0;
+    struct pending *op;
+    int node;
+
+    if (!t->mesh)
+        return PMIX_ERR_COMM_FAILURE;
+    node = jobmap_rank_node (t->map, (int)proc->rank);
+    if (node < 0 || node == (int)t->self)
+        return PMIX_ERR_NOT_FOUND;
+    if (t->map->nnodes > 0) {
+        uint8_t *all = calloc ((size_t)t->map->nnodes, 1);
+        if (!all)
+            return PMIX_ERR_NOMEM;
+        mesh_get_live (t->mesh, all, (uint32_t)t->map->nnodes);
+        live = all[node];
+        free (all);
+    }
+    if (!live)
+        return PMIX_ERR_UNREACH;
+    if (!(op = calloc (1, sizeof (*op))))
+        return PMIX_ERR_NOMEM;
+    op->t = t;
+    op->cbfunc = cbfunc;
+    op->cbdata = cbdata;
+    count (t, &t->n.dmodex_asked);
+    put_u32 (req, proc->rank);
+    memcpy (req + 4, proc->nspace, nslen);
+    if (mesh_dmodex (t->mesh, (uint32_t)node, req, 4 + nslen, dmodex_done, op) < 0) {
+        free (op);
+        return PMIX_ERR_UNREACH;
+    }
+    return PMIX_SUCCESS;
+}
+
+static void
+answer (struct mesh_request *req, pmix_status_t status, const char *data, size_t n)
+{
+    uint8_t *buf = malloc (4 + n);
+
+    if (!buf) {
+        mesh_dmodex_respond (req, -ENOMEM, NULL, 0);
+        return;
+    }
+    put_u32 (buf, (uint32_t)(int32_t)status);
+    if (n)
+        memcpy (buf + 4, data, n);
+    mesh_dmodex_respond (req, MESH_OK, buf, 4 + n);
+    free (buf);
+}
+
+/* PMIx's answer for a rank of this node (PMIx's progress thread). */
+static void server_dmodex_done (pmix_status_t status, char *data, size_t sz, void *cbdata)
+{
+    answer (cbdata, status, data, status == PMIX_SUCCESS ? sz : 0);
+}
+
+static void on_dmodex_request (
+    void *arg, struct mesh_request *req, uint32_t origin, const void *data, size_t len)
+{
+    struct pmixhost_mesh *t = arg;
+    const uint8_t *p = data;
+    pmix_status_t rc;
+    pmix_proc_t proc;
+    int gone;
+
+    pthread_mutex_lock (&t->lock);
+    gone = t->pmix_gone;
+    pthread_mutex_unlock (&t->lock);
+    if (gone || len < 4 || len - 4 > PMIX_MAX_NSLEN) {
+        answer (req, gone ? PMIX_ERR_COMM_FAILURE : PMIX_ERR_BAD_PARAM, NULL, 0);
+        return;
+    }
+    memset (&proc, 0, sizeof (proc));
+    memcpy (proc.nspace, p + 4, len - 4);
+    proc.rank = get_u32 (p);
+    if (jobmap_rank_node (t->map, (int)proc.rank) != (int)t->self) {
+        answer (req, PMIX_ERR_NOT_FOUND, NULL, 0);
+        return;
+    }
+    count (t, &t->n.dmodex_served);
+    rc = PMIx_server_dmodex_request (&proc, server_dmodex_done, req);
+    if (rc != PMIX_SUCCESS)
+        answer (req, rc, NULL, 0);
+}
+
+/* Events beyond the node are not forwarded yet: PMIx delivered it here. */
+static pmix_status_t mesh_tp_notify (void *ctx,
+                                     pmix_status_t code,
+                                     const pmix_proc_t *source,
+                                     pmix_data_range_t range,
+                                     pmix_info_t info[],
+                                     size_t ninfo,
+                                     pmix_op_cbfunc_t cbfunc,
+                                     void *cbdata)
+{
+    return PMIX_OPERATION_SUCCEEDED;
+}
+
+/* ---- lifecycle ------------------------------------------------------------ */
+
+static void on_self_fence (void *arg, const char *reason)
+{
+    struct pmixhost_mesh *t = arg;
+
+    if (t->opts.self_fence)
+        t->opts.self_fence (t->opts.arg, reason);
+}
+
+static void on_joined (void *arg)
+{
+    struct pmixhost_mesh *t = arg;
+
+    if (t->opts.joined)
+        t->opts.joined (t->opts.arg);
+}
+
+struct pmixhost_mesh *pmixhost_mesh_create (const struct pmixhost_mesh_opts *opts,
+                                            elastic_error_t *err)
+{
+    struct pmixhost_mesh *t;
+    struct mesh_config cfg = {0};
+
+    if (!opts || !opts->map || !opts->addrs || !opts->key || opts->map->nnodes < 1 ||
+        opts->map->node_id < 0 || opts->map->node_id >= opts->map->nnodes) {
+        errprintf (err,
+                   "PMIx mesh transport: a job map (with this node in it), the "
+                   "members' addresses and a key are required");
+        return NULL;
+    }
+    if (!(t = calloc (1, sizeof (*t))) ||
+        !(t->reported = calloc ((size_t)opts->map->world_size + 1, 1))) {
+        free (t);
+        errprintf (err, "PMIx mesh transport: out of memory");
+        return NULL;
+    }
+    pthread_mutex_init (&t->lock, NULL);
+    t->opts = *opts;
+    t->map = opts->map;
+    t->self = (uint32_t)opts->map->node_id;
+    cfg.nmembers = (uint32_t)opts->map->nnodes;
+    cfg.self = t->self;
+    cfg.addrs = opts->addrs;
+    cfg.listen_fd = opts->listen_fd;
+    cfg.radix = opts->radix;
+    cfg.node_timeout = opts->node_timeout;
+    cfg.join_timeout = opts->join_timeout;
+    cfg.key = opts->key;
+    cfg.ops.lost = on_lost;
+    cfg.ops.broadcast = on_broadcast;
+    cfg.ops.dmodex_request = on_dmodex_request;
+    cfg.ops.self_fence = on_self_fence;
+    cfg.ops.joined = on_joined;
+    cfg.arg = t;
+    if (!(t->mesh = mesh_create (&cfg, err))) {
+        pmixhost_mesh_destroy (t);
+        return NULL;
+    }
+    return t;
+}
+
+int pmixhost_mesh_start (struct pmixhost_mesh *t, elastic_error_t *err)
+{
+    if (!t || !t->mesh)
+        return errprintf (err, "PMIx mesh transport: no mesh to start");
+    return mesh_start (t->mesh, err);
+}
+
+void pmixhost_mesh_set_job (struct pmixhost_mesh *t, struct pmixhost_job *job)
+{
+    if (!t)
+        return;
+    pthread_mutex_lock (&t->lock);
+    t->job = job;
+    snprintf (t->nspace, sizeof (t->nspace), "%s", job ? pmixhost_job_nspace (job) : "");
+    memset (t->reported, 0, (size_t)t->map->world_size);
+    pthread_mutex_unlock (&t->lock);
+}
+
+void pmixhost_mesh_stop (struct pmixhost_mesh *t)
+{
+    if (t && t->mesh) {
+        mesh_destroy (t->mesh);
+        t->mesh = NULL;
+    }
+}
+
+void pmixhost_mesh_counts (struct pmixhost_mesh *t, struct pmixhost_mesh_counts *c)
+{
+    pthread_mutex_lock (&t->lock);
+    *c = t->n;
+    pthread_mutex_unlock (&t->lock);
+}
+
+struct mesh *pmixhost_mesh_get (struct pmixhost_mesh *t)
+{
+    return t ? t->mesh : NULL;
+}
+
+void pmixhost_mesh_destroy (struct pmixhost_mesh *t)
+{
+    int saved_errno = errno;
+
+    if (!t)
+        return;
+    pmixhost_mesh_stop (t);
+    pthread_mutex_destroy (&t->lock);
+    free (t->reported);
+    free (t);
+    errno = saved_errno;
+}
+
+/* pmixhost_destroy calls this after PMIx_server_finalize: what the mesh
+ * still completes goes nowhere. */
+static void mesh_tp_destroy (void *ctx)
+{
+    struct pmixhost_mesh *t = ctx;
+
+    pthread_mutex_lock (&t->lock);
+    t->pmix_gone = 1;
+    t->job = NULL;
+    pthread_mutex_unlock (&t->lock);
+    pmixhost_mesh_destroy (t);
+}
+
+const struct pmixhost_transport pmixhost_transport_mesh = {
+    .name = "mesh",
+    .fence = mesh_tp_fence,
+    .direct_modex = mesh_tp_direct_modex,
+    .failure = mesh_tp_failure,
+    .notify = mesh_tp_notify,
+    .destroy = mesh_tp_destroy,
+};

@@ -1,0 +1,116 @@
+/* pmix_transport_mesh.h - the hosted PMIx server's transport over the mesh
+ *
+ * The multi-node implementation of struct pmixhost_transport
+ * (pmix_transport.h) over the elastic-exec mesh (exec/mesh/mesh.h): mesh
+ * member i is the leader of node i of the job map (exec/jobmap.h).
+ *
+ *   fence         a fence of ranks of this node only completes here with
+ *                 this node's data; one that involves every live node is a
+ *                 mesh_fence of this node's PMIx contribution, and PMIx
+ *                 gets the concatenation of every member's blob (what
+ *                 PRRTE's daemons hand back: PMIx unpacks the servers'
+ *                 buffers one after the other).  A fence that lost a
+ *                 member completes over the survivors with PMIX_SUCCESS
+ *                 and their data only: the lost node's ranks are reported
+ *                 failed (below) and their keys are not found.  Any other
+ *                 set of nodes is refused (PMIX_ERR_NOT_SUPPORTED).
+ *   direct_modex  a mesh_dmodex to the member hosting the rank, answered
+ *                 there by PMIx_server_dmodex_request; a rank of a lost
+ *                 member is refused at once (PMIX_ERR_UNREACH).
+ *   failure       mesh_broadcast_failure; every other member then calls
+ *                 pmixhost_job_remote_failure for the rank (same code:
+ *                 signaled or terminated without sync).
+ *   lost member   every rank of its node gets pmixhost_job_remote_failure
+ *                 (PMIX_ERR_PROC_TERM_WO_SYNC), once per rank.
+ *   self-fence    opts.self_fence: the caller kills its ranks.
+ *   notify        not forwarded yet (PMIX_OPERATION_SUCCEEDED: delivered
+ *                 to the local ranks by PMIx only).
+ *
+ * Lifecycle (caller's thread):
+ *     t = pmixhost_mesh_create (&opts, err);     the mesh, not started
+ *     hopts.transport = &pmixhost_transport_mesh; hopts.transport_ctx = t;
+ *     h = pmixhost_create (&hopts, err);         t is owned by h from now
+ *     pmixhost_mesh_start (t, err);
+ *     per attempt: job = pmixhost_job_create (h, {.map = map}, err);
+ *                  pmixhost_mesh_set_job (t, job);  ... ranks run ...
+ *                  pmixhost_mesh_set_job (t, NULL); pmixhost_job_destroy (job);
+ *     pmixhost_mesh_stop (t);  (optional: stops the mesh while PMIx is up,
+ *                               so pending fences fail cleanly)
+ *     pmixhost_destroy (h);    stops the mesh if still running and frees t
+ *
+ * Threads.  PMIx's upcalls come on PMIx's progress thread, the mesh's
+ * callbacks on the mesh thread; neither blocks: they copy, call the
+ * non-blocking mesh and PMIx functions and return.  The mesh thread reports
+ * failures to the job under the transport's lock, which set_job takes too,
+ * so a job is never used after set_job (t, NULL) returned.  opts callbacks
+ * run on the mesh thread.
+ */
+#ifndef ELASTIC_EXEC_PMIX_TRANSPORT_MESH_H
+#define ELASTIC_EXEC_PMIX_TRANSPORT_MESH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/error.h"
+#include "exec/mesh/mesh.h"
+
+struct pmixhost_job;
+struct pmixhost_mesh;
+struct jobmap;
+
+struct pmixhost_mesh_opts {
+    const struct jobmap *map; /* borrowed, must outlive the transport; its
+                                 nnodes members, this one = map->node_id */
+    const char *const *addrs; /* "host:port" of every member (copied by
+                                 the mesh) */
+    int listen_fd;            /* as in struct mesh_config */
+    uint32_t radix;
+    double node_timeout;
+    double join_timeout;
+    const uint8_t *key; /* MESH_KEY_SIZE bytes */
+    /* mesh thread; may be NULL */
+    void (*self_fence) (void *arg, const char *reason);
+    void (*joined) (void *arg);
+    void (*lost) (void *arg, const uint32_t *members, size_t count, uint32_t nlive);
+    /* a rank of another node told to this node's ranks as failed */
+    void (*reported) (void *arg, int rank, int signaled);
+    void *arg;
+};
+
+extern const struct pmixhost_transport pmixhost_transport_mesh;
+
+/* Create the transport and its mesh (listening, no thread yet).  Returns
+ * NULL with err. */
+struct pmixhost_mesh *pmixhost_mesh_create (const struct pmixhost_mesh_opts *opts,
+                                            elastic_error_t *err);
+
+/* Start the mesh thread.  Returns 0 or -1 with err. */
+int pmixhost_mesh_start (struct pmixhost_mesh *t, elastic_error_t *err);
+
+/* The job whose ranks get the failures reported by other members (NULL:
+ * none; failures reported meanwhile are dropped).  Never fails. */
+void pmixhost_mesh_set_job (struct pmixhost_mesh *t, struct pmixhost_job *job);
+
+/* Stop the mesh (pending fences and requests fail; idempotent).  From the
+ * caller's thread once the job's ranks are gone: PMIx's upcalls read the
+ * mesh pointer without a lock. */
+void pmixhost_mesh_stop (struct pmixhost_mesh *t);
+
+/* The mesh (borrowed; NULL once stopped), for mesh_get_stats/live. */
+struct mesh *pmixhost_mesh_get (struct pmixhost_mesh *t);
+
+/* What the transport did (thread-safe snapshot). */
+struct pmixhost_mesh_counts {
+    unsigned fences_local;  /* fences of this node's ranks only */
+    unsigned fences_mesh;   /* fences over the mesh completed */
+    unsigned dmodex_asked;  /* direct modex requests sent to other members */
+    unsigned dmodex_served; /* requests of other members answered here */
+    unsigned failures_sent; /* local failures broadcast */
+    unsigned reported;      /* other members' ranks reported to the job */
+};
+void pmixhost_mesh_counts (struct pmixhost_mesh *t, struct pmixhost_mesh_counts *c);
+
+/* Free a transport that was never given to pmixhost_create (NULL-safe). */
+void pmixhost_mesh_destroy (struct pmixhost_mesh *t);
+
+#endif /* ELASTIC_EXEC_PMIX_TRANSPORT_MESH_H */

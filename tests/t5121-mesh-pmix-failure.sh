@@ -1,0 +1,96 @@
+#!/bin/bash
+# t5121-mesh-pmix-failure.sh - a failure on one "node" reaches the ranks of the others
+#
+# Three pmix/mesh-pmix-node "nodes" of 2 ranks each (t5120).  A rank
+# killed on node 1 is reaped there, broadcast over the mesh, and every
+# other node sends its ranks the PMIx fault event for it; a whole node
+# killed is lost to the mesh, and the survivors report each of its ranks.
+# The survivors (ULFM) must get MPIX_ERR_PROC_FAILED (or REVOKED), shrink
+# and check an allreduce over the ranks left (after a whole node's loss the
+# shrink is a TODO, see below).  Times are between the nodes' event logs
+# (CLOCK_REALTIME on this one machine).
+. "${srcdir:-.}/pmix/lib.sh"
+. "${srcdir:-.}/pmix/mesh.sh"
+
+# a rank killed on node 1 (rank 3 kills itself after MPI_Init)
+mn_start rank 3 2 -- "$FT_APP" -s -v 3
+mn_wait 180
+for k in 0 1 2; do
+    is "${mn_rc[k]}" 0 "rank: node $k exit 0" || diag "$(mn_out)" "$(mn_ev "$k")"
+done
+grep -q 'exit rank=3 .*verdict=recoverable' "$mn_dir/ev.1"
+ok $? "rank: node 1 reaped rank 3 as a recoverable failure"
+for k in 0 2; do
+    is "$(grep -c ' reported rank=3 signaled=1' "$mn_dir/ev.$k")" 1 \
+        "rank: node $k sent its ranks the fault event for rank 3 (killed by a signal)" || diag "$(mn_ev "$k")"
+    is "$(grep -c ' reported ' "$mn_dir/ev.$k")" 1 "rank: node $k was told of nothing else"
+done
+is "$(mn_count '^ft-app: ok size 6 -> 5')" 1 "rank: the survivors shrank (6 -> 5) and checked the sum" ||
+    diag "$(mn_out)"
+is "$(mn_count 'expected MPIX')" 0 "rank: no survivor saw a non-ULFM error class"
+t_exit=$(mn_ev_time 1 'exit rank=3 ')
+diag "rank: node 1 reaped rank 3 -> node 0 reported it: $(mn_ms "$t_exit" "$(mn_ev_time 0 'reported rank=3')") ms," \
+    "node 2: $(mn_ms "$t_exit" "$(mn_ev_time 2 'reported rank=3')") ms"
+mn_out | grep -o '^error 1 [0-9]* class=[A-Z_]* t=[0-9]* wait_ms=[0-9.]*' | head -n 3 | sed 's/^/# rank: /'
+mn_check_clean rank
+
+# node_case NAME NODES NODE TODO: node NODE (of NODES, ranks 2*NODE and
+# 2*NODE+1) SIGKILLed while every rank waits in MPI_Barrier; with TODO
+# set, the shrink is only expected to work some day (see below)
+node_case() {
+    local name=$1 n=$2 v=$3 todo=$4 r k s a=$(($3 * 2)) b=$(($3 * 2 + 1))
+    local want="$((n * 2)) -> $((n * 2 - 2))"
+    mn_start "$name" "$n" 2 -- "$FT_APP" -v "$a,$b"
+    for r in $a $b; do
+        wait_for_grep "^ready 1 $r " "$mn_dir/out.$v" 180
+        ok $? "$name: rank $r reached the kill point" || diag "$(mn_out)"
+    done
+    t_kill=$(date +%s.%N)
+    mn_kill_node "$v"
+    ok $? "$name: node $v's process SIGKILLed"
+    s=
+    for ((k = 0; k < n; k++)); do
+        [ "$k" = "$v" ] && continue
+        s="$s $k"
+        wait_for_grep " reported rank=$b " "$mn_dir/ev.$k" 120
+        grep -q " lost member=$v " "$mn_dir/ev.$k"
+        ok $? "$name: node $k's mesh lost member $v"
+        for r in $a $b; do
+            is "$(grep -c " reported rank=$r signaled=0" "$mn_dir/ev.$k")" 1 \
+                "$name: node $k sent its ranks the fault event for rank $r" || diag "$(mn_ev "$k")"
+        done
+        for r in $((k * 2)) $((k * 2 + 1)); do
+            wait_for_grep "^error 1 $r class=\(PROC_FAILED\|REVOKED\)" "$mn_dir/out.$k" 120
+            ok $? "$name: survivor rank $r got MPIX_ERR_PROC_FAILED or MPIX_ERR_REVOKED" || diag "$(mn_out)"
+        done
+    done
+    k=${s# }
+    k=${k%% *}
+    diag "$name: node $v killed -> node $k reported its ranks: $(mn_ms "$t_kill" "$(mn_ev_time "$k" "reported rank=$b")") ms"
+    if [ -z "$todo" ]; then
+        mn_wait 120
+        for k in $s; do is "${mn_rc[k]}" 0 "$name: node $k exit 0" || diag "$(mn_out)" "$(mn_ev "$k")"; done
+        is "$(mn_count "^ft-app: ok size $want")" 1 "$name: the survivors shrank ($want) and checked the sum" ||
+            diag "$(mn_out)"
+        mn_out | grep -o '^shrunk 1 [0-9]* .*' | head -n 2 | sed "s/^/# $name: /"
+    elif wait_for_grep "^ft-app: ok size $want" "$mn_dir/out.0" 20; then
+        ok 0 "$name: the survivors shrank ($want) and checked the sum"
+        mn_wait 120
+    else
+        echo "not ok $((++tap_n)) - $name: the survivors shrank ($want) # TODO $todo"
+        mn_stop
+        mn_wait 120
+    fi
+    # shellcheck disable=SC2086
+    mn_check_clean "$name" $s
+}
+
+# 2 nodes, node 1 killed: the survivors recover.  Known (doc/mesh.md,
+# Integration): of 3 nodes, once a whole "node" of ranks is gone the
+# survivors' MPIX_Comm_shrink agreement (ULFM's ERA) often hangs on
+# its default binary tree; on the star tree (coll_ftagree_era_topology 2)
+# it once left a live rank out.  The fault events and every survivor's
+# error are checked; the shrink is a TODO until that is understood.
+node_case node2 2 1 ""
+node_case node3 3 2 "ULFM's shrink after a whole node's loss hangs or leaves a survivor out"
+done_testing
