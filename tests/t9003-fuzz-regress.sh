@@ -30,14 +30,19 @@ for prog in ${FUZZ_PROGS:-}; do
         [ -d "$d" ] && dirs+=("$d")
     done
     n=$(find "${dirs[@]}" -type f | wc -l)
-    "$prog" -runs=0 -timeout=10 -rss_limit_mb=2048 "${dirs[@]}" > "$tmp/$name.replay" 2>&1
+    extra=()
+    [ "$name" = l3 ] && extra=(-malloc_limit_mb=65536) # see bench/fuzz.sh
+    # artifacts go to $tmp: the l3 harness's forked HDF5 child writes one for
+    # a regression input whose 4 GiB allocation it survives (libFuzzer's
+    # default is the current directory, the build tree)
+    "$prog" "${extra[@]}" -runs=0 -timeout=10 -rss_limit_mb=2048 -artifact_prefix="$tmp/$name-" \
+        "${dirs[@]}" > "$tmp/$name.replay" 2>&1
     rc=$?
     [ $rc -eq 0 ] || tail -40 "$tmp/$name.replay" | sed 's/^/# /'
     is "$rc" 0 "$name: $n seed and regression inputs replay clean"
     mkdir -p "$tmp/$name"
     n=$runs
-    extra=()
-    [ "$name" = l3 ] && n=50 && extra=(-malloc_limit_mb=65536) # see bench/fuzz.sh
+    [ "$name" = l3 ] && n=50
     "$prog" "${extra[@]}" -runs="$n" -seed=9003 -max_total_time=5 -timeout=10 -rss_limit_mb=2048 \
         -artifact_prefix="$tmp/$name-" "$tmp/$name" "${dirs[@]}" > "$tmp/$name.fuzz" 2>&1
     rc=$?
