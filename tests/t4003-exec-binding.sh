@@ -167,7 +167,14 @@ bad "$n workers on $cores cores with --bind core: the counts are named" \
     "--bind=core: $n local ranks need $n cores but the cpuset to divide has $cores" \
     env ELASTIC_TEST_MARK=$test_mark "$EXEC" --nproc-per-node $n --bind core "$WORKER" "ready:$d"
 ok $([ ! -e "$d/ready.0.0" ]; echo $?) "no worker was started"
-"$EXEC" --nproc-per-node $n --bind core --oversubscribe "$WORKER" "ready:$d" 2> "$d/err"
+# In a sanitizer build LeakSanitizer's tracer crashes at this agent's exit
+# (a bogus dynamic-TLS entry that PMIx's plugins leave in glibc 2.36's DTV:
+# "Tracer caught signal 11" after "DTLS ... at 0x...1a4b"), every time here
+# under make check and never run alone; its leak scan is off for this one
+# run (AddressSanitizer and UBSan still check it; every other test scans).
+lsan=()
+[ "${ENABLE_SANITIZERS:-no}" = yes ] && lsan=(env "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0")
+"${lsan[@]}" "$EXEC" --nproc-per-node $n --bind core --oversubscribe "$WORKER" "ready:$d" 2> "$d/err"
 is "$?" 0 "the same with --oversubscribe runs ($n workers sharing $cores cores)" || diag "$(cat "$d/err")"
 bad "--bind bogus" "--bind: unknown policy 'bogus' (accepted: none, core, l3, numa, socket, auto)" \
     "$EXEC" --bind bogus "$WORKER"
