@@ -21,7 +21,7 @@
 #include "pmix_host_impl.h"
 #include "pmix_transport.h"
 
-/* Set a rank's connected or finalized flag once, with its event. */
+/* Set a rank's connected, finalized or lost flag once, with its event. */
 static void rank_mark (const pmix_proc_t *proc, int event)
 {
     struct pmixhost *h = pmixhost_self;
@@ -33,7 +33,9 @@ static void rank_mark (const pmix_proc_t *proc, int event)
         return;
     pthread_mutex_lock (&h->lock);
     if ((r = pmixhost_find_rank (h, proc, &job))) {
-        flag = event == PMIXHOST_EV_CONNECTED ? &r->connected : &r->finalized;
+        flag = event == PMIXHOST_EV_CONNECTED   ? &r->connected
+               : event == PMIXHOST_EV_FINALIZED ? &r->finalized
+                                                : &r->lost;
         if (!*flag) {
             *flag = 1;
             pmixhost_push_event (h, job, event, (int)proc->rank, 0, NULL);
@@ -251,18 +253,7 @@ void pmixhost_lost_connection (size_t id,
                                pmix_event_notification_cbfunc_fn_t cbfunc,
                                void *cbdata)
 {
-    struct pmixhost *h = pmixhost_self;
-    struct pmixhost_job *job;
-    struct rank_state *r;
-
-    if (h) {
-        pthread_mutex_lock (&h->lock);
-        if ((r = pmixhost_find_rank (h, source, &job)) && !r->lost) {
-            r->lost = 1;
-            pmixhost_push_event (h, job, PMIXHOST_EV_LOST, (int)source->rank, 0, NULL);
-        }
-        pthread_mutex_unlock (&h->lock);
-    }
+    rank_mark (source, PMIXHOST_EV_LOST);
     if (cbfunc)
         cbfunc (PMIX_EVENT_ACTION_COMPLETE, NULL, 0, NULL, NULL, cbdata);
 }
