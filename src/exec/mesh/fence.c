@@ -203,6 +203,25 @@ out:
     free (data);
 }
 
+/* A fence result from member `from`: remember that it has it, and complete
+ * the current fence with it.  Returns 1 if it completed the current one. */
+static int result_in (struct mesh *m, uint32_t from, const struct mesh_msg *msg)
+{
+    uint32_t seq = msg->u.fence.seq;
+
+    if (from < m->n && seq > m->known_done[from])
+        m->known_done[from] = seq;
+    if (seq != m->cur.seq)
+        return 0;
+    complete (m,
+              seq,
+              msg->hdr.epoch,
+              msg->u.fence.blobs.count,
+              msg->u.fence.blobs.p,
+              msg->u.fence.blobs.len);
+    return 1;
+}
+
 /* Encode cur's blobs of the live members for which want(i) holds. */
 static uint32_t encode_slot (struct mesh *m, struct mesh_wbuf *b, int subtree_only)
 {
@@ -286,17 +305,7 @@ void fence_up (struct mesh *m, uint32_t from, const struct mesh_msg *msg)
     uint32_t par = m->parent[m->self];
 
     if (msg->hdr.flags & MESH_F_RESULT) {
-        if (seq > m->known_done[from])
-            m->known_done[from] = seq;
-        if (seq != m->cur.seq)
-            return;
-        complete (m,
-                  seq,
-                  msg->hdr.epoch,
-                  msg->u.fence.blobs.count,
-                  msg->u.fence.blobs.p,
-                  msg->u.fence.blobs.len);
-        if (par != MESH_NONE && m->known_done[par] < seq)
+        if (result_in (m, from, msg) && par != MESH_NONE && m->known_done[par] < seq)
             send_done (m, par, MESH_FENCE_UP, MESH_F_RESULT);
         return;
     }
@@ -318,18 +327,7 @@ void fence_up (struct mesh *m, uint32_t from, const struct mesh_msg *msg)
 
 void fence_down (struct mesh *m, const struct mesh_msg *msg)
 {
-    uint32_t seq = msg->u.fence.seq;
-
-    if (msg->hdr.source < m->n && seq > m->known_done[msg->hdr.source])
-        m->known_done[msg->hdr.source] = seq;
-    if (seq != m->cur.seq)
-        return;
-    complete (m,
-              seq,
-              msg->hdr.epoch,
-              msg->u.fence.blobs.count,
-              msg->u.fence.blobs.p,
-              msg->u.fence.blobs.len);
+    (void)result_in (m, msg->hdr.source, msg);
 }
 
 /* After a repair: hand a result up where the parent may lack it, re-send
