@@ -26,9 +26,10 @@ app_run() {
     fi
 }
 
-checksum_of() { sed -n 's/.*checksum \([0-9a-f]\{16\}\)$/\1/p' "$1" | head -n 1; }
+# (mpirun's output can hold NUL bytes, even on the checksum's line: dropped)
+checksum_of() { tr -d '\0' < "$1" | sed -n 's/.*checksum \([0-9a-f]\{16\}\)$/\1/p' | head -n 1; }
 
-final_world_of() { sed -n 's/.*final world \([0-9]*\),.*/\1/p' "$1" | head -n 1; }
+final_world_of() { tr -d '\0' < "$1" | sed -n 's/.*final world \([0-9]*\),.*/\1/p' | head -n 1; }
 
 events() {
     if [ ! -s "$1" ]; then
@@ -39,7 +40,7 @@ events() {
 }
 
 # show_failure OUT: the job's output, as TAP diagnostics
-show_failure() { diag "output (last 40 lines):" "$(tail -n 40 "$1")"; }
+show_failure() { diag "output (last 40 lines):" "$(tail -n 40 "$1" | tr -d '\0')"; }
 
 # same_step_events NAME FILE STEP OLD A B: the event log of ranks A and B
 # killed at the same step of a job of OLD ranks: one recovery (OLD -> OLD-2,
