@@ -36,6 +36,10 @@
 #include "elastic/agent.h"
 #include "errorfile.h"
 #include "launcher.h"
+#if HAVE_PMIX && HAVE_SODIUM
+#include "jobmap.h"
+#include "meshjob.h"
+#endif
 #include "spec.h"
 #include "util.h"
 
@@ -296,6 +300,75 @@ static int finish_run (const elastic_agent_result_t *result,
     return status;
 }
 
+#if HAVE_PMIX && HAVE_SODIUM
+/* Mesh mode: this task is one of several of a launcher that is not mpirun
+ * (srun), and the wire-up is the hosted PMIx server's (the default): the
+ * nodes' elastic-exec join in one job (meshjob.h).  Returns 1 and *mjp, 0
+ * when the mode does not apply, -1 after one line on stderr. */
+static int mesh_mode (elastic_agent_spec_t *spec, const struct cli *cli, struct meshjob **mjp)
+{
+    struct meshjob_opts o = {.nproc_per_node = cli->nproc_given ? spec->nproc : 0,
+                             .node_timeout = spec->node_timeout};
+    const struct jobmap *m;
+    const struct jobmap_node *me;
+    elastic_error_t err;
+    struct meshjob *mj;
+
+    *mjp = NULL;
+    if (cli->standalone || cli->print_binding || !meshjob_detect (NULL) ||
+        (spec->wireup != WIREUP_AUTO && spec->wireup != WIREUP_PMIX))
+        return 0;
+    if (!(mj = meshjob_create (&o, &err))) {
+        fprintf (stderr,
+                 "%s: %s (or run with --wireup inherit for one wrapper per "
+                 "rank, without recovery across nodes)\n",
+                 prog,
+                 err.text);
+        return -1;
+    }
+    m = mj->map;
+    me = &m->node[m->node_id];
+    for (int i = 1; i < me->nranks; i++)
+        if (me->ranks[i] != me->ranks[0] + i) {
+            fprintf (stderr,
+                     "%s: mesh: the ranks of node %s are not consecutive (Slurm's "
+                     "distribution is not block): use srun --distribution=block\n",
+                     prog,
+                     me->name);
+            meshjob_destroy (mj);
+            return -1;
+        }
+    *mjp = mj;
+    return 1;
+}
+
+/* Mesh mode, this node's leader: its ranks are the node's ranks of the map. */
+static int set_mesh_rendezvous (elastic_agent_t *agent,
+                                const struct meshjob *mj,
+                                const struct cli *cli,
+                                elastic_error_t *err)
+{
+    const struct jobmap *m = mj->map;
+    const struct jobmap_node *me = &m->node[m->node_id];
+    struct elastic_agent_rdzv_info info = {
+        .group_rank = m->node_id,
+        .group_world_size = m->nnodes,
+        .rank_base = me->ranks[0],
+        .world_size = m->world_size,
+        .local_rank_base = 0,
+        .node_local_size = me->nranks,
+        .master_port = cli->master_given ? 0 : -1,
+    };
+    char desc[1024];
+
+    if (elastic_agent_set_static_rendezvous (agent, &info, err) != ELASTIC_OK)
+        return -1;
+    jobmap_describe (m, desc, sizeof (desc));
+    log_info ("mesh mode: %s", desc);
+    return 0;
+}
+#endif
+
 int main (int argc, char **argv)
 {
     elastic_agent_spec_t *spec;
@@ -306,7 +379,10 @@ int main (int argc, char **argv)
     elastic_error_t err = {{0}};
     char own_error_file[PATH_MAX] = "";
     const char *v;
-    int wrapper = 0, rc, status = EXIT_USAGE, reraise = 0, slurm_pmix = 0;
+    int wrapper = 0, rc, status = EXIT_USAGE, reraise = 0, slurm_pmix = 0, mesh = 0;
+#if HAVE_PMIX && HAVE_SODIUM
+    struct meshjob *mj = NULL;
+#endif
 
     if (!(spec = elastic_agent_spec_create ())) {
         fprintf (stderr, "%s: out of memory\n", prog);
@@ -336,7 +412,33 @@ int main (int argc, char **argv)
                  prog);
         goto out;
     }
-    if ((wrapper = detect_mode (&cli, &li)) < 0)
+#if HAVE_PMIX && HAVE_SODIUM
+    if ((mesh = mesh_mode (spec, &cli, &mj)) < 0)
+        goto out;
+    if (mesh && !meshjob_is_leader (mj)) {
+        status = meshjob_follow (mj);
+        goto out;
+    }
+    if (mesh) {
+        const struct jobmap_node *me = &mj->map->node[mj->map->node_id];
+        if (meshjob_lead (mj, &err) < 0) {
+            fprintf (stderr, "%s: %s\n", prog, err.text);
+            goto out;
+        }
+        spec->nproc = me->nranks;
+        spec->wireup = WIREUP_PMIX;
+        spec->mesh = mj;
+        if (spec->max_restarts > 0)
+            log_warn ("--max-restarts %d: a job across nodes restarts nothing yet (a "
+                      "rank lost after MPI_Init is recovered in place; before, the job "
+                      "fails)",
+                      spec->max_restarts);
+        spec->max_restarts = 0;
+        if (!cli.run_id_given)
+            elastic_agent_spec_set (spec, "run-id", mj->map->key, NULL);
+    } else
+#endif
+        if ((wrapper = detect_mode (&cli, &li)) < 0)
         goto out;
     if (cli.print_binding) {
         status = binding_preflight (spec, wrapper ? &li : NULL, 1);
@@ -365,6 +467,9 @@ int main (int argc, char **argv)
         spec->max_restarts = 0;
     }
     if (!(agent = elastic_agent_create (spec, &err)) ||
+#if HAVE_PMIX && HAVE_SODIUM
+        (mesh && set_mesh_rendezvous (agent, mj, &cli, &err) < 0) ||
+#endif
         (wrapper && set_wrapper_rendezvous (agent, &li, &cli, &err) < 0)) {
         fprintf (stderr, "%s: %s\n", prog, err.text);
         goto out;
@@ -377,10 +482,29 @@ int main (int argc, char **argv)
         status = rc == ELASTIC_ERR_INVAL ? EXIT_USAGE : 1;
     } else
         status = finish_run (result, wrapper, slurm_pmix, &li, own_error_file, &reraise);
+#if HAVE_PMIX && HAVE_SODIUM
+    if (mesh) {
+        if (mj->decided)
+            status = mj->status;
+        else
+            snprintf (mj->summary,
+                      sizeof (mj->summary),
+                      "job %s: this node's result only (exit %d): the members did not "
+                      "agree on one",
+                      mj->map->key,
+                      status);
+        fprintf (stderr, "%s: %s\n", prog, mj->summary);
+        meshjob_publish (mj, status, spec->status_file);
+    }
+#endif
 out:
     elastic_agent_result_destroy (result);
     elastic_agent_destroy (agent);
     elastic_agent_spec_destroy (spec);
+#if HAVE_PMIX && HAVE_SODIUM
+    meshjob_destroy (mj);
+#endif
+    (void)mesh;
     if (reraise) {
         log_info ("the worker died by %s: so does this wrapper", signal_name (reraise));
         die_by_signal (reraise);

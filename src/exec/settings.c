@@ -294,6 +294,22 @@ static int set_exit_barrier (struct elastic_agent_spec *s,
     return set_seconds (&s->exit_barrier_timeout, key, v, 0, err);
 }
 
+static int set_node_timeout (struct elastic_agent_spec *s,
+                             const char *key,
+                             const char *v,
+                             elastic_error_t *err)
+{
+    return set_seconds (&s->node_timeout, key, v, 0.5, err);
+}
+
+static int set_status_file (struct elastic_agent_spec *s,
+                            const char *key,
+                            const char *v,
+                            elastic_error_t *err)
+{
+    return set_path (&s->status_file, key, v, err);
+}
+
 static int set_shutdown_timeout (struct elastic_agent_spec *s,
                                  const char *key,
                                  const char *v,
@@ -646,6 +662,18 @@ const struct setting settings_table[] = {
      .env = "ELASTIC_EVENT_LOG",
      .set = set_event_log,
      .help = "append JSON-lines events to this file"},
+    {.name = "node-timeout",
+     .arg = SETTING_VALUE,
+     .env = "ELASTIC_NODE_TIMEOUT",
+     .set = set_node_timeout,
+     .help = "multi-node (mesh): a member silent this long is lost (default: 2 s; at "
+             "least 0.5 s)"},
+    {.name = "status-file",
+     .arg = SETTING_VALUE,
+     .env = "ELASTIC_STATUS_FILE",
+     .set = set_status_file,
+     .help = "multi-node (mesh): write the job's agreed result here (exit code and "
+             "summary, one line)"},
     {.name = "exit-barrier-timeout",
      .arg = SETTING_VALUE,
      .env = "ELASTIC_EXIT_BARRIER_TIMEOUT",

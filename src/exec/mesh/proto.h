@@ -69,7 +69,9 @@ enum mesh_bye_reason {
 enum mesh_bcast_kind {
     MESH_BCAST_RANK_FAILED = 1, /* payload: u32 rank, i32 status, string nspace */
     MESH_BCAST_NOTIFY,          /* payload: opaque (a PMIx event, packed) */
-    MESH_BCAST_KIND_MAX = MESH_BCAST_NOTIFY
+    MESH_BCAST_DONE,            /* payload: opaque (a member's outcome: its
+                                   ranks are gone; pmix_transport_mesh.c) */
+    MESH_BCAST_KIND_MAX = MESH_BCAST_DONE
 };
 
 struct mesh_hdr {

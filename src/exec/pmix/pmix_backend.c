@@ -49,6 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -61,6 +62,11 @@
 #include "exec/util.h"
 #include "pmix_backend.h"
 #include "pmix_host.h"
+#if HAVE_SODIUM
+#include "exec/jobmap.h"
+#include "exec/meshjob.h"
+#include "pmix_transport_mesh.h"
+#endif
 
 #define SHM_MAX_PREFIX 8
 
@@ -94,7 +100,37 @@ struct pmixb {
     /* the /dev/shm segments the ranks mapped, by name prefix */
     char shm_prefix[SHM_MAX_PREFIX][256];
     int nshm_prefix;
+    /* mesh mode (spec->mesh): the job's map and the transport to the other
+     * nodes' members; workers are this node's ranks of the map */
+    const struct jobmap *map;
+    struct pmixhost_mesh *tp; /* owned by the server */
+    int rank_base;            /* global rank of worker 0 */
+    int mesh_pipe[2];         /* the mesh thread's news for the agent */
+    pthread_mutex_t news_lock;
+    struct mesh_news *news, **news_tail;
+    int fenced; /* cut off from the mesh: the ranks are killed */
 };
+
+/* What the mesh thread tells the agent's thread (events, self-fencing). */
+struct mesh_news {
+    struct mesh_news *next;
+    int kind; /* NEWS_* */
+    int a, b; /* member and live count; rank and signaled */
+    char text[256];
+};
+enum { NEWS_LOST = 1, NEWS_REPORTED, NEWS_JOINED, NEWS_FENCE };
+
+/* Worker index <-> global rank (the same without a map). */
+static int rank_of (struct pmixb *pb, int i)
+{
+    return pb->rank_base + i;
+}
+
+static int index_of (struct pmixb *pb, int rank)
+{
+    int i = rank - pb->rank_base;
+    return i >= 0 && i < pb->nranks ? i : -1;
+}
 
 /* ---- /dev/shm ---------------------------------------------------------------- */
 
@@ -234,8 +270,8 @@ static void drain_events (struct pmixb *pb)
             continue;
         switch (ev.type) {
             case PMIXHOST_EV_CONNECTED:
-                if (ev.rank >= 0 && ev.rank < pb->nranks && !pb->connected[ev.rank]) {
-                    pb->connected[ev.rank] = 1;
+                if (index_of (pb, ev.rank) >= 0 && !pb->connected[index_of (pb, ev.rank)]) {
+                    pb->connected[index_of (pb, ev.rank)] = 1;
                     pb->nconnected++;
                 }
                 log_debug ("rank %d connected (entered MPI_Init)", ev.rank);
@@ -267,7 +303,7 @@ static char *const *hook_env (void *arg, int i)
 {
     struct pmixb *pb = arg;
 
-    return pb->job ? pmixhost_job_env (pb->job, i) : NULL;
+    return pb->job ? pmixhost_job_env (pb->job, rank_of (pb, i)) : NULL;
 }
 
 /* An outer launcher's PMIx identity would make the rank talk to the wrong
@@ -285,7 +321,7 @@ static void hook_started (void *arg, int i, pid_t pid)
     struct pmixb *pb = arg;
 
     if (pb->job)
-        pmixhost_job_started (pb->job, i, pid);
+        pmixhost_job_started (pb->job, rank_of (pb, i), pid);
 }
 
 /* A rank of the retired namespace, stopped in the background, was reaped:
@@ -295,7 +331,7 @@ static void hook_drained (void *arg, int i, int wstatus)
     struct pmixb *pb = arg;
 
     if (pb->retired && i >= 0 && i < pb->nranks)
-        pmixhost_job_exited (pb->retired, i, wstatus);
+        pmixhost_job_exited (pb->retired, rank_of (pb, i), wstatus);
 }
 
 static void hook_reaped (void *arg, int i, int wstatus)
@@ -325,7 +361,16 @@ static void hook_reaped (void *arg, int i, int wstatus)
      * death is announced to them (in place, below) */
     if (agent_worker (agent, i)->failed && !pb->in_place)
         pb->stuck = 1;
-    verdict = pmixhost_job_exited (pb->job, i, wstatus);
+    verdict = pmixhost_job_exited (pb->job, rank_of (pb, i), wstatus);
+    if (pb->fenced && (sig || code != 0)) {
+        elastic_agent_worker_failed (
+            agent,
+            i,
+            code,
+            sig,
+            "killed: this node's elastic-exec was cut off from the mesh (self-fencing)");
+        return;
+    }
     log_debug ("rank %d: %s %d: %s",
                i,
                sig ? "signal" : "exit",
@@ -407,6 +452,11 @@ static void make_run_id (struct pmixb *pb)
     const char *id = agent_run_id (pb->agent);
     size_t n = 0;
 
+#if HAVE_SODIUM
+    /* every member registers the same namespace: the job step's key */
+    if (pb->map)
+        id = pb->map->key;
+#endif
     for (; *id && n < 100; id++) {
         char c = *id;
         pb->run_id[n++] = ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
@@ -414,8 +464,13 @@ static void make_run_id (struct pmixb *pb)
                               ? c
                               : '_';
     }
-    snprintf (
-        pb->run_id + n, sizeof (pb->run_id) - n, "%s%d", n ? "." : "", (int)getpid ());
+    pb->run_id[n] = '\0';
+    if (!pb->map)
+        snprintf (pb->run_id + n,
+                  sizeof (pb->run_id) - n,
+                  "%s%d",
+                  n ? "." : "",
+                  (int)getpid ());
 }
 
 /* The pmix_job_end event's fields for a namespace's last counts (NULL if
@@ -456,6 +511,9 @@ static void end_job (struct pmixb *pb)
     drain_events (pb);
     info = pmixhost_job_info (pb->job, &ji);
     snprintf (nspace, sizeof (nspace), "%s", pmixhost_job_nspace (pb->job));
+#if HAVE_SODIUM
+    pmixhost_mesh_set_job (pb->tp, NULL);
+#endif
     pmixhost_job_destroy (pb->job);
     pb->job = NULL;
     leaked = shm_sweep (pb);
@@ -503,14 +561,254 @@ static void end_retired (struct pmixb *pb, int force)
     }
 }
 
+#if HAVE_SODIUM
+/* ---- the mesh (mesh mode) ------------------------------------------------- */
+
+/* mesh thread: queue news for the agent's thread and wake it */
+static void news_push (struct pmixb *pb, int kind, int a, int b, const char *text)
+{
+    struct mesh_news *n = calloc (1, sizeof (*n));
+
+    if (!n)
+        return;
+    n->kind = kind;
+    n->a = a;
+    n->b = b;
+    snprintf (n->text, sizeof (n->text), "%s", text ? text : "");
+    pthread_mutex_lock (&pb->news_lock);
+    *pb->news_tail = n;
+    pb->news_tail = &n->next;
+    pthread_mutex_unlock (&pb->news_lock);
+    if (write (pb->mesh_pipe[1], "n", 1) < 0) {
+        /* full: the agent has news to read anyway */
+    }
+}
+
+static void on_mesh_self_fence (void *arg, const char *reason)
+{
+    news_push (arg, NEWS_FENCE, 0, 0, reason);
+}
+
+static void on_mesh_joined (void *arg)
+{
+    news_push (arg, NEWS_JOINED, 0, 0, NULL);
+}
+
+static void on_mesh_lost (void *arg, const uint32_t *members, size_t count, uint32_t nlive)
+{
+    for (size_t i = 0; i < count; i++)
+        news_push (arg, NEWS_LOST, (int)members[i], (int)nlive, NULL);
+}
+
+static void on_mesh_reported (void *arg, int rank, int signaled)
+{
+    news_push (arg, NEWS_REPORTED, rank, signaled, NULL);
+}
+
+/* Cut off from the mesh: the other nodes go on without this one, whose
+ * ranks must not run a second half of the job. */
+static void self_fence (struct pmixb *pb, const char *reason)
+{
+    elastic_agent_t *agent = pb->agent;
+
+    if (pb->fenced)
+        return;
+    pb->fenced = 1;
+    log_err ("this node was cut off from the job's mesh (%s): killing its ranks "
+             "(self-fencing: the other nodes go on without them)",
+             reason);
+    eventlog_emit (agent_eventlog (agent),
+                   "self_fence",
+                   json_pack ("{s:s s:s}",
+                              "node",
+                              pb->map->node[pb->map->node_id].name,
+                              "reason",
+                              reason));
+    for (int i = 0; i < pb->nranks; i++) {
+        const struct worker *w = agent_worker (agent, i);
+        if (w->pid > 0 && !w->exited)
+            agent_worker_kill (agent, i, SIGKILL, "self_fence", reason, NULL);
+    }
+}
+
+static void on_mesh_pipe (elastic_agent_t *agent, int fd, int revents, void *arg)
+{
+    struct pmixb *pb = arg;
+    struct mesh_news *n, *next;
+    char buf[256];
+
+    while (read (fd, buf, sizeof (buf)) > 0) {
+    }
+    pthread_mutex_lock (&pb->news_lock);
+    n = pb->news;
+    pb->news = NULL;
+    pb->news_tail = &pb->news;
+    pthread_mutex_unlock (&pb->news_lock);
+    for (; n; n = next) {
+        const struct jobmap *m = pb->map;
+        next = n->next;
+        switch (n->kind) {
+            case NEWS_LOST:
+                log_warn ("mesh: node %s (member %d) lost; %d of %d members left",
+                          n->a < m->nnodes ? m->node[n->a].name : "?",
+                          n->a,
+                          n->b,
+                          m->nnodes);
+                eventlog_emit (agent_eventlog (agent),
+                               "node_lost",
+                               json_pack ("{s:i s:s s:i s:i}",
+                                          "member",
+                                          n->a,
+                                          "node",
+                                          n->a < m->nnodes ? m->node[n->a].name : "?",
+                                          "ranks",
+                                          n->a < m->nnodes ? m->node[n->a].nranks : 0,
+                                          "live",
+                                          n->b));
+                break;
+            case NEWS_REPORTED:
+                log_info ("mesh: rank %d (node %s) failed; told this node's ranks",
+                          n->a,
+                          m->node[jobmap_rank_node (m, n->a)].name);
+                eventlog_emit (agent_eventlog (agent),
+                               "rank_failed",
+                               json_pack ("{s:i s:s s:b}",
+                                          "rank",
+                                          n->a,
+                                          "node",
+                                          m->node[jobmap_rank_node (m, n->a)].name,
+                                          "signaled",
+                                          n->b));
+                break;
+            case NEWS_JOINED:
+                log_info ("mesh: every one of the %d members is connected", m->nnodes);
+                eventlog_emit (agent_eventlog (agent),
+                               "member_joined",
+                               json_pack ("{s:i s:i}", "members", m->nnodes, "self", m->node_id));
+                break;
+            case NEWS_FENCE:
+                self_fence (pb, n->text);
+                break;
+        }
+        free (n);
+    }
+}
+
+static int mesh_transport (struct pmixb *pb, struct pmixhost_opts *o, elastic_error_t *err)
+{
+    const struct meshjob *mj = agent_spec (pb->agent)->mesh;
+    struct pmixhost_mesh_opts mo = {
+        .map = pb->map,
+        .addrs = (const char *const *)mj->addrs,
+        .listen_fd = -1,
+        .node_timeout = mj->node_timeout,
+        .join_timeout = 60,
+        .key = mj->key,
+        .self_fence = on_mesh_self_fence,
+        .joined = on_mesh_joined,
+        .lost = on_mesh_lost,
+        .reported = on_mesh_reported,
+        .arg = pb,
+    };
+
+    if (pipe2 (pb->mesh_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+        return errprintf (err, "mesh: pipe: %s", strerror (errno));
+    if (elastic_agent_watch (pb->agent, pb->mesh_pipe[0], on_mesh_pipe, pb) != ELASTIC_OK)
+        return errprintf (err, "mesh: cannot watch its pipe");
+    if (!(pb->tp = pmixhost_mesh_create (&mo, err)))
+        return -1;
+    o->transport = &pmixhost_transport_mesh;
+    o->transport_ctx = pb->tp;
+    return 0;
+}
+
+/* The end of the job on this member: tell the others what became of this
+ * node's ranks, wait for theirs (taking part in their fences meanwhile),
+ * and agree on the job's result (meshjob_decide). */
+static void mesh_finish (struct pmixb *pb)
+{
+    elastic_agent_t *agent = pb->agent;
+    struct meshjob *mj = agent_spec (agent)->mesh;
+    struct pmixhost_mesh_outcomes out = {0};
+    struct meshjob_member *mm;
+    int status = 0, lost = 0, failed = 0, suspended = 0, agreed;
+    char blob[256];
+    elastic_error_t err = {{0}};
+    double t0 = mono_now ();
+
+    for (int i = 0; i < pb->nranks; i++) {
+        const struct worker *w = agent_worker (agent, i);
+        if (w->lost)
+            lost++;
+        else if (w->suspended)
+            suspended++;
+        else if ((w->failed || (w->exited && w->exitcode != 0)) && !w->after_end) {
+            if (!failed++)
+                status = w->exitcode > 0 ? w->exitcode : w->exitcode < 0 ? 128 - w->exitcode : 1;
+        }
+    }
+    if (pb->fenced)
+        status = status ? status : 1, failed = failed ? failed : 1;
+    else if (!failed && suspended)
+        status = 75;
+    meshjob_outcome (blob, sizeof (blob), status, pb->nranks, lost, failed, suspended);
+    if (!(mm = calloc ((size_t)pb->map->nnodes, sizeof (*mm))))
+        return;
+    agreed = pmixhost_mesh_finish (pb->tp,
+                                   blob,
+                                   strlen (blob),
+                                   agent_spec (agent)->exit_barrier_timeout,
+                                   &out,
+                                   &err) == 0;
+    if (!agreed)
+        log_warn ("%s", err.text);
+    for (int i = 0; i < out.n && i < pb->map->nnodes; i++) {
+        mm[i].outcome = out.blob[i];
+        mm[i].lost = out.state[i] == PMIXHOST_MESH_LOST;
+    }
+    if (out.n == 0) /* out of memory: only our own */
+        mm[pb->map->node_id].outcome = blob;
+    meshjob_decide (mj, mm, agreed);
+    eventlog_emit (agent_eventlog (agent),
+                   "mesh_end",
+                   json_pack ("{s:b s:i s:s s:f}",
+                              "agreed",
+                              mj->agreed,
+                              "status",
+                              mj->status,
+                              "summary",
+                              mj->summary,
+                              "wait_ms",
+                              (mono_now () - t0) * 1e3));
+    pmixhost_mesh_outcomes_free (&out);
+    free (mm);
+}
+#endif
+
 static int start_server (struct pmixb *pb, elastic_error_t *err)
 {
     struct pmixhost_opts o = {0};
 
-    if (!(pb->h = pmixhost_create (&o, err))) {
+#if HAVE_SODIUM
+    if (pb->map && pb->map->nnodes > 1 && mesh_transport (pb, &o, err) < 0) {
         errprefix (err, "hosted PMIx server");
         return ELASTIC_ERR_IO;
     }
+#endif
+    if (!(pb->h = pmixhost_create (&o, err))) {
+        pb->tp = NULL; /* freed by pmixhost_create */
+        errprefix (err, "hosted PMIx server");
+        return ELASTIC_ERR_IO;
+    }
+#if HAVE_SODIUM
+    if (pb->tp && pmixhost_mesh_start (pb->tp, err) < 0) {
+        errprefix (err, "hosted PMIx server");
+        pmixhost_destroy (pb->h);
+        pb->h = NULL;
+        pb->tp = NULL;
+        return ELASTIC_ERR_IO;
+    }
+#endif
     if (elastic_agent_watch (pb->agent, pmixhost_fd (pb->h), on_server_fd, pb) !=
         ELASTIC_OK) {
         errprintf (err, "hosted PMIx server: cannot watch it");
@@ -535,6 +833,8 @@ static void stop_server (struct pmixb *pb)
 {
     end_retired (pb, 1);
     end_job (pb);
+    if (pb->mesh_pipe[0] >= 0)
+        elastic_agent_unwatch (pb->agent, pb->mesh_pipe[0]);
     if (pb->watching) {
         elastic_agent_unwatch (pb->agent, pmixhost_fd (pb->h));
         pb->watching = 0;
@@ -570,7 +870,8 @@ static int pmix_start (elastic_agent_t *agent, void *ctx, elastic_error_t *err)
     end_job (pb); /* a start without a stop before it */
     jo.run_id = pb->run_id;
     jo.attempt = pb->njobs;
-    jo.nranks = pb->nranks;
+    jo.nranks = pb->map ? 0 : pb->nranks;
+    jo.map = pb->map;
     jo.btl = spec->mpi_btl ? spec->mpi_btl : "sm";
     jo.oversubscribed = spec->binding.oversubscribe ? 1 : -1;
     pb->t_start = mono_now ();
@@ -579,6 +880,9 @@ static int pmix_start (elastic_agent_t *agent, void *ctx, elastic_error_t *err)
         return ELASTIC_ERR_IO;
     }
     pb->njobs++;
+#if HAVE_SODIUM
+    pmixhost_mesh_set_job (pb->tp, pb->job);
+#endif
     memset (pb->connected, 0, (size_t)pb->nranks * sizeof (*pb->connected));
     pb->nconnected = 0;
     pb->initialized = 0;
@@ -775,6 +1079,10 @@ static void pmix_shutdown (elastic_agent_t *agent, void *ctx, int signum, double
         pb->local,
         &(struct elastic_agent_stop){.signum = signum, .timeout = timeout});
     end_job (pb);
+#if HAVE_SODIUM
+    if (pb->tp)
+        mesh_finish (pb);
+#endif
     if (pb->guarded) {
         guardian_remove_dir (local_guardian (pb->local), pmixhost_dir (pb->h));
         pb->guarded = 0;
@@ -800,6 +1108,16 @@ static void pmix_destroy (void *ctx)
         stop_server (pb);
     if (pb->local)
         local_backend.destroy (pb->local);
+    if (pb->mesh_pipe[0] >= 0) {
+        close (pb->mesh_pipe[0]);
+        close (pb->mesh_pipe[1]);
+    }
+    while (pb->news) {
+        struct mesh_news *n = pb->news;
+        pb->news = n->next;
+        free (n);
+    }
+    pthread_mutex_destroy (&pb->news_lock);
     free (pb->connected);
     free (pb);
 }
@@ -820,9 +1138,12 @@ void *pmix_backend_create (elastic_agent_t *agent, elastic_error_t *err)
         !(pb->connected = calloc ((size_t)elastic_agent_worker_count (agent),
                                   sizeof (*pb->connected)))) {
         errprintf (err, "out of memory");
-        pmix_destroy (pb);
+        free (pb);
         return NULL;
     }
+    pb->mesh_pipe[0] = pb->mesh_pipe[1] = -1;
+    pthread_mutex_init (&pb->news_lock, NULL);
+    pb->news_tail = &pb->news;
     if (!(pb->local = local_backend_create (agent, err))) {
         pmix_destroy (pb);
         return NULL;
@@ -830,6 +1151,13 @@ void *pmix_backend_create (elastic_agent_t *agent, elastic_error_t *err)
     pb->agent = agent;
     pb->nranks = elastic_agent_worker_count (agent);
     pb->in_place = spec_restart_policy (agent_spec (agent)) == RESTART_IN_PLACE;
+#if HAVE_SODIUM
+    if (agent_spec (agent)->mesh) {
+        const struct jobmap *m = agent_spec (agent)->mesh->map;
+        pb->map = m;
+        pb->rank_base = m->node[m->node_id].ranks[0];
+    }
+#endif
     wu.arg = pb;
     local_set_wireup (pb->local, &wu);
     return pb;

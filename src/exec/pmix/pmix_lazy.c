@@ -56,6 +56,7 @@
     X (PMIx_generate_regex)                                                              \
     X (PMIx_server_deregister_client)                                                    \
     X (PMIx_server_deregister_nspace)                                                    \
+    X (PMIx_server_dmodex_request)                                                       \
     X (PMIx_server_finalize)                                                             \
     X (PMIx_server_init)                                                                 \
     X (PMIx_server_register_client)                                                      \
@@ -230,6 +231,14 @@ void PMIx_server_deregister_nspace (const pmix_nspace_t nspace,
 {
     if (ready ())
         real.PMIx_server_deregister_nspace (nspace, cb, cbdata);
+}
+
+pmix_status_t PMIx_server_dmodex_request (const pmix_proc_t *proc,
+                                          pmix_dmodex_response_fn_t cbfunc,
+                                          void *cbdata)
+{
+    return ready () ? real.PMIx_server_dmodex_request (proc, cbfunc, cbdata)
+                    : PMIX_ERR_INIT;
 }
 
 pmix_status_t PMIx_server_finalize (void)

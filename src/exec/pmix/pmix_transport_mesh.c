@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <pmix_server.h>
 
@@ -33,6 +34,13 @@ struct pmixhost_mesh {
     int pmix_gone;     /* PMIx finalized: pending callbacks are dropped */
     struct pmixhost_mesh_counts n;
     struct pmixhost_mesh_opts opts;
+    /* the end of the job (pmixhost_mesh_finish), under lock */
+    pthread_cond_t cond;
+    uint8_t *done;      /* [nnodes] the member said its ranks are gone */
+    char **done_blob;   /* [nnodes] what it said */
+    size_t *done_len;   /* [nnodes] */
+    int idle_fence;     /* an empty fence of ours is pending */
+    int fenced;         /* the mesh stopped this member */
 };
 
 struct pending {
@@ -119,12 +127,13 @@ on_lost (void *arg, const uint32_t *members, size_t count, uint32_t epoch, uint3
     for (size_t i = 0; i < count; i++) {
         const struct jobmap_node *n;
 
-        if (members[i] >= (uint32_t)t->map->nnodes)
-            continue;
+        if (members[i] >= (uint32_t)t->map->nnodes || t->done[members[i]])
+            continue; /* a member that said its ranks were gone left */
         n = &t->map->node[members[i]];
         for (int k = 0; k < n->nranks; k++)
             report_locked (t, n->ranks[k], 0);
     }
+    pthread_cond_broadcast (&t->cond);
     pthread_mutex_unlock (&t->lock);
     if (t->opts.lost)
         t->opts.lost (t->opts.arg, members, count, nlive);
@@ -138,6 +147,22 @@ on_broadcast (void *arg, uint32_t origin, int kind, const void *data, size_t len
     uint32_t rank;
     int32_t status;
 
+    if (kind == MESH_BCAST_DONE) {
+        char *copy = malloc (len + 1);
+        pthread_mutex_lock (&t->lock);
+        if (copy && origin < (uint32_t)t->map->nnodes && !t->done[origin]) {
+            memcpy (copy, data, len);
+            copy[len] = '\0';
+            t->done[origin] = 1;
+            t->done_blob[origin] = copy;
+            t->done_len[origin] = len;
+            copy = NULL;
+            pthread_cond_broadcast (&t->cond);
+        }
+        pthread_mutex_unlock (&t->lock);
+        free (copy);
+        return;
+    }
     if (kind != MESH_BCAST_RANK_FAILED ||
         mesh_rank_failed_decode (data, len, &rank, &status, ns, sizeof (ns), NULL) < 0)
         return;
@@ -384,6 +409,10 @@ static void on_self_fence (void *arg, const char *reason)
 {
     struct pmixhost_mesh *t = arg;
 
+    pthread_mutex_lock (&t->lock);
+    t->fenced = 1;
+    pthread_cond_broadcast (&t->cond);
+    pthread_mutex_unlock (&t->lock);
     if (t->opts.self_fence)
         t->opts.self_fence (t->opts.arg, reason);
 }
@@ -410,12 +439,21 @@ struct pmixhost_mesh *pmixhost_mesh_create (const struct pmixhost_mesh_opts *opt
         return NULL;
     }
     if (!(t = calloc (1, sizeof (*t))) ||
-        !(t->reported = calloc ((size_t)opts->map->world_size + 1, 1))) {
+        !(t->reported = calloc ((size_t)opts->map->world_size + 1, 1)) ||
+        !(t->done = calloc ((size_t)opts->map->nnodes, 1)) ||
+        !(t->done_blob = calloc ((size_t)opts->map->nnodes, sizeof (*t->done_blob))) ||
+        !(t->done_len = calloc ((size_t)opts->map->nnodes, sizeof (*t->done_len)))) {
+        if (t) {
+            free (t->reported);
+            free (t->done);
+            free (t->done_blob);
+        }
         free (t);
         errprintf (err, "PMIx mesh transport: out of memory");
         return NULL;
     }
     pthread_mutex_init (&t->lock, NULL);
+    pthread_cond_init (&t->cond, NULL);
     t->opts = *opts;
     t->map = opts->map;
     t->self = (uint32_t)opts->map->node_id;
@@ -486,9 +524,163 @@ void pmixhost_mesh_destroy (struct pmixhost_mesh *t)
         return;
     pmixhost_mesh_stop (t);
     pthread_mutex_destroy (&t->lock);
+    pthread_cond_destroy (&t->cond);
+    for (int i = 0; i < t->map->nnodes; i++)
+        free (t->done_blob[i]);
+    free (t->done_blob);
+    free (t->done_len);
+    free (t->done);
     free (t->reported);
     free (t);
     errno = saved_errno;
+}
+
+/* ---- the end of the job --------------------------------------------------- */
+
+static void idle_fence_done (void *arg, int status, const struct mesh_fence_result *res)
+{
+    struct pmixhost_mesh *t = arg;
+
+    (void)status;
+    (void)res;
+    pthread_mutex_lock (&t->lock);
+    t->idle_fence = 0;
+    pthread_cond_broadcast (&t->cond);
+    pthread_mutex_unlock (&t->lock);
+}
+
+/* 1 when every live member has said it is done (caller holds t->lock). */
+static int all_done_locked (struct pmixhost_mesh *t, const uint8_t *live)
+{
+    for (int i = 0; i < t->map->nnodes; i++)
+        if (live[i] && !t->done[i])
+            return 0;
+    return 1;
+}
+
+static double mono (void)
+{
+    struct timespec ts;
+    clock_gettime (CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int pmixhost_mesh_finish (struct pmixhost_mesh *t,
+                          const void *blob,
+                          size_t len,
+                          double timeout,
+                          struct pmixhost_mesh_outcomes *out,
+                          elastic_error_t *err)
+{
+    int n = t->map->nnodes, rc = 0;
+    uint8_t *live = calloc ((size_t)n, 1);
+    double deadline = mono () + timeout;
+    char *copy = malloc (len + 1);
+
+    if (!live || !copy || !(out->blob = calloc ((size_t)n, sizeof (*out->blob))) ||
+        !(out->len = calloc ((size_t)n, sizeof (*out->len))) ||
+        !(out->state = calloc ((size_t)n, sizeof (*out->state)))) {
+        free (live);
+        free (copy);
+        pmixhost_mesh_outcomes_free (out);
+        return errprintf (err, "mesh: end of job: out of memory");
+    }
+    out->n = n;
+    if (!t->mesh) {
+        free (live);
+        free (copy);
+        pmixhost_mesh_outcomes_free (out);
+        return errprintf (err, "mesh: end of job: the mesh is stopped");
+    }
+    memcpy (copy, blob, len);
+    copy[len] = '\0';
+    pthread_mutex_lock (&t->lock);
+    if (!t->done[t->self]) {
+        t->done[t->self] = 1;
+        t->done_blob[t->self] = copy;
+        t->done_len[t->self] = len;
+        copy = NULL;
+    }
+    pthread_mutex_unlock (&t->lock);
+    free (copy);
+    if (mesh_broadcast (t->mesh, MESH_BCAST_DONE, blob, len) < 0)
+        rc = errprintf (err, "mesh: end of job: the mesh is stopped");
+    /* Wait until every live member is done.  Meanwhile take part in the
+     * others' fences with nothing (their ranks may still be in one: an
+     * MPI_Finalize), so that a member whose ranks are gone never holds a
+     * fence of the survivors. */
+    while (rc == 0) {
+        struct timespec ts;
+        double now = mono (), until;
+        int done, busy;
+
+        mesh_get_live (t->mesh, live, (uint32_t)n);
+        pthread_mutex_lock (&t->lock);
+        done = all_done_locked (t, live);
+        busy = t->idle_fence;
+        if (t->fenced) {
+            pthread_mutex_unlock (&t->lock);
+            rc = errprintf (err, "mesh: end of job: this member was cut off from the mesh");
+            break;
+        }
+        pthread_mutex_unlock (&t->lock);
+        if (done)
+            break;
+        if (now >= deadline) {
+            rc = errprintf (err,
+                            "mesh: end of job: not every member finished within %.0f s",
+                            timeout);
+            break;
+        }
+        if (!busy) {
+            pthread_mutex_lock (&t->lock);
+            t->idle_fence = 1;
+            pthread_mutex_unlock (&t->lock);
+            if (mesh_fence (t->mesh, "", 0, idle_fence_done, t) < 0) {
+                pthread_mutex_lock (&t->lock);
+                t->idle_fence = 0;
+                pthread_mutex_unlock (&t->lock);
+                if (errno == ECANCELED) {
+                    rc = errprintf (err, "mesh: end of job: the mesh stopped");
+                    break;
+                }
+            }
+        }
+        until = now + 0.05 < deadline ? now + 0.05 : deadline;
+        clock_gettime (CLOCK_REALTIME, &ts);
+        ts.tv_nsec += (long)((until - now) * 1e9);
+        ts.tv_sec += ts.tv_nsec / 1000000000L;
+        ts.tv_nsec %= 1000000000L;
+        pthread_mutex_lock (&t->lock);
+        pthread_cond_timedwait (&t->cond, &t->lock, &ts);
+        pthread_mutex_unlock (&t->lock);
+    }
+    mesh_get_live (t->mesh, live, (uint32_t)n);
+    pthread_mutex_lock (&t->lock);
+    for (int i = 0; i < n; i++) {
+        out->state[i] = t->done[i] ? PMIXHOST_MESH_DONE
+                        : live[i]  ? PMIXHOST_MESH_RUNNING
+                                   : PMIXHOST_MESH_LOST;
+        if (t->done[i] && (out->blob[i] = malloc (t->done_len[i] + 1))) {
+            memcpy (out->blob[i], t->done_blob[i], t->done_len[i] + 1);
+            out->len[i] = t->done_len[i];
+        }
+    }
+    pthread_mutex_unlock (&t->lock);
+    free (live);
+    return rc;
+}
+
+void pmixhost_mesh_outcomes_free (struct pmixhost_mesh_outcomes *out)
+{
+    if (!out)
+        return;
+    for (int i = 0; out->blob && i < out->n; i++)
+        free (out->blob[i]);
+    free (out->blob);
+    free (out->len);
+    free (out->state);
+    memset (out, 0, sizeof (*out));
 }
 
 /* pmixhost_destroy calls this after PMIx_server_finalize: what the mesh

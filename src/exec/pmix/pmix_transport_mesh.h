@@ -110,6 +110,31 @@ struct pmixhost_mesh_counts {
 };
 void pmixhost_mesh_counts (struct pmixhost_mesh *t, struct pmixhost_mesh_counts *c);
 
+/* The end of the job.  A member whose ranks are all gone says so, with
+ * blob (its outcome, any bytes), to every member (a MESH_BCAST_DONE
+ * broadcast), then waits until every live member has done the same,
+ * taking part meanwhile in the others' fences with an empty contribution
+ * (their ranks may still be in MPI_Finalize's).  A member lost after it
+ * was done is not reported failed: its ranks had ended.  Returns 0 when
+ * every live member is done, or -1 with err (timeout seconds passed, or
+ * this member was cut off); either way out holds, per member, its state
+ * and blob (NUL-terminated copies; free with pmixhost_mesh_outcomes_free).
+ * From the caller's thread, once no local rank is left. */
+enum { PMIXHOST_MESH_DONE = 1, PMIXHOST_MESH_RUNNING, PMIXHOST_MESH_LOST };
+struct pmixhost_mesh_outcomes {
+    int n;
+    int *state;  /* [n] PMIXHOST_MESH_* */
+    char **blob; /* [n] NULL unless done */
+    size_t *len;
+};
+int pmixhost_mesh_finish (struct pmixhost_mesh *t,
+                          const void *blob,
+                          size_t len,
+                          double timeout,
+                          struct pmixhost_mesh_outcomes *out,
+                          elastic_error_t *err);
+void pmixhost_mesh_outcomes_free (struct pmixhost_mesh_outcomes *out);
+
 /* Free a transport that was never given to pmixhost_create (NULL-safe). */
 void pmixhost_mesh_destroy (struct pmixhost_mesh *t);
 

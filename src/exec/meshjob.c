@@ -1,0 +1,469 @@
+/* meshjob.c - elastic-exec's mesh mode: map, addresses, key, leader and
+ * followers, the agreed result (see meshjob.h)
+ */
+#if HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "jobmap.h"
+#include "mesh/auth.h"
+#include "meshjob.h"
+
+_Static_assert (MESHJOB_KEY_SIZE == MESH_KEY_SIZE, "the mesh's key size");
+
+int meshjob_detect (char *const envp[])
+{
+    const char *v;
+    char *const *e;
+    int tasks = 0, nodes = 0;
+
+    if (!jobmap_slurm_detect (envp))
+        return 0;
+    if (!envp) {
+        extern char **environ;
+        envp = environ;
+    }
+    for (e = envp; *e; e++) {
+        if (!strncmp (*e, "OMPI_COMM_WORLD_RANK=", 21) || !strncmp (*e, "PRTE_LAUNCHED=", 14))
+            return 0; /* mpirun's task (PRRTE starts its daemons with srun) */
+        if (!strncmp (*e, "SLURM_STEP_NUM_TASKS=", 21))
+            tasks = atoi (*e + 21);
+        if (!strncmp (*e, "SLURM_STEP_NUM_NODES=", 21))
+            nodes = atoi (*e + 21);
+    }
+    (void)v;
+    return tasks > 1 || nodes > 1;
+}
+
+/* ---- addresses ------------------------------------------------------------ */
+
+static int resolve_one (const char *name, char *addr, size_t size)
+{
+    struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *res;
+
+    if (getaddrinfo (name, NULL, &hints, &res) != 0 || !res)
+        return -1;
+    inet_ntop (AF_INET,
+               &((struct sockaddr_in *)res->ai_addr)->sin_addr,
+               addr,
+               (socklen_t)size);
+    freeaddrinfo (res);
+    return 0;
+}
+
+/* NodeAddr of the nodes in names (comma-separated) from Slurm, into the
+ * entries of addr[] still empty.  Returns 0 (some may stay empty). */
+static int resolve_by_slurm (const struct jobmap *m, const char *names, char (*addr)[64])
+{
+    char cmd[8192], line[4096];
+    FILE *f;
+
+    if (snprintf (cmd, sizeof (cmd), "scontrol show node -o '%s' 2>/dev/null", names) >=
+        (int)sizeof (cmd))
+        return -1;
+    if (!(f = popen (cmd, "r")))
+        return -1;
+    while (fgets (line, sizeof (line), f)) {
+        char name[256], a[64];
+        const char *p = strstr (line, "NodeName="), *q = strstr (line, " NodeAddr=");
+
+        if (!p || !q || sscanf (p + 9, "%255[^ \n]", name) != 1 ||
+            sscanf (q + 10, "%63[^ \n]", a) != 1)
+            continue;
+        for (int i = 0; i < m->nnodes; i++)
+            if (!addr[i][0] && !strcmp (m->node[i].name, name) &&
+                resolve_one (a, addr[i], sizeof (addr[i])) < 0)
+                snprintf (addr[i], sizeof (addr[i]), "%s", a);
+    }
+    pclose (f);
+    return 0;
+}
+
+static int make_addrs (struct meshjob *mj, elastic_error_t *err)
+{
+    const struct jobmap *m = mj->map;
+    char (*addr)[64] = calloc ((size_t)m->nnodes, sizeof (*addr));
+    char *names = NULL;
+    size_t nlen = 0;
+    int rc = 0;
+
+    if (!addr || !(mj->addrs = calloc ((size_t)m->nnodes, sizeof (*mj->addrs)))) {
+        free (addr);
+        return errprintf (err, "out of memory");
+    }
+    for (int i = 0; i < m->nnodes; i++) {
+        if (resolve_one (m->node[i].name, addr[i], sizeof (addr[i])) == 0)
+            continue;
+        char *p = realloc (names, nlen + strlen (m->node[i].name) + 2);
+        if (!p) {
+            rc = errprintf (err, "out of memory");
+            goto out;
+        }
+        names = p;
+        nlen += (size_t)sprintf (names + nlen, "%s%s", nlen ? "," : "", m->node[i].name);
+    }
+    if (names)
+        resolve_by_slurm (m, names, addr);
+    for (int i = 0; i < m->nnodes; i++) {
+        if (!addr[i][0]) {
+            rc = errprintf (err,
+                            "mesh: node '%s' has no address: its name does not resolve "
+                            "(getaddrinfo) and Slurm gave no NodeAddr for it",
+                            m->node[i].name);
+            goto out;
+        }
+        if (asprintf (&mj->addrs[i], "%s:%d", addr[i], m->port[0]) < 0) {
+            mj->addrs[i] = NULL;
+            rc = errprintf (err, "out of memory");
+            goto out;
+        }
+    }
+out:
+    free (names);
+    free (addr);
+    return rc;
+}
+
+/* ---- create --------------------------------------------------------------- */
+
+struct meshjob *meshjob_create (const struct meshjob_opts *opts, elastic_error_t *err)
+{
+    struct jobmap_opts jo = {.nproc_per_node = opts ? opts->nproc_per_node : 0};
+    struct meshjob *mj = calloc (1, sizeof (*mj));
+    const char *tmp = getenv ("TMPDIR");
+
+    if (!mj) {
+        errprintf (err, "out of memory");
+        return NULL;
+    }
+    mj->node_timeout = opts && opts->node_timeout > 0 ? opts->node_timeout : 2.0;
+    if (!(mj->map = jobmap_from_slurm (&jo, NULL, err)))
+        goto fail;
+    if (mj->map->nnodes > 1 && make_addrs (mj, err) < 0)
+        goto fail;
+    if (mj->map->nnodes > 1 && mesh_auth_key_from_env (mj->map->key, mj->key, err) < 0) {
+        errprefix (err, "mesh (authentication between the nodes' elastic-exec)");
+        goto fail;
+    }
+    if (!tmp || !*tmp || tmp[0] != '/')
+        tmp = "/tmp";
+    if (snprintf (mj->nodedir,
+                  sizeof (mj->nodedir),
+                  "%s/elastic-%d.%s.%s",
+                  tmp,
+                  (int)getuid (),
+                  mj->map->key,
+                  mj->map->node[mj->map->node_id].name) >= (int)sizeof (mj->nodedir)) {
+        errprintf (err, "mesh: TMPDIR is too long: %s", tmp);
+        goto fail;
+    }
+    mj->nfollowers = mj->map->node[mj->map->node_id].ntasks - 1;
+    return mj;
+fail:
+    meshjob_destroy (mj);
+    return NULL;
+}
+
+void meshjob_destroy (struct meshjob *mj)
+{
+    int saved = errno;
+
+    if (!mj)
+        return;
+    for (int i = 0; mj->addrs && mj->map && i < mj->map->nnodes; i++)
+        free (mj->addrs[i]);
+    free (mj->addrs);
+    jobmap_destroy (mj->map);
+    free (mj);
+    errno = saved;
+}
+
+int meshjob_is_leader (const struct meshjob *mj)
+{
+    return mj->map->leader;
+}
+
+/* ---- leader and followers --------------------------------------------------- */
+
+static int write_atomic (const char *dir, const char *name, const char *text)
+{
+    char path[PATH_MAX + 64], tmp[PATH_MAX + 80];
+    size_t n = strlen (text);
+    int fd;
+
+    snprintf (path, sizeof (path), "%s/%s", dir, name);
+    snprintf (tmp, sizeof (tmp), "%s/.%s.%d", dir, name, (int)getpid ());
+    if ((fd = open (tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0)
+        return -1;
+    if (write (fd, text, n) != (ssize_t)n) {
+        close (fd);
+        unlink (tmp);
+        return -1;
+    }
+    close (fd);
+    return rename (tmp, path);
+}
+
+int meshjob_lead (struct meshjob *mj, elastic_error_t *err)
+{
+    char pid[32];
+
+    if (mj->nfollowers <= 0)
+        return 0;
+    if (mkdir (mj->nodedir, 0700) < 0 && errno != EEXIST)
+        return errprintf (err, "mesh: cannot make %s: %s", mj->nodedir, strerror (errno));
+    snprintf (pid, sizeof (pid), "%d\n", (int)getpid ());
+    if (write_atomic (mj->nodedir, "leader", pid) < 0)
+        return errprintf (
+            err, "mesh: cannot write %s/leader: %s", mj->nodedir, strerror (errno));
+    return 0;
+}
+
+static void remove_nodedir (struct meshjob *mj)
+{
+    char path[PATH_MAX + 64];
+    const char *names[] = {"leader", "result"};
+
+    for (size_t i = 0; i < sizeof (names) / sizeof (names[0]); i++) {
+        snprintf (path, sizeof (path), "%s/%s", mj->nodedir, names[i]);
+        unlink (path);
+    }
+    for (int k = 1; k <= mj->nfollowers; k++) {
+        snprintf (path, sizeof (path), "%s/read.%d", mj->nodedir, k);
+        unlink (path);
+    }
+    rmdir (mj->nodedir);
+}
+
+void meshjob_publish (struct meshjob *mj, int status, const char *status_file)
+{
+    char line[1200];
+
+    snprintf (line,
+              sizeof (line),
+              "%d %s\n",
+              status,
+              mj->summary[0] ? mj->summary : "(no summary)");
+    if (status_file) {
+        char tmp[PATH_MAX + 32];
+        FILE *f;
+        snprintf (tmp, sizeof (tmp), "%s.%d", status_file, (int)getpid ());
+        if ((f = fopen (tmp, "we")) && fputs (line, f) >= 0 && fclose (f) == 0) {
+            if (rename (tmp, status_file) < 0)
+                log_warn ("status-file %s: %s", status_file, strerror (errno));
+        } else {
+            log_warn ("status-file %s: %s", status_file, strerror (errno));
+            unlink (tmp);
+        }
+    }
+    if (mj->nfollowers <= 0)
+        return;
+    if (write_atomic (mj->nodedir, "result", line) < 0) {
+        log_warn ("mesh: cannot write %s/result: %s", mj->nodedir, strerror (errno));
+        return;
+    }
+    /* the followers read it and say so (up to 10 s: they poll every 0.1 s) */
+    for (int tries = 0; tries < 100; tries++) {
+        int seen = 0;
+        for (int k = 1; k <= mj->nfollowers; k++) {
+            char path[PATH_MAX + 32];
+            snprintf (path, sizeof (path), "%s/read.%d", mj->nodedir, k);
+            seen += access (path, F_OK) == 0;
+        }
+        if (seen >= mj->nfollowers)
+            break;
+        usleep (100000);
+    }
+    remove_nodedir (mj);
+}
+
+static int read_text (const char *dir, const char *name, char *buf, size_t size)
+{
+    char path[PATH_MAX + 64];
+    ssize_t n;
+    int fd;
+
+    snprintf (path, sizeof (path), "%s/%s", dir, name);
+    if ((fd = open (path, O_RDONLY | O_CLOEXEC)) < 0)
+        return -1;
+    n = read (fd, buf, size - 1);
+    close (fd);
+    if (n < 0)
+        return -1;
+    buf[n] = '\0';
+    return 0;
+}
+
+int meshjob_follow (struct meshjob *mj)
+{
+    double t0 = mono_now ();
+    char buf[1300];
+    int leader = -1, pidfd = -1, status = 1;
+
+    /* the preemption signals and Ctrl-C are the leader's to act on */
+    signal (SIGTERM, SIG_IGN);
+    signal (SIGINT, SIG_IGN);
+    signal (SIGUSR1, SIG_IGN);
+    signal (SIGUSR2, SIG_IGN);
+    signal (SIGHUP, SIG_IGN);
+    log_info ("task %d of node %s follows the node's leader (task 0), which starts "
+              "this node's ranks",
+              mj->map->local_id,
+              mj->map->node[mj->map->node_id].name);
+    for (;;) {
+        if (read_text (mj->nodedir, "result", buf, sizeof (buf)) == 0) {
+            char *sp = strchr (buf, ' '), path[PATH_MAX + 32];
+            status = atoi (buf);
+            if (sp) {
+                sp[strcspn (sp, "\n")] = '\0';
+                fprintf (stderr, "elastic-exec: %s\n", sp + 1);
+            }
+            snprintf (path, sizeof (path), "read.%d", mj->map->local_id);
+            write_atomic (mj->nodedir, path, "1\n");
+            break;
+        }
+        if (leader < 0 && read_text (mj->nodedir, "leader", buf, sizeof (buf)) == 0) {
+            leader = atoi (buf);
+            pidfd = (int)syscall (SYS_pidfd_open, leader, 0);
+            if (pidfd < 0 && errno == ESRCH) {
+                log_err ("the node's leader (pid %d) is gone", leader);
+                break;
+            }
+        }
+        if (leader < 0 && mono_now () - t0 > 120) {
+            log_err ("the node's leader (task 0) did not start within 120 s (%s)",
+                     mj->nodedir);
+            break;
+        }
+        if (pidfd >= 0) {
+            struct pollfd p = {.fd = pidfd, .events = POLLIN};
+            if (poll (&p, 1, 100) > 0) {
+                /* it ended: its result, if any, was written before */
+                if (read_text (mj->nodedir, "result", buf, sizeof (buf)) == 0)
+                    continue;
+                log_err ("the node's leader (pid %d) ended without a result: this "
+                         "node's ranks are lost",
+                         leader);
+                break;
+            }
+        } else
+            usleep (100000);
+    }
+    if (pidfd >= 0)
+        close (pidfd);
+    return status;
+}
+
+/* ---- the agreed result -------------------------------------------------- */
+
+void meshjob_outcome (char *buf,
+                      size_t size,
+                      int status,
+                      int ranks,
+                      int lost,
+                      int failed,
+                      int suspended)
+{
+    snprintf (buf,
+              size,
+              "outcome 1 status=%d ranks=%d lost=%d failed=%d suspended=%d",
+              status,
+              ranks,
+              lost,
+              failed,
+              suspended);
+}
+
+static int parse_outcome (const char *s, int v[5])
+{
+    int n = 0;
+
+    if (!s || sscanf (s,
+                      "outcome 1 status=%d ranks=%d lost=%d failed=%d suspended=%d%n",
+                      &v[0],
+                      &v[1],
+                      &v[2],
+                      &v[3],
+                      &v[4],
+                      &n) != 5 ||
+        s[n] != '\0' || v[0] < 0 || v[0] > 255 || v[1] < 0 || v[2] < 0 || v[3] < 0 ||
+        v[4] < 0)
+        return -1;
+    return 0;
+}
+
+void meshjob_decide (struct meshjob *mj, const struct meshjob_member *mm, int agreed)
+{
+    const struct jobmap *m = mj->map;
+    int failed_status = -1, suspended = 0, ranks_lost = 0, nlost = 0, unknown = 0;
+    char lostnames[256] = "", how[128];
+    size_t off = 0;
+
+    for (int i = 0; i < m->nnodes; i++) {
+        int v[5];
+        if (mm[i].outcome && parse_outcome (mm[i].outcome, v) == 0) {
+            ranks_lost += v[2];
+            if ((v[3] > 0 || (v[0] != 0 && v[0] != 75)) && failed_status < 0)
+                failed_status = v[0] ? v[0] : 1;
+            suspended += v[4] > 0 || v[0] == 75;
+            continue;
+        }
+        if (mm[i].lost) {
+            nlost++;
+            ranks_lost += m->node[i].nranks;
+            if (off < sizeof (lostnames) - 1)
+                off += (size_t)snprintf (lostnames + off,
+                                         sizeof (lostnames) - off,
+                                         "%s%s",
+                                         off ? "," : "",
+                                         m->node[i].name);
+        } else
+            unknown++;
+    }
+    if (failed_status >= 0)
+        mj->status = failed_status, snprintf (how, sizeof (how), "FAILED");
+    else if (unknown || !agreed)
+        mj->status = 1, snprintf (how, sizeof (how), "unknown (not every member answered)");
+    else if (suspended)
+        mj->status = 75, snprintf (how, sizeof (how), "suspended (exit 75: resume it)");
+    else
+        mj->status = 0,
+        snprintf (how,
+                  sizeof (how),
+                  "%s",
+                  ranks_lost ? "completed after in-place recovery" : "completed");
+    snprintf (mj->summary,
+              sizeof (mj->summary),
+              "job %s: %d ranks on %d nodes; %d node%s lost%s%s%s, %d rank%s lost; %s "
+              "(exit %d)",
+              m->key,
+              m->world_size,
+              m->nnodes,
+              nlost,
+              nlost == 1 ? "" : "s",
+              nlost ? " (" : "",
+              lostnames,
+              nlost ? ")" : "",
+              ranks_lost,
+              ranks_lost == 1 ? "" : "s",
+              how,
+              mj->status);
+    mj->agreed = agreed && !unknown;
+    mj->decided = 1;
+}
