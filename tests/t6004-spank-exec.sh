@@ -20,6 +20,9 @@ exec=$build/src/exec/elastic-exec
 [ -x "$exec" ] || skip_all "elastic-exec is not built in this configuration ($exec)"
 
 tmp=$(mktemp -d /tmp/t6004.XXXXXX)
+# each task's elastic-exec supervises its own worker (wrapper mode; the
+# mesh, the default under srun, is t6020's)
+export ELASTIC_WIREUP=inherit
 export REC=$tmp/rec
 mkdir -p "$REC"
 cat > "$tmp/worker" << 'EOF'

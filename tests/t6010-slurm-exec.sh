@@ -24,6 +24,9 @@ HEAT=$build/examples/heat2d
 [ -x "$EXEC" ] || skip_all "elastic-exec is not built ($EXEC)"
 [ -x "$HEAT" ] || skip_all "heat2d is not built: no MPI in this configuration ($HEAT)"
 slurm_mpi_env
+# one wrapper per rank, as before the mesh (mesh mode, the default under
+# srun, is t6020's)
+export ELASTIC_WIREUP=inherit
 tmp=$(mktemp -d /tmp/t6010.XXXXXX)
 # heat2d's failure-free result, by a singleton run: the field, and so the
 # checksum, is the same for any number of ranks

@@ -1,0 +1,194 @@
+#!/bin/bash
+# t6020-slurm-mesh.sh - `srun elastic-exec ./heat2d` on the emulated 3-node
+# cluster in mesh mode (the default under srun): the nodes' elastic-exec
+# join in one job over the mesh (src/exec/meshjob.c, doc/mesh.md), host
+# the PMIx server of their node's ranks, and recover in place across
+# nodes.
+#
+#   1. one task per node, two ranks each (--nproc-per-node 2): the
+#      failure-free checksum, exit 0, the same summary line from every
+#      member, the agreed result in --status-file;
+#   2. one task per rank (--ntasks-per-node=2): the node's task 0 starts
+#      its ranks, the other task follows it; the same checksum and line;
+#   3. a rank SIGKILLed on n2: one reshard 6 -> 5 on every survivor, the
+#      failure-free checksum, srun exit 0, every member reports one rank
+#      lost and "completed after in-place recovery"; the other members'
+#      event logs have rank_failed for it;
+#   4. every process of n2 SIGKILLed: the other members lose n2 at once
+#      (node_lost), its ranks are reported failed to theirs;
+#   5. n2's network cut (its veth down): the others lose it within
+#      --node-timeout, n2's member kills its own ranks (self_fence);
+#   6. without a secret: one clear line and exit 2 before anything runs.
+# The recovery of the survivors after a whole node's loss (4, 5) waits
+# on ULFM's shrink (doc/mesh.md, "Known problem"): checked when it works,
+# reported as TODO otherwise.
+. "${srcdir:-.}/lib/slurm.sh"
+
+slurm_require
+build=$(cd "${top_builddir:-..}" && pwd)
+EXEC=$build/src/exec/elastic-exec
+HEAT=$build/examples/heat2d
+[ -x "$EXEC" ] || skip_all "elastic-exec is not built ($EXEC)"
+[ -x "$HEAT" ] || skip_all "heat2d is not built: no MPI in this configuration ($HEAT)"
+"$EXEC" --help 2>&1 | grep -q -- '--node-timeout' || skip_all "elastic-exec has no mesh mode in this build (libsodium, PMIx)"
+slurm_mpi_env
+unset OMPI_MCA_btl
+tmp=$(mktemp -d /tmp/t6020.XXXXXX)
+export ELASTIC_MESH_SECRET=t6020.$$.$RANDOM
+HEAT_ARGS="--nx 64 --ny 48"
+ref() { "$HEAT" $HEAT_ARGS --steps "$1" 2>&1 | sed -n 's/^checksum //p'; }
+ref300=$(ref 300)
+[ -n "$ref300" ] || {
+    echo "not ok 1 - heat2d runs as a singleton"
+    exit 1
+}
+
+cluster_up 3 --cpus 4
+rc=$?
+trap 'cluster_down > /dev/null; [ "$tap_failed" -eq 0 ] && rm -rf "$tmp"' EXIT
+ok $rc "3-node cluster up (4 CPUs each)" || {
+    done_testing
+    exit 1
+}
+[ "$CLUSTER_MODE" = netns ] || diag "cluster mode $CLUSTER_MODE: every node on 127.0.0.1"
+COMMON=(--oversubscribe --mpi-btl tcp --node-timeout 1)
+
+# srun_fg NAME ARGS...: a job step to its end; output in $tmp/NAME.out,
+# exit status in $SRUN_RC
+srun_fg() {
+    local name=$1
+    shift
+    SRUN_RC=0
+    timeout --kill-after=10 240 "$SLURM_CLUSTER_SH" ctl "$CLUSTER_DIR" srun --no-kill "$@" \
+        > "$tmp/$name.out" 2>&1 || SRUN_RC=$?
+}
+# srun_bg NAME ARGS...: in the background; the status in $tmp/NAME.rc
+srun_bg() {
+    local name=$1
+    shift
+    (
+        rc=0
+        timeout --kill-after=10 240 "$SLURM_CLUSTER_SH" ctl "$CLUSTER_DIR" srun --no-kill "$@" \
+            > "$tmp/$name.out" 2>&1 || rc=$?
+        echo "$rc" > "$tmp/$name.rc"
+    ) &
+}
+# kill_one_rank NODE: SIGKILL one rank (a process named heat2d) of NODE
+kill_one_rank() {
+    local p
+    for p in $("$SLURM_CLUSTER_SH" pids "$CLUSTER_DIR" "$1"); do
+        if [ "$(cat "/proc/$p/comm" 2> /dev/null)" = heat2d ]; then
+            kill -KILL "$p" && return 0
+        fi
+    done
+    return 1
+}
+summaries() { grep -a '^elastic-exec: job slurm\.' "$tmp/$1.out"; }
+show() { tr -d '\0' < "$tmp/$1.out" | tail -n "${2:-25}"; }
+
+# 1. one task per node
+srun_fg node -N3 --ntasks-per-node=1 "$EXEC" "${COMMON[@]}" --nproc-per-node 2 \
+    --status-file "$tmp/status" "$HEAT" $HEAT_ARGS --steps 300
+is "$SRUN_RC" 0 "node shape: srun -N3 --ntasks-per-node=1 elastic-exec --nproc-per-node 2 heat2d: exit 0" ||
+    diag "$(show node)"
+grep -aq '^heat2d: 64x48 grid, 300 steps, 6 ranks' "$tmp/node.out"
+ok $? "node shape: one MPI job of 6 ranks across n1, n2, n3"
+is "$(sed -n 's/^checksum //p' "$tmp/node.out")" "$ref300" "node shape: the failure-free checksum ($ref300)"
+is "$(summaries node | sort -u | wc -l) $(summaries node | wc -l)" "1 3" \
+    "node shape: the 3 members print one and the same summary line" || diag "$(summaries node)"
+summaries node | head -n 1 | grep -q '6 ranks on 3 nodes; 0 nodes lost, 0 ranks lost; completed (exit 0)$'
+ok $? "node shape: it says 6 ranks on 3 nodes, nothing lost, completed (exit 0)"
+# every member writes the same line (here to one file: a shared /tmp)
+grep -q '^0 job slurm\.[0-9]*\.0: 6 ranks on 3 nodes;' "$tmp/status" 2> /dev/null
+ok $? "node shape: --status-file holds the agreed result (exit 0 first)" || diag "$(cat "$tmp/status" 2>&1)"
+
+# 2. one task per rank
+srun_fg rank -N3 --ntasks-per-node=2 "$EXEC" "${COMMON[@]}" "$HEAT" $HEAT_ARGS --steps 300
+is "$SRUN_RC" 0 "rank shape: srun -N3 --ntasks-per-node=2 elastic-exec heat2d: exit 0" || diag "$(show rank)"
+is "$(sed -n 's/^checksum //p' "$tmp/rank.out")" "$ref300" "rank shape: the failure-free checksum"
+is "$(summaries rank | sort -u | wc -l) $(summaries rank | wc -l)" "1 6" \
+    "rank shape: all 6 tasks (3 leaders, 3 followers) print the same summary line" || diag "$(summaries rank)"
+leftover=$(ls -d /tmp/elastic-"$(id -u)".slurm.* 2> /dev/null)
+is "$leftover" "" "rank shape: the node directories of leaders and followers are gone"
+
+# 3. a rank killed on n2
+STEPS=3000
+ref3=$(ref $STEPS)
+srun_bg kill -N3 --ntasks-per-node=1 "$EXEC" "${COMMON[@]}" --nproc-per-node 2 \
+    --event-log "$tmp/ev.kill.%h" "$HEAT" $HEAT_ARGS --steps $STEPS --progress 100 --sleep 1
+wait_for_grep '^step 300$' "$tmp/kill.out" 120
+ok $? "kill: the job computes" || diag "$(show kill)"
+kill_one_rank n2
+ok $? "kill: one heat2d rank on n2 SIGKILLed (its elastic-exec and the other rank live)"
+wait_for_file "$tmp/kill.rc" 240
+is "$(cat "$tmp/kill.rc" 2> /dev/null)" 0 "kill: srun exit 0" || diag "$(show kill 40)"
+is "$(sed -n 's/^checksum //p' "$tmp/kill.out")" "$ref3" "kill: the failure-free checksum ($ref3)"
+grep -aq '^resharded at step [0-9]*: world 6 -> 5$' "$tmp/kill.out" && grep -aq '^final world 5' "$tmp/kill.out"
+ok $? "kill: the survivors resharded 6 -> 5 in place and finished" || diag "$(show kill 40)"
+is "$(summaries kill | sort -u | wc -l) $(summaries kill | wc -l)" "1 3" "kill: one summary line, from the 3 members"
+summaries kill | head -n 1 | grep -q '0 nodes lost, 1 rank lost; completed after in-place recovery (exit 0)$'
+ok $? "kill: it says 1 rank lost, completed after in-place recovery (exit 0)" || diag "$(summaries kill)"
+n=$(cat "$tmp"/ev.kill.* 2> /dev/null | grep -c '"event":"rank_failed"')
+is "$n" 2 "kill: the two other members logged rank_failed for it" || diag "$(grep -h rank_failed "$tmp"/ev.kill.* 2>&1)"
+
+no_heat_on() {
+    local p
+    for p in $("$SLURM_CLUSTER_SH" pids "$CLUSTER_DIR" "$1"); do
+        [ "$(cat "/proc/$p/comm" 2> /dev/null)" = heat2d ] && return 1
+    done
+    return 0
+}
+
+# node_case NAME HOW: n2 lost while the job runs (HOW: kill or cut)
+node_case() {
+    local name=$1 how=$2 t0 t_lost
+    srun_bg "$name" -N3 --ntasks-per-node=1 "$EXEC" "${COMMON[@]}" --nproc-per-node 2 \
+        --event-log "$tmp/ev.$name.%h" "$HEAT" $HEAT_ARGS --steps $STEPS --progress 100 --sleep 1
+    wait_for_grep '^step 300$' "$tmp/$name.out" 120
+    ok $? "$name: the job computes" || diag "$(show "$name")"
+    t0=$(now_ms)
+    if [ "$how" = kill ]; then
+        kill_node n2
+        ok $? "$name: every process of n2 SIGKILLed"
+    else
+        ip -n "$(sed -n 's/^PREFIX=//p' "$CLUSTER_DIR/cluster.env")-ctl" link set veth2 down
+        ok $? "$name: n2's link cut (veth2 down)"
+    fi
+    wait_until 30 sh -c "cat '$tmp'/ev.$name.* | grep '\"event\":\"node_lost\"' | grep -c '\"node\":\"n2\"' | grep -qx 2"
+    ok $? "$name: both other members lost n2 (node_lost)" || diag "$(grep -h node_lost "$tmp"/ev."$name".* 2>&1)"
+    t_lost=$(now_ms)
+    diag "$name: n2 lost -> both members knew: $((t_lost - t0)) ms (node timeout 1 s)"
+    if [ "$how" = cut ]; then
+        wait_until 30 sh -c "grep -q '\"event\":\"self_fence\"' '$tmp'/ev.$name.* 2>/dev/null"
+        ok $? "$name: n2's member fenced itself (its ranks killed)" || diag "$(show "$name" 40)"
+        wait_until 30 no_heat_on n2
+        ok $? "$name: no rank is left on n2"
+    fi
+    if wait_for_file "$tmp/$name.rc" 90 && [ "$(cat "$tmp/$name.rc")" = 0 ] &&
+        [ "$(sed -n 's/^checksum //p' "$tmp/$name.out")" = "$ref3" ]; then
+        ok 0 "$name: the survivors recovered in place (6 -> 4) with the failure-free checksum"
+    else
+        echo "not ok $((++tap_n)) - $name: the survivors recovered in place (6 -> 4) # TODO ULFM's shrink after a whole node's loss (doc/mesh.md)"
+        kill_task n1 heat2d KILL
+        kill_task n3 heat2d KILL
+        wait_for_file "$tmp/$name.rc" 120
+    fi
+    [ "$how" = cut ] && ip -n "$(sed -n 's/^PREFIX=//p' "$CLUSTER_DIR/cluster.env")-ctl" link set veth2 up
+    start_node n2 > /dev/null 2>&1
+    run_in_ctl scontrol update nodename=n2 state=resume > /dev/null 2>&1
+    wait_node_state n2 'IDLE|MIXED' 90
+}
+node_case nodekill kill
+node_case cut cut
+
+# 6. no secret
+(
+    unset ELASTIC_MESH_SECRET
+    timeout 120 "$SLURM_CLUSTER_SH" ctl "$CLUSTER_DIR" srun -N2 --ntasks-per-node=1 "$EXEC" \
+        --nproc-per-node 1 "$HEAT" --steps 10 > "$tmp/nosecret.out" 2>&1
+    echo "rc=$?" >> "$tmp/nosecret.out"
+)
+grep -q '^rc=2$' "$tmp/nosecret.out" && grep -q 'ELASTIC_MESH_SECRET' "$tmp/nosecret.out" &&
+    ! grep -q '^heat2d:' "$tmp/nosecret.out"
+ok $? "no secret: exit 2 with one line naming ELASTIC_MESH_SECRET; nothing ran" || diag "$(cat "$tmp/nosecret.out")"
+done_testing
