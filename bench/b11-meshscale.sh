@@ -1,0 +1,79 @@
+#!/bin/bash
+# b11-meshscale.sh - B11: the elastic-exec mesh protocol alone at 64-1024
+# members (src/exec/mesh/, doc/mesh.md): join, fence, failure broadcast and
+# heartbeat traffic, with a growth model (b11-model.py) to 10,000 nodes.
+#
+#   bench/b11-meshscale.sh [--quick|--full] [--build DIR] [--out DIR] [--trials N]
+#
+# Each trial is one run of tests/bench_mesh_scale (bench/mesh_scale.c): N
+# members on 127.0.0.1, N-1 of them as threads of one process, member 1
+# (interior: it has children) in a child process that is SIGKILLed.  Radix
+# 8, node timeout 2 s (the defaults), 5 fences, 4 s idle.  Per trial:
+#   join_ms          mesh_start of all -> the last member joined
+#   fence_ms         median of the trial's 5 fences: first mesh_fence call
+#                    -> last member's result (all N blobs checked)
+#   lost_first_ms    SIGKILL -> first survivor's ops.lost (TCP EOF)
+#   lost_last_ms     SIGKILL -> last survivor's ops.lost (the flood)
+#   fence_after_loss_ms  a fence over the N-1 survivors after the repair
+#   hb_Bps_median|mean|max  bytes/s each member sent while idle (heartbeats
+#                    only; mesh_get_stats, message bytes without TCP/IP)
+#   idle_cpu_pct, fence_cpu_util, kill_cpu_util  this process's CPU (idle:
+#                    % of one core; fence, kill: share of all cores: near
+#                    1 means the numbers measure the 2 cores, not the mesh)
+# Rows: meshscale,N,,radix8,TRIAL,METRIC,VALUE,UNIT; a trial that fails
+# (e.g. a member judged silent because the machine was too loaded) gives a
+# row failed=1 and its log.
+. "$(dirname "$0")/lib.sh"
+bench_parse_args "$@"
+bench_csv meshscale
+bench_make "$LOGDIR/build.log" bench_mesh_scale || {
+    bench_log "skipped: tests/bench_mesh_scale cannot be built (no libsodium?); see $LOGDIR/build.log"
+    row meshscale 0 "" skipped 0 no_sodium 1 flag
+    exit 0
+}
+prog=$TESTS_DIR/bench_mesh_scale
+if [ "$MODE" = quick ]; then
+    sizes=(32 64) trials=${TRIALS:-1} idle=2
+else
+    sizes=(64 128 256 512 1024) trials=${TRIALS:-5} idle=4
+fi
+need=$((${sizes[-1]} * 6 + 64))
+if [ "$(ulimit -n)" != unlimited ] && [ "$(ulimit -n)" -lt "$need" ]; then
+    ulimit -n "$need" 2> /dev/null ||
+        bench_die "${sizes[-1]} members need about $need file descriptors; ulimit -n is $(ulimit -n)"
+fi
+bench_log "sizes ${sizes[*]}, $trials trials each, radix 8, node timeout 2 s"
+status=0
+for ((t = 1; t <= trials; t++)); do
+    for n in "${sizes[@]}"; do
+        log=$LOGDIR/n$n.$t.log
+        if ! timeout 600 "$prog" --members "$n" --radix 8 --timeout 2 --fences 5 \
+            --idle "$idle" > "$log" 2>&1; then
+            bench_log "n=$n trial $t failed: $(tail -n 1 "$log")"
+            row meshscale "$n" "" radix8 "$t" failed 1 flag
+            status=1
+            continue
+        fi
+        line=$(grep '^result ' "$log")
+        # fence_ms=a,b,c,... -> its median
+        fence=$(sed -n 's/.* fence_ms=\([0-9.,]*\) .*/\1/p' <<< "$line" | tr , '\n' | sort -g |
+            awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+        row meshscale "$n" "" radix8 "$t" fence_ms "$fence" ms
+        for kv in $line; do
+            k=${kv%%=*} v=${kv#*=}
+            case $k in
+                join_ms | lost_first_ms | lost_last_ms | fence_after_loss_ms | fence_issue_ms)
+                    row meshscale "$n" "" radix8 "$t" "$k" "$v" ms ;;
+                hb_Bps_median | hb_Bps_mean | hb_Bps_max)
+                    row meshscale "$n" "" radix8 "$t" "$k" "$v" B/s ;;
+                idle_cpu_pct) row meshscale "$n" "" radix8 "$t" "$k" "$v" "%" ;;
+                fence_cpu_util | kill_cpu_util) row meshscale "$n" "" radix8 "$t" "$k" "$v" ratio ;;
+                fds | load1) row meshscale "$n" "" radix8 "$t" "$k" "$v" count ;;
+            esac
+        done
+        bench_log "n=$n trial $t: $(sed 's/^result //' <<< "$line")"
+    done
+done
+"$PY" "$BENCH_DIR/b11-model.py" "$CSV" > "$OUT/meshscale.md" || status=1
+bench_log "model: $OUT/meshscale.md"
+exit $status
