@@ -35,7 +35,7 @@ prog=$TESTS_DIR/bench_mesh_scale
 if [ "$MODE" = quick ]; then
     sizes=(32 64) trials=${TRIALS:-1} idle=2
 else
-    sizes=(64 128 256 512 1024) trials=${TRIALS:-5} idle=4
+    sizes=(8 16 32 64 128 256 512 1024) trials=${TRIALS:-5} idle=4
 fi
 need=$((${sizes[-1]} * 6 + 64))
 if [ "$(ulimit -n)" != unlimited ] && [ "$(ulimit -n)" -lt "$need" ]; then
@@ -68,7 +68,7 @@ for ((t = 1; t <= trials; t++)); do
                     row meshscale "$n" "" radix8 "$t" "$k" "$v" B/s ;;
                 idle_cpu_pct) row meshscale "$n" "" radix8 "$t" "$k" "$v" "%" ;;
                 fence_cpu_util | kill_cpu_util) row meshscale "$n" "" radix8 "$t" "$k" "$v" ratio ;;
-                fds | load1) row meshscale "$n" "" radix8 "$t" "$k" "$v" count ;;
+                cores | fds | load1) row meshscale "$n" "" radix8 "$t" "$k" "$v" count ;;
             esac
         done
         bench_log "n=$n trial $t: $(sed 's/^result //' <<< "$line")"

@@ -23,6 +23,7 @@ from collections import defaultdict
 
 RADIX = 8
 TARGET_N = 10000
+CORES = 2  # of the machine the CSV was measured on (bench_mesh_scale prints it)
 
 
 def depth(n, k=RADIX):
@@ -75,13 +76,15 @@ def main():
     print("### B11: the mesh protocol alone, radix %d, node timeout 2 s\n" % RADIX)
     print("Medians [min-max] over the trials; one machine, every member on 127.0.0.1.\n")
     print("| members | depth | trials (failed) | join ms | fence ms | failure: first survivor ms "
-          "| failure: last survivor ms | fence after the loss ms | fence CPU use | fds |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "| failure: last survivor ms | fence after the loss ms | fence CPU use (of all cores) "
+          "| CPU per member per fence, us | fds |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for n in sizes:
-        print("| %d | %d | %d (%d) | %s | %s | %s | %s | %s | %s | %s |" % (
+        print("| %d | %d | %d (%d) | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             n, depth(n), len(data["fence_ms"][n]), failed[n], cell("join_ms", n, "%.0f"),
             cell("fence_ms", n), cell("lost_first_ms", n, "%.2f"), cell("lost_last_ms", n),
             cell("fence_after_loss_ms", n), cell("fence_cpu_util", n, "%.2f"),
+            "%.0f" % (1e3 * med("fence_cpu_util", n) * CORES * med("fence_ms", n) / n),
             "%.0f" % med("fds", n)))
     print()
     print("| members | heartbeat B/s per member: median member | mean over members | busiest (root) "
