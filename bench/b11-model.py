@@ -77,15 +77,15 @@ def main():
     print("Medians [min-max] over the trials; one machine, every member on 127.0.0.1.\n")
     print("| members | depth | trials (failed) | join ms | fence ms | failure: first survivor ms "
           "| failure: last survivor ms | fence after the loss ms | fence CPU use (of all cores) "
-          "| CPU per member per fence, us | fds |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "| CPU per member per fence, us | fds | load average |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for n in sizes:
-        print("| %d | %d | %d (%d) | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        print("| %d | %d | %d (%d) | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             n, depth(n), len(data["fence_ms"][n]), failed[n], cell("join_ms", n, "%.0f"),
             cell("fence_ms", n), cell("lost_first_ms", n, "%.2f"), cell("lost_last_ms", n),
             cell("fence_after_loss_ms", n), cell("fence_cpu_util", n, "%.2f"),
             "%.0f" % (1e3 * med("fence_cpu_util", n) * CORES * med("fence_ms", n) / n),
-            "%.0f" % med("fds", n)))
+            "%.0f" % med("fds", n), cell("load1", n)))
     print()
     print("| members | heartbeat B/s per member: median member | mean over members | busiest (root) "
           "| idle CPU, % of one core (all members) |")
