@@ -11,6 +11,7 @@
 #   - the very same HELLO again (a replayed credential): munged's replay
 #     cache refuses it;
 #   - a credential made for another member (taken from another HELLO);
+#   - a credential of another job (of the same user);
 #   - not a credential at all;
 #   - a credential made by another uid (nobody), and one that only that
 #     uid may decode;
@@ -69,6 +70,8 @@ ok $? "a right credential: the member answers, its proof verifies under the cred
 probe "a replayed credential" 'munge credential: replayed' "${P[@]}" --cred-replay
 probe "a credential made for member 2" 'munge credential: made by member 3 for member 2 of 5' \
     "${P[@]}" --cred-bind
+probe "a credential of another job" "munge credential: for job 'other-job' (this is job 'mesh-test')" \
+    "${P[@]}" --cred-uid --job other-job
 probe "not a credential" 'dropped connection .*munge credential: ' "${P[@]}" --cred-garbage
 if command -v runuser > /dev/null && runuser -u nobody -- test -x "$MESH_MEMBER" 2> /dev/null; then
     # a credential anybody can decode, made by nobody: the member's uid check

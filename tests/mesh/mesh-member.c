@@ -26,6 +26,7 @@
  *
  *   mesh-member --probe PORT --to I --as J --members N --munge SOCKET
  *               [--cred-replay|--cred-bind|--cred-garbage|--cred-uid|--cred TEXT]
+ *               [--job JOB]
  *       A HELLO with a munge credential of this process's uid: (default)
  *       a right one, exit 0 when the member's proof verifies under the
  *       credential's key; --cred-replay: a right one, then the very same
@@ -34,7 +35,8 @@
  *       I+1; --cred-garbage: not a credential; --cred-uid: a right one, to
  *       be run as another uid; --cred TEXT: TEXT as the credential (e.g.
  *       `munge -n` of another uid).  The last four exit 0 when the member
- *       closes the connection without a challenge.
+ *       closes the connection without a challenge.  --job: the job the
+ *       credential names (default mesh-test, the members').
  */
 #if HAVE_CONFIG_H
 #include "config.h"
@@ -430,7 +432,8 @@ static int probe_answer (int fd, uint8_t *in, size_t cap, struct mesh_msg *msg)
     return 1;
 }
 
-static const char *probe_cred; /* --cred TEXT */
+static const char *probe_cred;              /* --cred TEXT */
+static const char *probe_job = "mesh-test"; /* --job JOB */
 
 static int probe_munge (
     int port, uint32_t as, uint32_t to, uint32_t n, const char *mode, const char *sock)
@@ -453,7 +456,7 @@ static int probe_munge (
     } else {
         if (strcmp (mode, "cred-bind") == 0)
             cl.server = to + 1; /* stolen from a HELLO to another member */
-        if (mesh_auth_munge_encode (sock, "mesh-test", &cl, &cred, key, &err) < 0) {
+        if (mesh_auth_munge_encode (sock, probe_job, &cl, &cred, key, &err) < 0) {
             printf ("probe: %s\n", err.text);
             return 2;
         }
@@ -551,6 +554,8 @@ int main (int argc, char **argv)
             munge = v, i++;
         else if (!strcmp (a, "--cred"))
             probe_cred = v, i++;
+        else if (!strcmp (a, "--job"))
+            probe_job = v, i++;
         else if (!strcmp (a, "--silent") || !strcmp (a, "--garbage") ||
                  !strcmp (a, "--version") || !strcmp (a, "--cred-replay") ||
                  !strcmp (a, "--cred-bind") || !strcmp (a, "--cred-garbage") ||
