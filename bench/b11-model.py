@@ -117,6 +117,22 @@ def main():
         print("| %s (ms) | %.2f*log_8(n)%+.2f | %.3f | %.0f | %.4f*n%+.2f | %.3f | %.0f | %s |" % (
             label, lg[0], lg[1], lg[2], lg[0] * math.log(TARGET_N, RADIX) + lg[1],
             li[0], li[1], li[2], li[0] * TARGET_N + li[1], calm_s))
+    munge = defaultdict(lambda: defaultdict(list))
+    for r in rows:
+        if r["bench"] == "meshscale" and r["variant"] == "munge" and r["metric"] != "failed":
+            munge[r["metric"]][int(r["ranks"])].append(float(r["value"]))
+    if munge["join_ms"]:
+        print()
+        print("#### Munge authentication (a private munged), against the shared secret\n")
+        print("| members | trials | join ms munge / secret | fence ms munge / secret "
+              "| failure: last survivor ms munge / secret | fence after the loss ms munge / secret |")
+        print("|---|---|---|---|---|---|")
+        for n in sorted(munge["join_ms"]):
+            mm = lambda m: statistics.median(munge[m][n]) if munge[m][n] else float("nan")
+            print("| %d | %d | %.0f / %.0f | %.1f / %.1f | %.1f / %.1f | %.1f / %.1f |" % (
+                n, len(munge["join_ms"][n]), mm("join_ms"), med("join_ms", n), mm("fence_ms"),
+                med("fence_ms", n), mm("lost_last_ms"), med("lost_last_ms", n),
+                mm("fence_after_loss_ms"), med("fence_after_loss_ms", n)))
     hb = [med("hb_Bps_mean", n) for n in sizes]
     hbm = [med("hb_Bps_median", n) for n in sizes]
     print()

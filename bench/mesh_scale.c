@@ -1,14 +1,15 @@
 /* mesh_scale.c - B11: the mesh protocol alone at scale (doc/benchmarks.md)
  *
  *   bench_mesh_scale --members N [--radix K] [--timeout S] [--fences F]
- *                    [--idle S] [--victim I]
+ *                    [--idle S] [--victim I] [--munge SOCKET]
  *
  * One run of N mesh members on 127.0.0.1, no MPI, no PMIx: N-1 members in
  * this process (one mesh, hence one thread and one epoll loop, each; the
  * API allows any number per process) and the victim member in a forked
  * child, so that a real SIGKILL takes it down.  Every member has its own
  * listening socket (bound here before the fork) and authenticates every
- * connection as in production (a random per-run secret).
+ * connection as in production (a random per-run secret; with --munge, a
+ * munge credential per connection through munged's SOCKET instead).
  *
  * Phases, all timed on CLOCK_MONOTONIC (parent and child share it):
  *   join    mesh_start of every member -> the last member's ops.joined
@@ -63,6 +64,7 @@ static struct member *mem;
 static volatile int killed; /* the victim was SIGKILLed */
 static uint32_t victim;
 static double fence_issue_ms, fence_cpu_s, fence_wall_s; /* over the rounds */
+static const char *munge_socket;                         /* --munge */
 
 static double mono (void)
 {
@@ -177,6 +179,11 @@ static struct mesh *make_mesh (uint32_t n,
     cfg.node_timeout = timeout;
     cfg.join_timeout = 300;
     cfg.key = key;
+    if (munge_socket) {
+        cfg.auth = MESH_AUTH_MUNGE;
+        cfg.job = "mesh-bench";
+        cfg.munge_socket = munge_socket;
+    }
     cfg.ops.lost = on_lost;
     cfg.ops.self_fence = on_self_fence;
     cfg.ops.joined = on_joined;
@@ -214,7 +221,7 @@ static int usage (const char *what)
 {
     fprintf (stderr,
              "bench_mesh_scale: %s (usage: --members N [--radix K] [--timeout S] "
-             "[--fences F] [--idle S] [--victim I])\n",
+             "[--fences F] [--idle S] [--victim I] [--munge SOCKET])\n",
              what);
     return 2;
 }
@@ -347,6 +354,11 @@ int main (int argc, char **argv)
         double d;
         if (!v)
             return usage ("an option without its value");
+        if (!strcmp (a, "--munge")) {
+            munge_socket = v;
+            i++;
+            continue;
+        }
         d = strtod (v, &end);
         if (!end || *end || d < 0) {
             snprintf (buf, sizeof (buf), "%s: '%s' is not a number >= 0", a, v);
@@ -551,7 +563,9 @@ int main (int argc, char **argv)
     }
     if (fence_round (ms, n, fences + 1, -1, -1, n - 1, &fence_ms[fences]) < 0)
         goto fail;
-    printf ("result n=%u radix=%u timeout=%.2f join_ms=%.1f join_cpu_s=%.2f fence_ms=",
+    printf ("result auth=%s n=%u radix=%u timeout=%.2f join_ms=%.1f join_cpu_s=%.2f "
+            "fence_ms=",
+            munge_socket ? "munge" : "secret",
             n,
             radix,
             timeout,
