@@ -13,7 +13,7 @@
 #                tree is brought up to date and the benchmark programs built
 #   --out DIR    results (default ./bench-results): one CSV per benchmark,
 #                summary.csv, results.md, plots/*.png, logs/
-#   --only LIST  comma-separated subset of B1,B2,B3,B4,B5,B6,B7,B8,B9
+#   --only LIST  comma-separated subset of B1,B2,B3,B4,B5,B6,B7,B8,B9,B11
 #   --no-build   build nothing, use the programs the build tree has (for
 #                `make check`, which builds them first)
 #
@@ -28,6 +28,9 @@
 #   B7 b7-launch.sh    launch overhead vs mpirun (hyperfine)
 #   B8 b8-model.py     growth models from B1, B3/B4, B5
 #   B9 b9-notice.sh    failure notice and MPI_Init: hosted PMIx vs mpirun
+#   B11 b11-meshscale.sh  the mesh protocol alone at 64-1024 members: join,
+#                      fence, failure broadcast, heartbeat bytes; growth
+#                      models to 10,000 (b11-model.py, OUT/meshscale.md)
 # Exit status: 0 when every selected benchmark produced rows (targets met
 # or not: see summary.csv), 1 when one produced none, 2 on bad usage.
 set -u
@@ -35,7 +38,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 mode=--full
 build=
 out=
-only=B1,B2,B3,B4,B5,B6,B7,B8,B9
+only=B1,B2,B3,B4,B5,B6,B7,B8,B9,B11
 while [ $# -gt 0 ]; do
     case $1 in
         --quick | --full) mode=$1 ;;
@@ -53,8 +56,8 @@ while [ $# -gt 0 ]; do
 done
 for b in ${only//,/ }; do
     case $b in
-        B1 | B2 | B3 | B4 | B5 | B6 | B7 | B8 | B9) ;;
-        *) echo "run.sh: --only: '$b' is invalid (expected a comma-separated list of B1 ... B9)" >&2; exit 2 ;;
+        B1 | B2 | B3 | B4 | B5 | B6 | B7 | B8 | B9 | B11) ;;
+        *) echo "run.sh: --only: '$b' is invalid (expected a comma-separated list of B1 ... B9, B11)" >&2; exit 2 ;;
     esac
 done
 want() { [[ ",$only," == *",$1,"* ]]; }
@@ -68,10 +71,10 @@ bench_parse_args "$@"
 common=("$mode" --build "$BUILD" --out "$OUT")
 
 # fresh results (logs of earlier runs are replaced)
-for f in recovery restart snapshot l3 steady launch notice model summary; do
+for f in recovery restart snapshot l3 steady launch notice meshscale model summary; do
     rm -f "$OUT/$f.csv"
 done
-rm -rf "$OUT/logs" "$OUT/plots" "$OUT/scratch" "$OUT/results.md" "$OUT/model.md" "$OUT/meta.txt"
+rm -rf "$OUT/logs" "$OUT/plots" "$OUT/scratch" "$OUT/results.md" "$OUT/model.md" "$OUT/meshscale.md" "$OUT/meta.txt"
 mkdir -p "$OUT/logs"
 bench_log "building the benchmark programs in $BUILD"
 bench_build_programs
@@ -100,6 +103,7 @@ want B5 && drive B5 "$here/b5-l3.sh"
 want B6 && drive B6 "$here/b6-steady.sh"
 want B7 && drive B7 "$here/b7-launch.sh"
 want B9 && drive B9 "$here/b9-notice.sh"
+want B11 && drive B11 "$here/b11-meshscale.sh"
 if want B8; then
     bench_log "== B8: models"
     "$PY" "$here/b8-model.py" "$OUT" || status=1
@@ -112,7 +116,7 @@ rm -rf "$OUT/scratch"
 bench_log "report: $OUT/results.md"
 "$PY" "$here/report.py" "$OUT"
 rc=$?
-if [ "$only" != B1,B2,B3,B4,B5,B6,B7,B8,B9 ] && [ $rc -eq 1 ]; then
+if [ "$only" != B1,B2,B3,B4,B5,B6,B7,B8,B9,B11 ] && [ $rc -eq 1 ]; then
     rc=0 # a subset: the benchmarks not selected have no rows
 fi
 [ $rc -ne 0 ] && status=1

@@ -525,6 +525,63 @@ static void test_partition_rule (void)
         "2 against 2, the lowest on the other side: fence");
 }
 
+/* a HELLO that carries a munge credential (MESH_F_CRED) */
+static size_t
+hello_cred (struct mesh_wbuf *b, unsigned flags, const char *cred, size_t len)
+{
+    uint8_t nonce[MESH_NONCE_SIZE];
+    size_t off;
+
+    b->len = 0;
+    memset (nonce, 7, sizeof (nonce));
+    off = mesh_msg_begin (b, MESH_HELLO, flags, 0, 3);
+    mesh_put_u32 (b, 1);
+    mesh_put_u32 (b, 5);
+    mesh_put_bytes (b, nonce, sizeof (nonce));
+    if (cred)
+        mesh_put_blob (b, cred, len);
+    mesh_msg_end (b, off);
+    return b->len;
+}
+
+static void test_hello_cred (void)
+{
+    static const char cred[] = "MUNGE:AwQFAAB1ZXN0:";
+    struct mesh_wbuf b = {0};
+    struct mesh_msg msg;
+    elastic_error_t err = {{0}};
+    size_t n = hello_cred (&b, MESH_F_CRED, cred, strlen (cred)), bad = 0;
+
+    ok (decode (b.buf, n, &msg, &err) == 0 && msg.u.hello.cred_len == strlen (cred) &&
+            memcmp (msg.u.hello.cred, cred, strlen (cred)) == 0 &&
+            msg.u.hello.target == 1 && msg.u.hello.nmembers == 5,
+        "hello with a credential: decodes back (%s)",
+        err.text[0] ? err.text : "ok");
+    for (size_t k = MESH_HDR_SIZE; k < n; k++) {
+        uint8_t *p = malloc (n);
+        memcpy (p, b.buf, n);
+        set_len (p, (uint32_t)(k - MESH_HDR_SIZE));
+        bad += decode (p, k, &msg, &err) == 0;
+        free (p);
+    }
+    ok (bad == 0,
+        "hello with a credential: each of %zu truncations refused",
+        n - MESH_HDR_SIZE);
+    n = hello_cred (&b, MESH_F_CRED, "", 0);
+    expect_refused (b.buf, n, "an empty credential", "empty");
+    n = hello_cred (&b, 0, cred, strlen (cred));
+    expect_refused (b.buf, n, "a credential without the flag", "");
+    n = hello_cred (&b, MESH_F_CRED, NULL, 0);
+    expect_refused (b.buf, n, "the flag without a credential", "");
+    n = hello_cred (&b, MESH_F_RESULT, NULL, 0);
+    expect_refused (b.buf, n, "RESULT flag on a hello", "flags");
+    b.len = 0;
+    encode (&b, MESH_HEARTBEAT);
+    b.buf[7] = MESH_F_CRED;
+    expect_refused (b.buf, b.len, "CRED flag on a heartbeat", "flags");
+    mesh_wbuf_free (&b);
+}
+
 int main (void)
 {
     if (mesh_auth_init (NULL) < 0)
@@ -532,6 +589,7 @@ int main (void)
     test_roundtrip ();
     test_truncations ();
     test_malformed ();
+    test_hello_cred ();
     test_auth ();
     test_tree ();
     test_partition_rule ();

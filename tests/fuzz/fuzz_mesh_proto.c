@@ -30,6 +30,9 @@ static void walk (const struct mesh_msg *msg)
         it = msg->u.fence.blobs;
         while (mesh_list_next (&it, 1, &member, NULL, &data, &len))
             sink += member + (len ? data[len - 1] : 0u);
+    } else if (msg->hdr.type == MESH_HELLO && msg->u.hello.cred) {
+        /* the munge credential (MESH_F_CRED): its first and last byte */
+        sink += msg->u.hello.cred[0] + msg->u.hello.cred[msg->u.hello.cred_len - 1];
     } else if (msg->hdr.type == MESH_BCAST &&
                msg->u.bcast.kind == MESH_BCAST_RANK_FAILED) {
         uint32_t rank;

@@ -1,7 +1,7 @@
 /* mesh-member - one member of a test mesh on this machine (no MPI, no PMIx)
  *
  *   mesh-member --members N --self I --dir DIR [--timeout S] [--radix K]
- *               [--join-timeout S]
+ *               [--join-timeout S] [--munge SOCKET]
  *       Listen on 127.0.0.1 (a free port, written to DIR/I.port), wait for
  *       the N port files, join the mesh (key from ELASTIC_MESH_SECRET or
  *       ELASTIC_MESH_SECRET_FILE, job "mesh-test") and print one line per
@@ -15,12 +15,28 @@
  *         dmodex ok TEXT | dmodex error S | live M,.. epoch E |
  *         fenced t=T REASON
  *       Exits 0 after quit or end of input, 3 after fencing itself.
+ *       --munge: authenticate with munge credentials through munged's
+ *       SOCKET (MESH_AUTH_MUNGE, job "mesh-test") instead of a secret.
  *
  *   mesh-member --probe PORT --to I --as J --members N [--silent|--garbage|--version]
  *       A peer that is not a good member: say nothing, send garbage, speak
  *       another protocol version, or (default) try to authenticate to
  *       member I as member J with this environment's secret.  Prints what happened and
  *       exits 0 when the member closed the connection on it (within 30 s).
+ *
+ *   mesh-member --probe PORT --to I --as J --members N --munge SOCKET
+ *               [--cred-replay|--cred-bind|--cred-garbage|--cred-uid|--cred TEXT]
+ *               [--job JOB]
+ *       A HELLO with a munge credential of this process's uid: (default)
+ *       a right one, exit 0 when the member's proof verifies under the
+ *       credential's key; --cred-replay: a right one, then the very same
+ *       HELLO again on a second connection, exit 0 when that one is closed
+ *       without a challenge; --cred-bind: a credential made for member
+ *       I+1; --cred-garbage: not a credential; --cred-uid: a right one, to
+ *       be run as another uid; --cred TEXT: TEXT as the credential (e.g.
+ *       `munge -n` of another uid).  The last four exit 0 when the member
+ *       closes the connection without a challenge.  --job: the job the
+ *       credential names (default mesh-test, the members').
  */
 #if HAVE_CONFIG_H
 #include "config.h"
@@ -368,9 +384,140 @@ static int probe (int port, uint32_t as, uint32_t to, uint32_t n, const char *mo
     return 1;
 }
 
+/* --- munge probes ---------------------------------------------------- */
+
+static int probe_connect (int port)
+{
+    struct sockaddr_in sa = {0};
+    int fd = socket (AF_INET, SOCK_STREAM, 0);
+
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons ((uint16_t)port);
+    sa.sin_addr.s_addr = htonl (INADDR_LOOPBACK);
+    if (fd < 0 || connect (fd, (struct sockaddr *)&sa, sizeof (sa)) < 0) {
+        printf ("probe: connect: %s\n", strerror (errno));
+        if (fd >= 0)
+            close (fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Read the member's answer: 1 a CHALLENGE (in msg, its bytes in in), 0
+ * the connection closed without one, -1 nothing within 30 s. */
+static int probe_answer (int fd, uint8_t *in, size_t cap, struct mesh_msg *msg)
+{
+    elastic_error_t err = {{0}};
+    size_t have = 0, want = MESH_HDR_SIZE + 2 * MESH_NONCE_SIZE;
+    double t0 = mono ();
+
+    if (want > cap)
+        return -1;
+    while (have < want && mono () - t0 < 30) {
+        struct pollfd p = {fd, POLLIN, 0};
+        ssize_t r;
+        if (poll (&p, 1, 200) <= 0)
+            continue;
+        if ((r = recv (fd, in + have, want - have, 0)) <= 0)
+            return 0;
+        have += (size_t)r;
+    }
+    if (have < want)
+        return -1;
+    if (mesh_msg_decode (in, have, 256, msg, &err) < 0 ||
+        msg->hdr.type != MESH_CHALLENGE) {
+        printf ("probe: not a challenge: %s\n", err.text);
+        return 0;
+    }
+    return 1;
+}
+
+static const char *probe_cred;              /* --cred TEXT */
+static const char *probe_job = "mesh-test"; /* --job JOB */
+
+static int probe_munge (
+    int port, uint32_t as, uint32_t to, uint32_t n, const char *mode, const char *sock)
+{
+    struct mesh_wbuf b = {0};
+    uint8_t nonce[MESH_NONCE_SIZE], key[MESH_KEY_SIZE], in[256];
+    struct mesh_munge_claim cl = {as, to, n, nonce};
+    elastic_error_t err = {{0}};
+    struct mesh_msg msg;
+    char *cred = NULL;
+    size_t off, got;
+    int fd, a, rc = 1;
+
+    mesh_auth_nonce (nonce, sizeof (nonce));
+    if (probe_cred) {
+        cred = strdup (probe_cred);
+        mode = "cred";
+    } else if (strcmp (mode, "cred-garbage") == 0) {
+        cred = strdup ("MUNGE:AwQFAACbogus+not+a+credential+at+all==:");
+    } else {
+        if (strcmp (mode, "cred-bind") == 0)
+            cl.server = to + 1; /* stolen from a HELLO to another member */
+        if (mesh_auth_munge_encode (sock, probe_job, &cl, &cred, key, &err) < 0) {
+            printf ("probe: %s\n", err.text);
+            return 2;
+        }
+    }
+    off = mesh_msg_begin (&b, MESH_HELLO, MESH_F_CRED, 0, as);
+    mesh_put_u32 (&b, to);
+    mesh_put_u32 (&b, n);
+    mesh_put_bytes (&b, nonce, sizeof (nonce));
+    mesh_put_blob (&b, cred, strlen (cred));
+    mesh_msg_end (&b, off);
+    free (cred);
+    if ((fd = probe_connect (port)) < 0 || write (fd, b.buf, b.len) != (ssize_t)b.len)
+        goto out;
+    a = probe_answer (fd, in, sizeof (in), &msg);
+    if (strcmp (mode, "munge") == 0 || strcmp (mode, "cred-replay") == 0) {
+        if (a != 1) {
+            printf ("probe: %s: no challenge for a right credential\n", mode);
+            goto out;
+        }
+        if (mesh_auth_verify (key,
+                              MESH_ROLE_SERVER,
+                              nonce,
+                              msg.u.challenge.nonce,
+                              as,
+                              to,
+                              n,
+                              msg.u.challenge.mac) != 0) {
+            printf ("probe: %s: the member's proof does not verify\n", mode);
+            goto out;
+        }
+        printf ("probe: %s: the member's proof verifies under the credential's key\n",
+                mode);
+        close (fd);
+        fd = -1;
+        if (strcmp (mode, "munge") == 0) {
+            rc = 0;
+            goto out;
+        }
+        /* the same HELLO, credential and all, on a new connection */
+        if ((fd = probe_connect (port)) < 0 || write (fd, b.buf, b.len) != (ssize_t)b.len)
+            goto out;
+        a = probe_answer (fd, in, sizeof (in), &msg);
+    }
+    if (a == 1) {
+        printf ("probe: %s: the member answered with a challenge\n", mode);
+    } else if (a == 0 || wait_close (fd, 30, &got) == 0) {
+        printf ("probe: %s: closed by the member without a challenge\n", mode);
+        rc = 0;
+    } else {
+        printf ("probe: %s: still open after 30 s\n", mode);
+    }
+out:
+    if (fd >= 0)
+        close (fd);
+    mesh_wbuf_free (&b);
+    return rc;
+}
+
 int main (int argc, char **argv)
 {
-    const char *dir = NULL, *mode = "auth";
+    const char *dir = NULL, *mode = "auth", *munge = NULL;
     double timeout = 1.0, join = 60;
     uint32_t radix = 2, as = 0, to = 0, fences = 0;
     int probe_port = -1, port, lfd;
@@ -403,8 +550,16 @@ int main (int argc, char **argv)
             to = (uint32_t)atoi (v), i++;
         else if (!strcmp (a, "--as"))
             as = (uint32_t)atoi (v), i++;
+        else if (!strcmp (a, "--munge"))
+            munge = v, i++;
+        else if (!strcmp (a, "--cred"))
+            probe_cred = v, i++;
+        else if (!strcmp (a, "--job"))
+            probe_job = v, i++;
         else if (!strcmp (a, "--silent") || !strcmp (a, "--garbage") ||
-                 !strcmp (a, "--version"))
+                 !strcmp (a, "--version") || !strcmp (a, "--cred-replay") ||
+                 !strcmp (a, "--cred-bind") || !strcmp (a, "--cred-garbage") ||
+                 !strcmp (a, "--cred-uid"))
             mode = a + 2;
         else {
             fprintf (stderr, "mesh-member: unknown argument %s\n", a);
@@ -412,13 +567,20 @@ int main (int argc, char **argv)
         }
     }
     log_init_from_env ("mesh-member", "ELASTIC_LOG");
+    if (probe_port > 0 && munge)
+        return probe_munge (
+            probe_port, as, to, nmembers, strcmp (mode, "auth") ? mode : "munge", munge);
     if (probe_port > 0)
         return probe (probe_port, as, to, nmembers, mode);
     if (!dir || nmembers == 0 || self >= nmembers) {
         fprintf (stderr, "usage: mesh-member --members N --self I --dir DIR\n");
         return 2;
     }
-    if (mesh_auth_key_from_env ("mesh-test", key, &err) < 0) {
+    if (munge) {
+        cfg.auth = MESH_AUTH_MUNGE;
+        cfg.job = "mesh-test";
+        cfg.munge_socket = munge;
+    } else if (mesh_auth_key_from_env ("mesh-test", key, &err) < 0) {
         fprintf (stderr, "mesh-member: %s\n", err.text);
         return 2;
     }
@@ -470,7 +632,7 @@ int main (int argc, char **argv)
     cfg.radix = radix;
     cfg.node_timeout = timeout;
     cfg.join_timeout = join;
-    cfg.key = key;
+    cfg.key = munge ? NULL : key;
     cfg.ops.lost = on_lost;
     cfg.ops.broadcast = on_bcast;
     cfg.ops.dmodex_request = on_dmodex_request;

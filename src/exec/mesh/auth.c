@@ -10,6 +10,9 @@
 #include <unistd.h>
 
 #include <sodium.h>
+#if HAVE_MUNGE
+#include <munge.h>
+#endif
 
 #include "auth.h"
 #include "proto.h"
@@ -243,3 +246,248 @@ int mesh_auth_msg_verify (const uint8_t skey[MESH_KEY_SIZE],
     sodium_memzero (want, sizeof (want));
     return rc;
 }
+
+/* --- munge ----------------------------------------------------------- */
+
+#if HAVE_MUNGE
+/* payload: "EMM1" | client | server | nmembers | nonce | secret | job */
+#define MUNGE_MAGIC  "EMM1"
+#define MUNGE_SECRET 32
+#define MUNGE_FIXED  (4 + 12 + MESH_NONCE_SIZE + MUNGE_SECRET)
+
+static uint32_t get32 (const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static munge_ctx_t munge_ctx (const char *socket, elastic_error_t *err)
+{
+    munge_ctx_t ctx = munge_ctx_create ();
+    munge_err_t e;
+
+    if (!ctx) {
+        errprintf (err, "munge: out of memory");
+        return NULL;
+    }
+    if (socket && *socket &&
+        (e = munge_ctx_set (ctx, MUNGE_OPT_SOCKET, socket)) != EMUNGE_SUCCESS) {
+        errprintf (err, "munge: socket %s: %s", socket, munge_strerror (e));
+        munge_ctx_destroy (ctx);
+        return NULL;
+    }
+    return ctx;
+}
+
+static void
+munge_conn_key (const char *job, const uint8_t *secret, uint8_t key[MESH_KEY_SIZE])
+{
+    uint8_t s[6 + MUNGE_SECRET];
+    elastic_error_t e = {{0}};
+
+    memcpy (s, "munge", 6);
+    memcpy (s + 6, secret, MUNGE_SECRET);
+    (void)mesh_auth_key_derive (job, s, sizeof (s), key, &e);
+    sodium_memzero (s, sizeof (s));
+}
+
+int mesh_auth_munge_encode (const char *socket,
+                            const char *job,
+                            const struct mesh_munge_claim *claim,
+                            char **cred,
+                            uint8_t key[MESH_KEY_SIZE],
+                            elastic_error_t *err)
+{
+    size_t jl = job ? strlen (job) : 0, len = MUNGE_FIXED + jl;
+    uint8_t *p, *secret;
+    munge_ctx_t ctx;
+    munge_err_t e;
+    int rc = -1;
+
+    *cred = NULL;
+    if (mesh_auth_init (err) < 0 || !(ctx = munge_ctx (socket, err)))
+        return -1;
+    if (!(p = malloc (len))) {
+        munge_ctx_destroy (ctx);
+        return errprintf (err, "munge: out of memory");
+    }
+    memcpy (p, MUNGE_MAGIC, 4);
+    put32 (p + 4, claim->client);
+    put32 (p + 8, claim->server);
+    put32 (p + 12, claim->nmembers);
+    memcpy (p + 16, claim->nonce, MESH_NONCE_SIZE);
+    secret = p + 16 + MESH_NONCE_SIZE;
+    randombytes_buf (secret, MUNGE_SECRET);
+    if (jl)
+        memcpy (p + MUNGE_FIXED, job, jl);
+    /* only this uid (or root) can decode it: the secret stays ours */
+    if ((e = munge_ctx_set (ctx, MUNGE_OPT_UID_RESTRICTION, (uid_t)geteuid ())) !=
+        EMUNGE_SUCCESS) {
+        errprintf (err, "munge: uid restriction: %s", munge_strerror (e));
+        goto out;
+    }
+    if ((e = munge_encode (cred, ctx, p, (int)len)) != EMUNGE_SUCCESS) {
+        errprintf (err,
+                   "munge: cannot make a credential: %s",
+                   munge_ctx_strerror (ctx) ? munge_ctx_strerror (ctx)
+                                            : munge_strerror (e));
+        free (*cred);
+        *cred = NULL;
+        goto out;
+    }
+    if (strlen (*cred) > MESH_MUNGE_CRED_MAX) {
+        errprintf (err,
+                   "munge: a credential of %zu bytes (at most %d)",
+                   strlen (*cred),
+                   MESH_MUNGE_CRED_MAX);
+        free (*cred);
+        *cred = NULL;
+        goto out;
+    }
+    munge_conn_key (job ? job : "", secret, key);
+    rc = 0;
+out:
+    sodium_memzero (p, len);
+    free (p);
+    munge_ctx_destroy (ctx);
+    return rc;
+}
+
+/* Check a decoded payload against (job, expect); the key from its secret. */
+static int munge_check_payload (const uint8_t *p,
+                                size_t len,
+                                const char *job,
+                                const struct mesh_munge_claim *expect,
+                                uint8_t key[MESH_KEY_SIZE],
+                                elastic_error_t *err)
+{
+    size_t jl = job ? strlen (job) : 0;
+
+    if (len < MUNGE_FIXED || memcmp (p, MUNGE_MAGIC, 4) != 0)
+        return errprintf (
+            err, "munge credential: not a mesh credential (%zu bytes)", len);
+    if (len - MUNGE_FIXED != jl || (jl && memcmp (p + MUNGE_FIXED, job, jl) != 0))
+        return errprintf (err,
+                          "munge credential: for job '%.*s' (this is job '%s')",
+                          (int)(len - MUNGE_FIXED < 64 ? len - MUNGE_FIXED : 64),
+                          (const char *)p + MUNGE_FIXED,
+                          job ? job : "");
+    if (get32 (p + 4) != expect->client || get32 (p + 8) != expect->server ||
+        get32 (p + 12) != expect->nmembers)
+        return errprintf (err,
+                          "munge credential: made by member %u for member %u of %u "
+                          "(expected %u for %u of %u)",
+                          get32 (p + 4),
+                          get32 (p + 8),
+                          get32 (p + 12),
+                          expect->client,
+                          expect->server,
+                          expect->nmembers);
+    if (sodium_memcmp (p + 16, expect->nonce, MESH_NONCE_SIZE) != 0)
+        return errprintf (
+            err, "munge credential: made for another connection (nonce differs)");
+    munge_conn_key (job ? job : "", p + 16 + MESH_NONCE_SIZE, key);
+    return 0;
+}
+
+int mesh_auth_munge_decode (const char *socket,
+                            const char *job,
+                            const char *cred,
+                            size_t len,
+                            const struct mesh_munge_claim *expect,
+                            uint8_t key[MESH_KEY_SIZE],
+                            elastic_error_t *err)
+{
+    char *c;
+    void *p = NULL;
+    int plen = 0, rc = -1;
+    uid_t uid = (uid_t)-1;
+    gid_t gid = (gid_t)-1;
+    munge_ctx_t ctx;
+    munge_err_t e;
+
+    if (len == 0 || len > MESH_MUNGE_CRED_MAX || memchr (cred, '\0', len))
+        return errprintf (err,
+                          "munge credential: %zu bytes (expected 1 to %d, no NUL)",
+                          len,
+                          MESH_MUNGE_CRED_MAX);
+    if (mesh_auth_init (err) < 0 || !(ctx = munge_ctx (socket, err)))
+        return -1;
+    if (!(c = malloc (len + 1))) {
+        munge_ctx_destroy (ctx);
+        return errprintf (err, "munge: out of memory");
+    }
+    memcpy (c, cred, len);
+    c[len] = '\0';
+    e = munge_decode (c, ctx, &p, &plen, &uid, &gid);
+    if (e == EMUNGE_CRED_REPLAYED)
+        errprintf (err, "munge credential: replayed (munged decoded it before)");
+    else if (e == EMUNGE_CRED_EXPIRED)
+        errprintf (err, "munge credential: expired (older than its TTL)");
+    else if (e != EMUNGE_SUCCESS)
+        errprintf (err,
+                   "munge credential: %s",
+                   munge_ctx_strerror (ctx) ? munge_ctx_strerror (ctx)
+                                            : munge_strerror (e));
+    else if (uid != geteuid ())
+        errprintf (err,
+                   "munge credential: made by uid %u (this job runs as uid %u)",
+                   (unsigned)uid,
+                   (unsigned)geteuid ());
+    else
+        rc = munge_check_payload (p, (size_t)plen, job, expect, key, err);
+    if (p) {
+        sodium_memzero (p, (size_t)plen);
+        free (p);
+    }
+    free (c);
+    munge_ctx_destroy (ctx);
+    return rc;
+}
+
+int mesh_auth_munge_probe (const char *socket, elastic_error_t *err)
+{
+    uint8_t nonce[MESH_NONCE_SIZE], k1[MESH_KEY_SIZE], k2[MESH_KEY_SIZE];
+    struct mesh_munge_claim cl = {0, 0, 1, nonce};
+    char *cred = NULL;
+    int rc;
+
+    mesh_auth_nonce (nonce, sizeof (nonce));
+    if (mesh_auth_munge_encode (socket, "probe", &cl, &cred, k1, err) < 0)
+        return -1;
+    rc = mesh_auth_munge_decode (socket, "probe", cred, strlen (cred), &cl, k2, err);
+    if (rc == 0 && sodium_memcmp (k1, k2, MESH_KEY_SIZE) != 0)
+        rc = errprintf (err, "munge: the probe's keys differ");
+    free (cred);
+    sodium_memzero (k1, sizeof (k1));
+    sodium_memzero (k2, sizeof (k2));
+    return rc;
+}
+#else
+int mesh_auth_munge_probe (const char *socket, elastic_error_t *err)
+{
+    return errprintf (err,
+                      "munge: this build has no libmunge (apt-get install libmunge-dev)");
+}
+
+int mesh_auth_munge_encode (const char *socket,
+                            const char *job,
+                            const struct mesh_munge_claim *claim,
+                            char **cred,
+                            uint8_t key[MESH_KEY_SIZE],
+                            elastic_error_t *err)
+{
+    *cred = NULL;
+    return mesh_auth_munge_probe (socket, err);
+}
+
+int mesh_auth_munge_decode (const char *socket,
+                            const char *job,
+                            const char *cred,
+                            size_t len,
+                            const struct mesh_munge_claim *expect,
+                            uint8_t key[MESH_KEY_SIZE],
+                            elastic_error_t *err)
+{
+    return mesh_auth_munge_probe (socket, err);
+}
+#endif

@@ -13,6 +13,17 @@
  * The secret comes from ELASTIC_MESH_SECRET (its bytes), or from the file
  * named by ELASTIC_MESH_SECRET_FILE, which must be a regular file owned by
  * this user and readable by nobody else (mode 0600 or stricter).
+ *
+ * Under Slurm (where munged runs) a mesh can instead authenticate each
+ * connection with munge (mesh_config.auth = MESH_AUTH_MUNGE): the client's
+ * HELLO carries a munge credential, restricted to this uid, whose payload
+ * binds the job id, both member ids, the mesh size and the client's HELLO
+ * nonce, and carries a fresh random connection secret.  The server
+ * decodes it through its munged (which refuses a replayed or expired
+ * credential), checks that it was made by this uid and that the payload
+ * names this job, this member and this nonce, and both sides key the same
+ * challenge-response and sealed messages as above with the connection's
+ * key, derived from that secret.  doc/mesh.md says why this is sound.
  */
 #ifndef ELASTIC_EXEC_MESH_AUTH_H
 #define ELASTIC_EXEC_MESH_AUTH_H
@@ -100,5 +111,44 @@ int mesh_auth_msg_verify (const uint8_t skey[MESH_KEY_SIZE],
                           const uint8_t *p,
                           size_t len,
                           const uint8_t *mac);
+
+/* --- munge (built with libmunge: HAVE_MUNGE) ------------------------- */
+
+#define MESH_MUNGE_CRED_MAX 1024 /* longest credential a HELLO may carry */
+
+/* What a HELLO's credential binds: the client's and the server's member
+ * ids, the mesh size and the client's HELLO nonce (MESH_NONCE_SIZE). */
+struct mesh_munge_claim {
+    uint32_t client, server, nmembers;
+    const uint8_t *nonce;
+};
+
+/* Check that munged answers on socket (NULL: libmunge's default socket) by
+ * encoding and decoding one credential.  Returns 0, or -1 with err (built
+ * without libmunge, munged not running, a credential that does not
+ * decode). */
+int mesh_auth_munge_probe (const char *socket, elastic_error_t *err);
+
+/* The client's credential for (job, claim): restricted to this uid, with a
+ * fresh connection secret; *cred (malloc'ed, NUL-terminated) and key (the
+ * connection's key).  Returns 0, or -1 with err (munged's error). */
+int mesh_auth_munge_encode (const char *socket,
+                            const char *job,
+                            const struct mesh_munge_claim *claim,
+                            char **cred,
+                            uint8_t key[MESH_KEY_SIZE],
+                            elastic_error_t *err);
+
+/* The server's check of a credential (cred, len: not NUL-terminated):
+ * munged decodes it (not replayed, not expired), made by this uid, a
+ * payload of this format naming job and exactly claim; key gets the
+ * connection's key.  Returns 0, or -1 with err saying which check failed. */
+int mesh_auth_munge_decode (const char *socket,
+                            const char *job,
+                            const char *cred,
+                            size_t len,
+                            const struct mesh_munge_claim *expect,
+                            uint8_t key[MESH_KEY_SIZE],
+                            elastic_error_t *err);
 
 #endif /* ELASTIC_EXEC_MESH_AUTH_H */

@@ -87,6 +87,7 @@ static struct conn *conn_new (struct mesh *m, int fd, int outbound, int state)
     c->outbound = outbound;
     c->state = state;
     c->member = MESH_NONE;
+    memcpy (c->key, m->key, MESH_KEY_SIZE); /* MESH_AUTH_MUNGE: set by the HELLO */
     c->created = c->last_rx = c->last_tx = mesh_now ();
     c->want_out = state == CONN_CONNECTING;
     c->next = m->conns;
@@ -121,20 +122,38 @@ struct conn *conn_accept (struct mesh *m)
     return c;
 }
 
-/* Send HELLO on a connected outbound connection. */
-static void send_hello (struct mesh *m, struct conn *c)
+/* Send HELLO on a connected outbound connection (under munge with a
+ * credential that binds its nonce).  Returns 0, or -1 when c is closed. */
+static int send_hello (struct mesh *m, struct conn *c)
 {
     struct mesh_wbuf b = {0};
-    size_t off = mesh_begin (m, &b, MESH_HELLO, 0);
+    char *cred = NULL;
+    size_t off;
 
+    mesh_auth_nonce (c->nonce_c, MESH_NONCE_SIZE);
+    if (m->auth == MESH_AUTH_MUNGE) {
+        struct mesh_munge_claim cl = {m->self, c->member, m->n, c->nonce_c};
+        elastic_error_t err = {{0}};
+        if (mesh_auth_munge_encode (m->munge_socket, m->job, &cl, &cred, c->key, &err) <
+            0) {
+            log_warn ("mesh %u: %s", m->self, err.text);
+            m->peers[c->member].next_connect = mesh_now () + m->hb_interval;
+            conn_close (m, c, 0);
+            return -1;
+        }
+    }
+    off = mesh_begin (m, &b, MESH_HELLO, cred ? MESH_F_CRED : 0);
     mesh_put_u32 (&b, c->member);
     mesh_put_u32 (&b, m->n);
-    mesh_auth_nonce (c->nonce_c, MESH_NONCE_SIZE);
     mesh_put_bytes (&b, c->nonce_c, MESH_NONCE_SIZE);
+    if (cred)
+        mesh_put_blob (&b, cred, strlen (cred));
     if (mesh_msg_end (&b, off) == 0)
         conn_send (m, c, b.buf, b.len);
     mesh_wbuf_free (&b);
+    free (cred);
     c->state = CONN_WAIT_CHALLENGE;
+    return 0;
 }
 
 int conn_connect (struct mesh *m, uint32_t member)
@@ -295,6 +314,37 @@ static void conn_drop (struct mesh *m, struct conn *c, const char *why)
         conn_close (m, c, 0);
 }
 
+/* Under munge, the HELLO's credential: made by our uid for this job, from
+ * this member to us, for this very HELLO (its nonce), never decoded
+ * before; it gives the connection's key.  Returns 0, or -1 (c dropped). */
+static int check_credential (struct mesh *m, struct conn *c, const struct mesh_msg *msg)
+{
+    struct mesh_munge_claim cl = {msg->hdr.source, m->self, m->n, msg->u.hello.nonce};
+    elastic_error_t err = {{0}};
+
+    if (m->auth != MESH_AUTH_MUNGE) {
+        if (!msg->u.hello.cred)
+            return 0;
+        conn_drop (m, c, "a hello with a munge credential (this mesh uses a secret)");
+        return -1;
+    }
+    if (!msg->u.hello.cred) {
+        conn_drop (m, c, "a hello without a munge credential (this mesh uses munge)");
+        return -1;
+    }
+    if (mesh_auth_munge_decode (m->munge_socket,
+                                m->job,
+                                (const char *)msg->u.hello.cred,
+                                msg->u.hello.cred_len,
+                                &cl,
+                                c->key,
+                                &err) < 0) {
+        conn_drop (m, c, err.text);
+        return -1;
+    }
+    return 0;
+}
+
 static int on_hello (struct mesh *m, struct conn *c, const struct mesh_msg *msg)
 {
     struct mesh_wbuf b = {0};
@@ -315,6 +365,8 @@ static int on_hello (struct mesh *m, struct conn *c, const struct mesh_msg *msg)
         conn_drop (m, c, why);
         return -1;
     }
+    if (check_credential (m, c, msg) < 0)
+        return -1;
     c->member = from;
     memcpy (c->nonce_c, msg->u.hello.nonce, MESH_NONCE_SIZE);
     mesh_auth_nonce (c->nonce_s, MESH_NONCE_SIZE);
@@ -323,13 +375,13 @@ static int on_hello (struct mesh *m, struct conn *c, const struct mesh_msg *msg)
     {
         uint8_t mac[MESH_MAC_SIZE];
         mesh_auth_mac (
-            m->key, MESH_ROLE_SERVER, c->nonce_c, c->nonce_s, from, m->self, m->n, mac);
+            c->key, MESH_ROLE_SERVER, c->nonce_c, c->nonce_s, from, m->self, m->n, mac);
         mesh_put_bytes (&b, mac, MESH_MAC_SIZE);
     }
     if (mesh_msg_end (&b, off) == 0)
         conn_send (m, c, b.buf, b.len);
     mesh_wbuf_free (&b);
-    mesh_auth_session_keys (m->key, c->nonce_c, c->nonce_s, c->rx_key, c->tx_key);
+    mesh_auth_session_keys (c->key, c->nonce_c, c->nonce_s, c->rx_key, c->tx_key);
     c->state = CONN_WAIT_AUTH;
     return 0;
 }
@@ -341,7 +393,7 @@ static int on_challenge (struct mesh *m, struct conn *c, const struct mesh_msg *
     size_t off;
 
     memcpy (c->nonce_s, msg->u.challenge.nonce, MESH_NONCE_SIZE);
-    if (msg->hdr.source != c->member || mesh_auth_verify (m->key,
+    if (msg->hdr.source != c->member || mesh_auth_verify (c->key,
                                                           MESH_ROLE_SERVER,
                                                           c->nonce_c,
                                                           c->nonce_s,
@@ -354,14 +406,14 @@ static int on_challenge (struct mesh *m, struct conn *c, const struct mesh_msg *
         return -1;
     }
     mesh_auth_mac (
-        m->key, MESH_ROLE_CLIENT, c->nonce_c, c->nonce_s, m->self, c->member, m->n, mac);
+        c->key, MESH_ROLE_CLIENT, c->nonce_c, c->nonce_s, m->self, c->member, m->n, mac);
     off = mesh_begin (m, &b, MESH_AUTH, 0);
     mesh_put_bytes (&b, mac, MESH_MAC_SIZE);
     if (mesh_msg_end (&b, off) == 0)
         conn_send (m, c, b.buf, b.len);
     mesh_wbuf_free (&b);
     /* from here on, both ways, every message is sealed */
-    mesh_auth_session_keys (m->key, c->nonce_c, c->nonce_s, c->tx_key, c->rx_key);
+    mesh_auth_session_keys (c->key, c->nonce_c, c->nonce_s, c->tx_key, c->rx_key);
     c->tx_sealed = c->rx_sealed = 1;
     c->state = CONN_UP;
     mesh_link_up (m, c);
@@ -370,7 +422,7 @@ static int on_challenge (struct mesh *m, struct conn *c, const struct mesh_msg *
 
 static int on_auth (struct mesh *m, struct conn *c, const struct mesh_msg *msg)
 {
-    if (msg->hdr.source != c->member || mesh_auth_verify (m->key,
+    if (msg->hdr.source != c->member || mesh_auth_verify (c->key,
                                                           MESH_ROLE_CLIENT,
                                                           c->nonce_c,
                                                           c->nonce_s,
@@ -393,12 +445,23 @@ static int on_auth (struct mesh *m, struct conn *c, const struct mesh_msg *msg)
     return 0;
 }
 
+/* The longest payload accepted now: MESH_MAX_PREAUTH before the peer is
+ * authenticated, more for a HELLO's munge credential. */
+static uint32_t max_payload (struct mesh *m, struct conn *c)
+{
+    if (c->state == CONN_UP)
+        return MESH_MAX_PAYLOAD;
+    if (c->state == CONN_WAIT_HELLO && m->auth == MESH_AUTH_MUNGE)
+        return MESH_MAX_PREAUTH + 4 + MESH_MUNGE_CRED_MAX;
+    return MESH_MAX_PREAUTH;
+}
+
 /* One whole message in c->in[0..len): 0 to go on, -1 when c is gone. */
 static int conn_message (struct mesh *m, struct conn *c, size_t len)
 {
     elastic_error_t err = {{0}};
     struct mesh_msg msg;
-    uint32_t max = c->state == CONN_UP ? MESH_MAX_PAYLOAD : MESH_MAX_PREAUTH;
+    uint32_t max = max_payload (m, c);
 
     if (c->rx_sealed) {
         len -= MESH_MAC_SIZE;
@@ -506,7 +569,7 @@ static void conn_read (struct mesh *m, struct conn *c)
         for (;;) {
             elastic_error_t err = {{0}};
             struct mesh_hdr h;
-            uint32_t max = c->state == CONN_UP ? MESH_MAX_PAYLOAD : MESH_MAX_PREAUTH;
+            uint32_t max = max_payload (m, c);
             size_t whole;
 
             if (c->inlen < MESH_HDR_SIZE)

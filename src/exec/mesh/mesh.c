@@ -544,7 +544,7 @@ static void *mesh_thread (void *arg)
     struct mesh *m = arg;
     struct epoll_event ev[64];
 
-    int stalled = 0;
+    int stalled = 0, first = 1;
     double now;
 
     m->start = m->last_change = m->woke = mesh_now ();
@@ -558,7 +558,9 @@ static void *mesh_thread (void *arg)
 
         if (tmo < 10)
             tmo = 10;
-        n = epoll_wait (m->epfd, ev, 64, stalled ? 0 : tmo);
+        /* the first round does not wait: its tick starts the connects */
+        n = epoll_wait (m->epfd, ev, 64, stalled || first ? 0 : tmo);
+        first = 0;
         now = mesh_now ();
         /* a loop that slept far longer than asked was stopped: gather
          * input once more before any timer runs */
@@ -646,7 +648,8 @@ struct mesh *mesh_create (const struct mesh_config *cfg, elastic_error_t *err)
     struct epoll_event ev = {0};
     uint32_t n = cfg->nmembers;
 
-    if (n == 0 || n > MESH_MAX_MEMBERS || cfg->self >= n || !cfg->addrs || !cfg->key) {
+    if (n == 0 || n > MESH_MAX_MEMBERS || cfg->self >= n || !cfg->addrs ||
+        (cfg->auth == MESH_AUTH_SECRET && !cfg->key)) {
         errprintf (
             err,
             "mesh: member %u of %u (expected 0 <= member < members <= %u, addresses "
@@ -656,6 +659,19 @@ struct mesh *mesh_create (const struct mesh_config *cfg, elastic_error_t *err)
             MESH_MAX_MEMBERS);
         return NULL;
     }
+    if (cfg->auth != MESH_AUTH_SECRET && cfg->auth != MESH_AUTH_MUNGE) {
+        errprintf (err,
+                   "mesh: authentication mode %d (expected MESH_AUTH_SECRET or "
+                   "MESH_AUTH_MUNGE)",
+                   cfg->auth);
+        return NULL;
+    }
+#if !HAVE_MUNGE
+    if (cfg->auth == MESH_AUTH_MUNGE) {
+        errprintf (err, "mesh: munge authentication, but this build has no libmunge");
+        return NULL;
+    }
+#endif
     if (cfg->node_timeout != 0 && cfg->node_timeout < 0.2) {
         errprintf (err, "mesh: node timeout %.3f s (at least 0.2 s)", cfg->node_timeout);
         return NULL;
@@ -674,7 +690,15 @@ struct mesh *mesh_create (const struct mesh_config *cfg, elastic_error_t *err)
     m->join_timeout = cfg->join_timeout > 0 ? cfg->join_timeout : 60.0;
     m->hb_interval = m->node_timeout / 5;
     m->hs_timeout = m->node_timeout;
-    memcpy (m->key, cfg->key, MESH_KEY_SIZE);
+    m->auth = cfg->auth;
+    if (cfg->key)
+        memcpy (m->key, cfg->key, MESH_KEY_SIZE);
+    if (m->auth == MESH_AUTH_MUNGE &&
+        (!(m->job = strdup (cfg->job ? cfg->job : "")) ||
+         (cfg->munge_socket && !(m->munge_socket = strdup (cfg->munge_socket))))) {
+        errprintf (err, "mesh: out of memory");
+        goto error;
+    }
     m->ops = cfg->ops;
     m->arg = cfg->arg;
     m->nlive = n;
@@ -807,6 +831,8 @@ void mesh_destroy (struct mesh *m)
         close (m->epfd);
     if (m->evfd >= 0)
         close (m->evfd);
+    free (m->job);
+    free (m->munge_socket);
     free (m->addr);
     free (m->addrlen);
     free (m->live);

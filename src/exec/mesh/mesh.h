@@ -97,10 +97,17 @@ struct mesh_config {
     uint32_t radix;           /* tree fan-out; 0: 8 */
     double node_timeout;      /* seconds; 0: 2.0; at least 0.2 */
     double join_timeout;      /* first contact with a neighbour; 0: 60 */
-    const uint8_t *key;       /* MESH_KEY_SIZE bytes (auth.h) */
+    const uint8_t *key;       /* MESH_KEY_SIZE bytes (auth.h); MESH_AUTH_MUNGE: unused */
     struct mesh_ops ops;
     void *arg;
+    /* how connections are authenticated (auth.h): MESH_AUTH_SECRET (0, the
+     * key above) or MESH_AUTH_MUNGE (a munge credential in every HELLO;
+     * needs libmunge and munged: check with mesh_auth_munge_probe) */
+    int auth;
+    const char *job;          /* MESH_AUTH_MUNGE: the job id credentials name */
+    const char *munge_socket; /* MESH_AUTH_MUNGE: munged's socket; NULL: default */
 };
+enum { MESH_AUTH_SECRET = 0, MESH_AUTH_MUNGE = 1 };
 
 /* Create a mesh (binds its listening socket unless listen_fd is given; no
  * thread yet).  Returns NULL with err. */

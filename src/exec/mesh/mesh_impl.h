@@ -31,6 +31,7 @@ struct conn {
     uint32_t member; /* the peer (claimed until UP), MESH_NONE unknown */
     uint8_t nonce_c[MESH_NONCE_SIZE], nonce_s[MESH_NONCE_SIZE];
     /* after the handshake: a MAC trailer on every message (auth.h) */
+    uint8_t key[MESH_KEY_SIZE]; /* the handshake's: the job's, or munge's */
     uint8_t tx_key[MESH_KEY_SIZE], rx_key[MESH_KEY_SIZE];
     uint64_t tx_seq, rx_seq;
     int tx_sealed, rx_sealed;
@@ -100,6 +101,8 @@ struct mesh {
     uint32_t n, self, radix;
     double node_timeout, join_timeout, hb_interval, hs_timeout;
     uint8_t key[MESH_KEY_SIZE];
+    int auth;                 /* MESH_AUTH_SECRET or MESH_AUTH_MUNGE */
+    char *job, *munge_socket; /* MESH_AUTH_MUNGE */
     struct mesh_ops ops;
     void *arg;
     struct sockaddr_storage *addr;

@@ -241,7 +241,9 @@ int mesh_hdr_decode (const uint8_t *buf,
     if (hdr->flags & ~MESH_F_ALL)
         return errprintf (
             err, "unknown flags 0x%x in %s", hdr->flags, mesh_type_name (hdr->type));
-    if (hdr->flags && hdr->type != MESH_FENCE_UP)
+    if (hdr->flags & ~(hdr->type == MESH_FENCE_UP ? MESH_F_RESULT
+                       : hdr->type == MESH_HELLO  ? MESH_F_CRED
+                                                  : 0u))
         return errprintf (
             err, "flags 0x%x on %s", hdr->flags, mesh_type_name (hdr->type));
     if (hdr->length > max_payload || hdr->length > MESH_MAX_PAYLOAD)
@@ -303,6 +305,13 @@ static int decode_payload (struct rbuf *r, struct mesh_msg *m, elastic_error_t *
             m->u.hello.target = get_u32 (r);
             m->u.hello.nmembers = get_u32 (r);
             get_copy (r, m->u.hello.nonce, MESH_NONCE_SIZE);
+            m->u.hello.cred = NULL;
+            m->u.hello.cred_len = 0;
+            if (m->hdr.flags & MESH_F_CRED) {
+                m->u.hello.cred = get_blob (r, &m->u.hello.cred_len);
+                if (!r->short_read && m->u.hello.cred_len == 0)
+                    return errprintf (err, "hello: an empty credential");
+            }
             break;
         case MESH_CHALLENGE:
             get_copy (r, m->u.challenge.nonce, MESH_NONCE_SIZE);

@@ -47,7 +47,8 @@ enum mesh_type {
 
 /* flags */
 #define MESH_F_RESULT 0x1u /* FENCE_UP: the blobs are a completed result */
-#define MESH_F_ALL    MESH_F_RESULT
+#define MESH_F_CRED   0x2u /* HELLO: a u32-length munge credential follows */
+#define MESH_F_ALL    (MESH_F_RESULT | MESH_F_CRED)
 
 /* why a member was lost (MESH_LOST entries) */
 enum mesh_cause {
@@ -98,6 +99,8 @@ struct mesh_msg {
             uint32_t target;   /* the member the client believes it reached */
             uint32_t nmembers; /* the size of the job's mesh */
             uint8_t nonce[MESH_NONCE_SIZE];
+            const uint8_t *cred; /* MESH_F_CRED: the munge credential (no NUL) */
+            uint32_t cred_len;   /* 0 without the flag */
         } hello;
         struct {
             uint8_t nonce[MESH_NONCE_SIZE];
