@@ -7,7 +7,8 @@
 #
 #   1. one task per node, two ranks each (--nproc-per-node 2): the
 #      failure-free checksum, exit 0, the same summary line from every
-#      member, the agreed result in --status-file;
+#      member, the agreed result in --status-file; no secret is set, the
+#      members authenticate each other with munge;
 #   2. one task per rank (--ntasks-per-node=2): the node's task 0 starts
 #      its ranks, the other task follows it; the same checksum and line;
 #   3. a rank SIGKILLed on n2: one reshard 6 -> 5 on every survivor, the
@@ -18,7 +19,8 @@
 #      (node_lost), its ranks are reported failed to theirs;
 #   5. n2's network cut (its veth down): the others lose it within
 #      --node-timeout, n2's member kills its own ranks (self_fence);
-#   6. without a secret: one clear line and exit 2 before anything runs.
+#   6. neither a secret nor munged: one clear line and exit 2 before
+#      anything runs.
 # The recovery of the survivors after a whole node's loss (4, 5) waits
 # on ULFM's shrink (doc/mesh.md, "Known problem"): checked when it works,
 # reported as TODO otherwise.
@@ -86,8 +88,9 @@ kill_one_rank() {
 summaries() { grep -a '^elastic-exec: job slurm\.' "$tmp/$1.out"; }
 show() { tr -d '\0' < "$tmp/$1.out" | tail -n "${2:-25}"; }
 
-# 1. one task per node
-srun_fg node -N3 --ntasks-per-node=1 "$EXEC" "${COMMON[@]}" --nproc-per-node 2 \
+# 1. one task per node; no secret: the members authenticate with munge
+# (the cluster's munged, found through AuthInfo in $SLURM_CONF)
+ELASTIC_MESH_SECRET= srun_fg node -N3 --ntasks-per-node=1 "$EXEC" "${COMMON[@]}" --nproc-per-node 2 \
     --status-file "$tmp/status" "$HEAT" $HEAT_ARGS --steps 300
 is "$SRUN_RC" 0 "node shape: srun -N3 --ntasks-per-node=1 elastic-exec --nproc-per-node 2 heat2d: exit 0" ||
     diag "$(show node)"
@@ -181,14 +184,15 @@ node_case() {
 node_case nodekill kill
 node_case cut cut
 
-# 6. no secret
+# 6. neither a secret nor munged
 (
     unset ELASTIC_MESH_SECRET
+    export ELASTIC_MUNGE_SOCKET=$tmp/no-munged.socket
     timeout 120 "$SLURM_CLUSTER_SH" ctl "$CLUSTER_DIR" srun -N2 --ntasks-per-node=1 "$EXEC" \
         --nproc-per-node 1 "$HEAT" --steps 10 > "$tmp/nosecret.out" 2>&1
     echo "rc=$?" >> "$tmp/nosecret.out"
 )
 grep -q '^rc=2$' "$tmp/nosecret.out" && grep -q 'ELASTIC_MESH_SECRET' "$tmp/nosecret.out" &&
     ! grep -q '^heat2d:' "$tmp/nosecret.out"
-ok $? "no secret: exit 2 with one line naming ELASTIC_MESH_SECRET; nothing ran" || diag "$(cat "$tmp/nosecret.out")"
+ok $? "neither a secret nor munged: exit 2 with one line naming ELASTIC_MESH_SECRET and munged; nothing ran" || diag "$(cat "$tmp/nosecret.out")"
 done_testing

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -140,6 +141,58 @@ out:
     return rc;
 }
 
+/* ---- authentication ---------------------------------------------------------- */
+
+/* munged's socket: ELASTIC_MUNGE_SOCKET, else AuthInfo's socket= in
+ * $SLURM_CONF (what Slurm itself uses), else "" (libmunge's default). */
+static void munge_socket (char *buf, size_t size)
+{
+    const char *v = getenv ("ELASTIC_MUNGE_SOCKET"), *conf = getenv ("SLURM_CONF");
+    char line[4096];
+    FILE *f;
+
+    buf[0] = '\0';
+    if (v && *v) {
+        snprintf (buf, size, "%s", v);
+        return;
+    }
+    if (!conf || !*conf || !(f = fopen (conf, "re")))
+        return;
+    while (fgets (line, sizeof (line), f)) {
+        const char *p = line + strspn (line, " \t"), *q;
+        if (strncasecmp (p, "AuthInfo", 8) != 0 || !(q = strstr (p, "socket=")))
+            continue;
+        q += 7;
+        snprintf (buf, size, "%.*s", (int)strcspn (q, ", \t\n"), q);
+        break;
+    }
+    fclose (f);
+}
+
+static int make_auth (struct meshjob *mj, elastic_error_t *err)
+{
+    const char *s = getenv ("ELASTIC_MESH_SECRET"), *f = getenv ("ELASTIC_MESH_SECRET_FILE");
+    elastic_error_t merr = {{0}};
+
+    if ((s && *s) || (f && *f) || mj->map->source != JOBMAP_SLURM) {
+        if (mesh_auth_key_from_env (mj->map->key, mj->key, err) < 0) {
+            errprefix (err, "mesh (authentication between the nodes' elastic-exec)");
+            return -1;
+        }
+        return 0;
+    }
+    munge_socket (mj->munge_socket, sizeof (mj->munge_socket));
+    if (mesh_auth_munge_probe (mj->munge_socket[0] ? mj->munge_socket : NULL, &merr) == 0) {
+        mj->munge = 1;
+        return 0;
+    }
+    return errprintf (err,
+                      "mesh: the nodes' elastic-exec cannot authenticate each other: set "
+                      "ELASTIC_MESH_SECRET (or ELASTIC_MESH_SECRET_FILE) for the job, or "
+                      "run munged (%s)",
+                      merr.text);
+}
+
 /* ---- create --------------------------------------------------------------- */
 
 struct meshjob *meshjob_create (const struct meshjob_opts *opts, elastic_error_t *err)
@@ -157,10 +210,8 @@ struct meshjob *meshjob_create (const struct meshjob_opts *opts, elastic_error_t
         goto fail;
     if (mj->map->nnodes > 1 && make_addrs (mj, err) < 0)
         goto fail;
-    if (mj->map->nnodes > 1 && mesh_auth_key_from_env (mj->map->key, mj->key, err) < 0) {
-        errprefix (err, "mesh (authentication between the nodes' elastic-exec)");
+    if (mj->map->nnodes > 1 && make_auth (mj, err) < 0)
         goto fail;
-    }
     if (!tmp || !*tmp || tmp[0] != '/')
         tmp = "/tmp";
     if (snprintf (mj->nodedir,

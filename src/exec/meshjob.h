@@ -21,8 +21,13 @@
  * by getaddrinfo, else Slurm's NodeAddr for it (one `scontrol show node`
  * for the names that do not resolve: an emulated cluster, nodes known to
  * Slurm only), with the map's first mesh port (SLURM_STEP_RESV_PORTS, or
- * the deterministic port of the job step).  The key: mesh_auth_key_from_env
- * over the map's key (ELASTIC_MESH_SECRET or ELASTIC_MESH_SECRET_FILE).
+ * the deterministic port of the job step).  Authentication: with
+ * ELASTIC_MESH_SECRET or ELASTIC_MESH_SECRET_FILE, the key derived from it
+ * and the map's key (mesh_auth_key_from_env); else, under Slurm, munge
+ * (every connection carries a credential of this uid for this job: see
+ * doc/mesh.md), on ELASTIC_MUNGE_SOCKET, else the socket= of AuthInfo in
+ * $SLURM_CONF, else libmunge's default, when munged answers there; else
+ * an error naming both ways.
  */
 #ifndef ELASTIC_EXEC_MESHJOB_H
 #define ELASTIC_EXEC_MESHJOB_H
@@ -40,6 +45,8 @@ struct meshjob {
     struct jobmap *map;
     char **addrs; /* [nnodes] "address:port" */
     uint8_t key[MESHJOB_KEY_SIZE];
+    int munge;                   /* 1: connections authenticated by munge */
+    char munge_socket[PATH_MAX]; /* "" : libmunge's default */
     double node_timeout;
     char nodedir[PATH_MAX]; /* leader and followers of this node */
     int nfollowers;         /* the node's other tasks */

@@ -465,6 +465,9 @@ struct pmixhost_mesh *pmixhost_mesh_create (const struct pmixhost_mesh_opts *opt
     cfg.node_timeout = opts->node_timeout;
     cfg.join_timeout = opts->join_timeout;
     cfg.key = opts->key;
+    cfg.auth = opts->auth;
+    cfg.job = opts->job;
+    cfg.munge_socket = opts->munge_socket;
     cfg.ops.lost = on_lost;
     cfg.ops.broadcast = on_broadcast;
     cfg.ops.dmodex_request = on_dmodex_request;
