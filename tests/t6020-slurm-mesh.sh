@@ -118,9 +118,24 @@ is "$leftover" "" "rank shape: the node directories of leaders and followers are
 STEPS=3000
 ref3=$(ref $STEPS)
 srun_bg kill -N3 --ntasks-per-node=1 "$EXEC" "${COMMON[@]}" --nproc-per-node 2 \
-    --event-log "$tmp/ev.kill.%h" "$HEAT" $HEAT_ARGS --steps $STEPS --progress 100 --sleep 1
+    --health-port 29555 --event-log "$tmp/ev.kill.%h" "$HEAT" $HEAT_ARGS --steps $STEPS \
+    --progress 100 --sleep 1
 wait_for_grep '^step 300$' "$tmp/kill.out" 120
 ok $? "kill: the job computes" || diag "$(show kill)"
+# n1's /metrics (from inside its namespace)
+metrics() {
+    nsenter --net="/run/netns/$(sed -n 's/^PREFIX=//p' "$CLUSTER_DIR/cluster.env")-n1" \
+        curl -s --max-time 10 http://127.0.0.1:29555/metrics 2> /dev/null
+}
+if [ "$CLUSTER_MODE" = netns ] && command -v curl > /dev/null; then
+    metrics > "$tmp/metrics.1"
+    grep -qx 'elastic_mesh_members_alive 3' "$tmp/metrics.1" &&
+        grep -q '^elastic_mesh_heartbeat_age_seconds{member="[12]",node="n[23]"} [0-9.]*$' "$tmp/metrics.1"
+    ok $? "kill: n1's /metrics: 3 members alive, a heartbeat age per tree neighbour" ||
+        diag "$(grep mesh "$tmp/metrics.1")"
+else
+    skip "kill: /metrics of a node needs the netns cluster and curl"
+fi
 kill_one_rank n2
 ok $? "kill: one heat2d rank on n2 SIGKILLed (its elastic-exec and the other rank live)"
 wait_for_file "$tmp/kill.rc" 240

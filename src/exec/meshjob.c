@@ -24,7 +24,9 @@
 #include "common/log.h"
 #include "jobmap.h"
 #include "mesh/auth.h"
+#include "mesh/mesh.h"
 #include "meshjob.h"
+#include "pmix/pmix_transport_mesh.h"
 
 _Static_assert (MESHJOB_KEY_SIZE == MESH_KEY_SIZE, "the mesh's key size");
 
@@ -205,6 +207,7 @@ struct meshjob *meshjob_create (const struct meshjob_opts *opts, elastic_error_t
         errprintf (err, "out of memory");
         return NULL;
     }
+    pthread_mutex_init (&mj->lock, NULL);
     mj->node_timeout = opts && opts->node_timeout > 0 ? opts->node_timeout : 2.0;
     if (!(mj->map = jobmap_from_slurm (&jo, NULL, err)))
         goto fail;
@@ -241,6 +244,7 @@ void meshjob_destroy (struct meshjob *mj)
         free (mj->addrs[i]);
     free (mj->addrs);
     jobmap_destroy (mj->map);
+    pthread_mutex_destroy (&mj->lock);
     free (mj);
     errno = saved;
 }
@@ -419,6 +423,91 @@ int meshjob_follow (struct meshjob *mj)
     if (pidfd >= 0)
         close (pidfd);
     return status;
+}
+
+/* ---- /metrics ----------------------------------------------------------- */
+
+void meshjob_set_transport (struct meshjob *mj, struct pmixhost_mesh *tp)
+{
+    pthread_mutex_lock (&mj->lock);
+    mj->tp = tp;
+    pthread_mutex_unlock (&mj->lock);
+}
+
+char *meshjob_metrics (struct meshjob *mj)
+{
+    const struct jobmap *m = mj->map;
+    struct pmixhost_mesh_counts c;
+    struct mesh_stats st;
+    struct mesh *mesh;
+    double *age;
+    char *buf = NULL;
+    size_t size = 0;
+    FILE *f;
+
+    if (!(age = calloc ((size_t)m->nnodes, sizeof (*age))) ||
+        !(f = open_memstream (&buf, &size))) {
+        free (age);
+        return NULL;
+    }
+    pthread_mutex_lock (&mj->lock);
+    if (!mj->tp || !(mesh = pmixhost_mesh_get (mj->tp))) {
+        pthread_mutex_unlock (&mj->lock);
+        fclose (f);
+        free (buf);
+        free (age);
+        return NULL;
+    }
+    mesh_get_stats (mesh, &st);
+    mesh_get_ages (mesh, age, (uint32_t)m->nnodes);
+    pmixhost_mesh_counts (mj->tp, &c);
+    pthread_mutex_unlock (&mj->lock);
+    fprintf (f,
+             "# HELP elastic_mesh_members Members of the job's mesh (nodes).\n"
+             "# TYPE elastic_mesh_members gauge\nelastic_mesh_members %d\n"
+             "# HELP elastic_mesh_members_alive Members this one sees alive.\n"
+             "# TYPE elastic_mesh_members_alive gauge\nelastic_mesh_members_alive %u\n"
+             "# HELP elastic_mesh_epoch Membership epoch (members lost so far).\n"
+             "# TYPE elastic_mesh_epoch gauge\nelastic_mesh_epoch %u\n"
+             "# HELP elastic_mesh_heartbeat_age_seconds Seconds since each tree "
+             "neighbour was last heard from.\n"
+             "# TYPE elastic_mesh_heartbeat_age_seconds gauge\n",
+             m->nnodes,
+             st.nlive,
+             st.epoch);
+    for (int i = 0; i < m->nnodes; i++)
+        if (age[i] >= 0)
+            fprintf (f,
+                     "elastic_mesh_heartbeat_age_seconds{member=\"%d\",node=\"%s\"} "
+                     "%.3f\n",
+                     i,
+                     m->node[i].name ? m->node[i].name : "",
+                     age[i]);
+    fprintf (f,
+             "# HELP elastic_mesh_fences_total Fences over the mesh completed.\n"
+             "# TYPE elastic_mesh_fences_total counter\nelastic_mesh_fences_total %u\n"
+             "# HELP elastic_mesh_failures_seen_total Ranks of other nodes reported "
+             "failed to this node's ranks.\n"
+             "# TYPE elastic_mesh_failures_seen_total counter\n"
+             "elastic_mesh_failures_seen_total %u\n"
+             "# HELP elastic_mesh_failures_sent_total This node's rank failures sent "
+             "to the others.\n"
+             "# TYPE elastic_mesh_failures_sent_total counter\n"
+             "elastic_mesh_failures_sent_total %u\n"
+             "# HELP elastic_mesh_sent_bytes_total Bytes this member sent.\n"
+             "# TYPE elastic_mesh_sent_bytes_total counter\n"
+             "elastic_mesh_sent_bytes_total %llu\n"
+             "# HELP elastic_mesh_self_fenced 1 once this member was cut off and "
+             "killed its ranks.\n"
+             "# TYPE elastic_mesh_self_fenced gauge\nelastic_mesh_self_fenced %d\n",
+             st.fences,
+             c.reported,
+             c.failures_sent,
+             (unsigned long long)st.sent_bytes,
+             st.fenced);
+    fclose (f);
+    free (age);
+    return buf;
 }
 
 /* ---- the agreed result -------------------------------------------------- */

@@ -33,11 +33,13 @@
 #define ELASTIC_EXEC_MESHJOB_H
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdint.h>
 
 #include "common/error.h"
 
 struct jobmap;
+struct pmixhost_mesh;
 
 #define MESHJOB_KEY_SIZE 32
 
@@ -50,6 +52,10 @@ struct meshjob {
     double node_timeout;
     char nodedir[PATH_MAX]; /* leader and followers of this node */
     int nfollowers;         /* the node's other tasks */
+    /* the running transport, for /metrics (under lock; pmix_backend.c sets
+     * it once the mesh runs and clears it before the mesh stops) */
+    pthread_mutex_t lock;
+    struct pmixhost_mesh *tp;
     /* the end of the job, agreed by the members (pmix_backend.c) */
     int agreed;  /* 1: every live member's outcome was heard */
     int decided; /* 1: status and summary are set (agreed or not) */
@@ -96,6 +102,14 @@ struct meshjob_member {
     int lost;            /* the mesh lost it before it was done */
 };
 void meshjob_decide (struct meshjob *mj, const struct meshjob_member *m, int agreed);
+
+/* The transport /metrics reads (NULL: none from now on). */
+void meshjob_set_transport (struct meshjob *mj, struct pmixhost_mesh *tp);
+
+/* The mesh's series for /metrics (Prometheus text, malloc'ed), or NULL
+ * when no mesh runs: members alive, epoch, seconds since each tree
+ * neighbour was heard from, fences, failures seen, self-fenced. */
+char *meshjob_metrics (struct meshjob *mj);
 
 /* This member's outcome line for the others: status and rank counts. */
 void meshjob_outcome (char *buf,

@@ -8,6 +8,9 @@
 #include <string.h>
 
 #include "agent_impl.h"
+#if HAVE_PMIX && HAVE_SODIUM
+#include "meshjob.h"
+#endif
 #include "util.h"
 
 struct text {
@@ -284,6 +287,14 @@ char *agent_metrics (elastic_agent_t *agent)
     put_group (&t, &v);
     put_workers (&t, &v);
     put_last (&t, &v);
+#if HAVE_PMIX && HAVE_SODIUM
+    if (agent->spec->mesh) {
+        char *mesh = meshjob_metrics (agent->spec->mesh);
+        if (mesh)
+            put (&t, "%s", mesh);
+        free (mesh);
+    }
+#endif
     free (v.wi);
     return t.buf;
 }

@@ -119,6 +119,54 @@ static int set_max_restarts (struct elastic_agent_spec *s,
     return set_int (&s->max_restarts, key, v, 0, 1000000, err);
 }
 
+/* --nnodes N, or torchrun's MIN:MAX with MIN = MAX (a fixed size) */
+static int set_nnodes (struct elastic_agent_spec *s,
+                       const char *key,
+                       const char *v,
+                       elastic_error_t *err)
+{
+    const char *colon = strchr (v, ':');
+    int lo, hi;
+
+    if (!colon)
+        return set_int (&s->nnodes, key, v, 1, 65536, err);
+    {
+        char a[32];
+        if ((size_t)(colon - v) >= sizeof (a))
+            return errprintf (err, "%s: '%s' is not N or MIN:MAX", key, v);
+        snprintf (a, sizeof (a), "%.*s", (int)(colon - v), v);
+        if (set_int (&lo, key, a, 1, 65536, err) < 0 ||
+            set_int (&hi, key, colon + 1, 1, 65536, err) < 0)
+            return -1;
+    }
+    if (lo != hi)
+        return errprintf (err,
+                          "%s: '%s': a range of sizes (elastic membership) is not in this "
+                          "version; give one number of nodes (N or N:N)",
+                          key,
+                          v);
+    s->nnodes = lo;
+    return 0;
+}
+
+static int set_node_rank (struct elastic_agent_spec *s,
+                          const char *key,
+                          const char *v,
+                          elastic_error_t *err)
+{
+    return set_int (&s->node_rank, key, v, 0, 65535, err);
+}
+
+static int set_rdzv_endpoint (struct elastic_agent_spec *s,
+                              const char *key,
+                              const char *v,
+                              elastic_error_t *err)
+{
+    if (!*v || strlen (v) > 255)
+        return errprintf (err, "%s: '%s' is not HOST[:PORT]", key, v);
+    return set_string (&s->rdzv_endpoint, v);
+}
+
 static int set_monitor_interval (struct elastic_agent_spec *s,
                                  const char *key,
                                  const char *v,
@@ -662,6 +710,23 @@ const struct setting settings_table[] = {
      .env = "ELASTIC_EVENT_LOG",
      .set = set_event_log,
      .help = "append JSON-lines events to this file"},
+    {.name = "nnodes",
+     .arg = SETTING_VALUE,
+     .env = "ELASTIC_NNODES",
+     .set = set_nnodes,
+     .help = "multi-node without Slurm (torchrun's spelling): the job's number of "
+             "nodes, N (or N:N)"},
+    {.name = "node-rank",
+     .arg = SETTING_VALUE,
+     .env = "ELASTIC_NODE_RANK",
+     .set = set_node_rank,
+     .help = "with --nnodes: this node's rank, 0..N-1"},
+    {.name = "rdzv-endpoint",
+     .arg = SETTING_VALUE,
+     .env = "ELASTIC_RDZV_ENDPOINT",
+     .set = set_rdzv_endpoint,
+     .help = "with --nnodes: HOST[:PORT] where the nodes meet at start (default port "
+             "29400)"},
     {.name = "node-timeout",
      .arg = SETTING_VALUE,
      .env = "ELASTIC_NODE_TIMEOUT",

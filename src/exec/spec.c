@@ -41,6 +41,7 @@ elastic_agent_spec_t *elastic_agent_spec_create (void)
     s->monitor_interval = 0.1;
     s->exit_barrier_timeout = 300;
     s->node_timeout = 2.0;
+    s->node_rank = -1;
     s->shutdown_timeout = 30;
     sigemptyset (&s->handled);
     sigaddset (&s->handled, SIGTERM);
@@ -81,6 +82,7 @@ void elastic_agent_spec_destroy (elastic_agent_spec_t *s)
         spec_strv_free (s->dup_err, s->ndup_err);
         free (s->event_log);
         free (s->status_file);
+        free (s->rdzv_endpoint);
         free (s->run_id);
         free (s->timer_file);
         free (s->health_addr);

@@ -457,6 +457,12 @@ static void tick (struct mesh *m)
                 p->next_connect = now + 0.1;
         }
     }
+    pthread_mutex_lock (&m->lock);
+    for (uint32_t i = 0; i < m->n; i++) {
+        const struct peer *p = &m->peers[i];
+        m->rx_snapshot[i] = p->neighbour && m->live[i] ? p->last_rx : 0;
+    }
+    pthread_mutex_unlock (&m->lock);
     if (m->fenced)
         return;
     if (m->nnewly_lost > before) {
@@ -705,7 +711,7 @@ struct mesh *mesh_create (const struct mesh_config *cfg, elastic_error_t *err)
     m->next_id = 1;
     if (!(m->addr = calloc (n, sizeof (*m->addr))) ||
         !(m->addrlen = calloc (n, sizeof (*m->addrlen))) || !(m->live = malloc (n)) ||
-        !(m->live_snapshot = malloc (n)) || !(m->cause = calloc (n, 1)) ||
+        !(m->live_snapshot = malloc (n)) || !(m->rx_snapshot = calloc (n, sizeof (double))) || !(m->cause = calloc (n, 1)) ||
         !(m->suspect = calloc (n, 1)) || !(m->left = calloc (n, 1)) ||
         !(m->lost_at = calloc (n, sizeof (*m->lost_at))) ||
         !(m->parent = calloc (n, sizeof (*m->parent))) ||
@@ -837,6 +843,7 @@ void mesh_destroy (struct mesh *m)
     free (m->addrlen);
     free (m->live);
     free (m->live_snapshot);
+    free (m->rx_snapshot);
     free (m->cause);
     free (m->suspect);
     free (m->left);
@@ -965,6 +972,16 @@ void mesh_get_live (struct mesh *m, uint8_t *live, uint32_t n)
 {
     pthread_mutex_lock (&m->lock);
     memcpy (live, m->live_snapshot, n < m->n ? n : m->n);
+    pthread_mutex_unlock (&m->lock);
+}
+
+void mesh_get_ages (struct mesh *m, double *age, uint32_t n)
+{
+    double now = mesh_now ();
+
+    pthread_mutex_lock (&m->lock);
+    for (uint32_t i = 0; i < n; i++)
+        age[i] = i < m->n && m->rx_snapshot[i] > 0 ? now - m->rx_snapshot[i] : -1;
     pthread_mutex_unlock (&m->lock);
 }
 

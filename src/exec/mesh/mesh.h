@@ -166,6 +166,11 @@ void mesh_get_stats (struct mesh *m, struct mesh_stats *st);
 /* Copy the live set (n bytes, 1 = live) into live.  Thread-safe. */
 void mesh_get_live (struct mesh *m, uint8_t *live, uint32_t n);
 
+/* Seconds since each neighbour was last heard from (n entries; -1 for a
+ * member that is not a live neighbour), as of the mesh thread's last
+ * tick.  Thread-safe. */
+void mesh_get_ages (struct mesh *m, double *age, uint32_t n);
+
 /* TEST ONLY: cut (on != 0) or restore this member's network as a
  * partition would: nothing it sends arrives, nothing sent to it is read,
  * its connection attempts never complete; its thread keeps running. */

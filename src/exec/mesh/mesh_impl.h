@@ -117,6 +117,8 @@ struct mesh {
     int stop, fence_busy, dead; /* dead: fenced or stopping */
     struct mesh_stats stats;
     uint8_t *live_snapshot;
+    double *rx_snapshot; /* [n] last message from each neighbour (0: not a
+                            neighbour), copied under lock every tick */
 
     /* the mesh thread's own */
     double start;

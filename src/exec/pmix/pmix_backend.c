@@ -811,6 +811,8 @@ static int start_server (struct pmixb *pb, elastic_error_t *err)
         pb->tp = NULL;
         return ELASTIC_ERR_IO;
     }
+    if (pb->tp)
+        meshjob_set_transport (agent_spec (pb->agent)->mesh, pb->tp);
 #endif
     if (elastic_agent_watch (pb->agent, pmixhost_fd (pb->h), on_server_fd, pb) !=
         ELASTIC_OK) {
@@ -838,6 +840,11 @@ static void stop_server (struct pmixb *pb)
     end_job (pb);
     if (pb->mesh_pipe[0] >= 0)
         elastic_agent_unwatch (pb->agent, pb->mesh_pipe[0]);
+#if HAVE_SODIUM
+    if (pb->tp)
+        meshjob_set_transport (agent_spec (pb->agent)->mesh, NULL);
+    pb->tp = NULL; /* destroyed with the server */
+#endif
     if (pb->watching) {
         elastic_agent_unwatch (pb->agent, pmixhost_fd (pb->h));
         pb->watching = 0;
