@@ -20,7 +20,9 @@
 #   5. n2's network cut (its veth down): the others lose it within
 #      --node-timeout, n2's member kills its own ranks (self_fence);
 #   6. neither a secret nor munged: one clear line and exit 2 before
-#      anything runs.
+#      anything runs;
+#   7. preemption (scancel -s USR1): every member agrees on 75 (srun's
+#      exit, --status-file); the job resumes from HDF5 on 2 nodes.
 # The recovery of the survivors after a whole node's loss (4, 5) waits
 # on ULFM's shrink (doc/mesh.md, "Known problem"): checked when it works,
 # reported as TODO otherwise.
@@ -198,6 +200,28 @@ node_case() {
 }
 node_case nodekill kill
 node_case cut cut
+
+# 7. preemption: scancel -s USR1 -> the ranks suspend to HDF5, every member
+# agrees on 75; then the same job resumes on 2 nodes (4 ranks)
+ELASTIC_RUN_ID=t6020pre srun_bg pre -N3 --ntasks-per-node=1 "$EXEC" "${COMMON[@]}" --nproc-per-node 2 \
+    --status-file "$tmp/status.pre" "$HEAT" $HEAT_ARGS --steps $STEPS --progress 100 \
+    --sleep 1 --snapshot-dir "$tmp/snap" --persist-period 1000000
+wait_for_grep '^step 300$' "$tmp/pre.out" 120
+ok $? "preempt: the job computes" || diag "$(show pre)"
+job=$(run_in_ctl squeue -h -o %i | head -n 1)
+run_in_ctl scancel -s USR1 "$job"
+ok $? "preempt: scancel -s USR1 $job"
+wait_for_file "$tmp/pre.rc" 120
+is "$(cat "$tmp/pre.rc" 2> /dev/null)" 75 "preempt: srun exits 75" || diag "$(show pre 30)"
+is "$(summaries pre | sort -u | wc -l) $(summaries pre | wc -l)" "1 3" "preempt: one summary line from the 3 members"
+grep -q '^75 job slurm\.[0-9]*\.0: .*suspended (exit 75: resume it)' "$tmp/status.pre" 2> /dev/null
+ok $? "preempt: --status-file says 75, suspended" || diag "$(cat "$tmp/status.pre" 2>&1)"
+ELASTIC_RESUME=1 ELASTIC_RUN_ID=t6020pre srun_fg resume -N2 --ntasks-per-node=1 "$EXEC" "${COMMON[@]}" \
+    --nproc-per-node 2 "$HEAT" $HEAT_ARGS --steps $STEPS --snapshot-dir "$tmp/snap"
+is "$SRUN_RC" 0 "resume: srun -N2 (4 ranks) exit 0" || diag "$(show resume 30)"
+grep -aq '^resumed from step [1-9][0-9]* .*world [0-9]* -> 4' "$tmp/resume.out"
+ok $? "resume: resumed from the suspended step on 4 ranks" || diag "$(grep -a resumed "$tmp/resume.out")"
+is "$(sed -n 's/^checksum //p' "$tmp/resume.out")" "$ref3" "resume: the failure-free checksum"
 
 # 6. neither a secret nor munged
 (
