@@ -53,7 +53,7 @@ static void die (const char *what, const elastic_error_t *err)
 static int snapshot_mode (int argc, char **argv)
 {
     long mib = 16, pct = 90, warm = 40, snaps = 68, block_kib = 64;
-    int diff = 1, rank;
+    int diff = 1, rank, active;
     elastic_config_t cfg;
     elastic_manager_t *m;
     elastic_error_t err;
@@ -111,7 +111,7 @@ static int snapshot_mode (int argc, char **argv)
         elastic_register_array (m, "v", v, sizeof (uint64_t), n, &err) != ELASTIC_OK ||
         elastic_array_set_diff (
             m, "v", diff ? ELASTIC_DIFF_ON : ELASTIC_DIFF_OFF, &err) != ELASTIC_OK ||
-        elastic_manager_start (m, NULL, NULL, NULL, &err) != ELASTIC_OK)
+        elastic_manager_start (m, NULL, NULL, &active, &err) != ELASTIC_OK)
         die ("setup", &err);
     for (long s = 0; s < warm + snaps; s++) {
         double t0, dt, all;
@@ -153,7 +153,7 @@ static int fastpath_mode (int argc, char **argv)
     elastic_manager_t *m;
     elastic_error_t err;
     int64_t step = 0;
-    int rank, resharded;
+    int rank, resharded, active;
     double t0, ts, tr;
 
     for (int i = 2; i < argc; i++) {
@@ -173,7 +173,7 @@ static int fastpath_mode (int argc, char **argv)
     if (elastic_manager_create (MPI_COMM_WORLD, &cfg, &m, &err) != ELASTIC_OK)
         die ("create", &err);
     if (elastic_register_value (m, "step", &step, sizeof (step), &err) != ELASTIC_OK ||
-        elastic_manager_start (m, NULL, NULL, NULL, &err) != ELASTIC_OK)
+        elastic_manager_start (m, NULL, NULL, &active, &err) != ELASTIC_OK)
         die ("setup", &err);
     /* step 0 snapshots (0 % period == 0): warm up past it */
     for (step = 0; step < 1000; step++)

@@ -8,6 +8,12 @@
 #if HAVE_XXHASH
 #include <xxhash.h>
 #endif
+#if HAVE_XXH3_DISPATCH
+#include <xxh_x86dispatch.h> /* XXH3 with AVX2/AVX-512 where the CPU has them */
+#define BLOCK_HASH XXH3_128bits_dispatch
+#else
+#define BLOCK_HASH XXH3_128bits
+#endif
 
 #include "diff.h"
 
@@ -184,7 +190,7 @@ static struct hash128 block_hash (const void *p, size_t n)
 {
     struct hash128 r = {0, 0};
 #if HAVE_XXHASH
-    XXH128_hash_t h = XXH3_128bits (p, n);
+    XXH128_hash_t h = BLOCK_HASH (p, n);
     r.lo = h.low64;
     r.hi = h.high64;
 #else

@@ -57,9 +57,10 @@ struct snapstore {
                          holds (snapstore_stage), -1: none */
     struct snapmeta *meta;
     struct inflight fl;
-    struct diffstore *diff; /* differential snapshots (diff.h) */
-    int diff_base;          /* the committed snapshot can be a base... */
-    uint64_t diff_gen;      /* ... in this world generation */
+    struct diffstore *diff;         /* differential snapshots (diff.h) */
+    struct membuf txstage, rxstage; /* their changed bytes, packed */
+    int diff_base;                  /* the committed snapshot can be a base... */
+    uint64_t diff_gen;              /* ... in this world generation */
 };
 
 struct snapmeta *snapmeta_create (int n, int na, int nb)
@@ -161,6 +162,8 @@ void snapstore_destroy (struct snapstore *s)
         free (s->l1);
         membuf_free (&s->l2[0]);
         membuf_free (&s->l2[1]);
+        membuf_free (&s->txstage);
+        membuf_free (&s->rxstage);
         free (s->fl.rows);
         free (s->fl.reqs);
         ext_free (&s->fl.tx);
@@ -385,68 +388,34 @@ static int post_bytes (int send,
     return MPI_SUCCESS;
 }
 
-/* Post the extents e of p (offsets from p) as messages of at most CHUNK
- * bytes, each an MPI_Type_create_hindexed of its pieces; the two sides
- * cut the same list the same way.  With r NULL only counts the messages
- * into *nr.  Returns an MPI error code. */
-static int post_extents (int send,
-                         void *p,
-                         const struct extents *e,
-                         int peer,
-                         int tag,
-                         MPI_Comm comm,
-                         MPI_Request *r,
-                         int *nr)
+/* The extents e of p packed into one contiguous buffer b, or unpacked from
+ * it: a differential L2 exchange is one message (cut at CHUNK) of the
+ * changed bytes, whatever their number of extents, since each message of a
+ * rendezvous protocol costs a round trip (one message per extent was
+ * several times slower on an oversubscribed node, a derived datatype over
+ * the extents slower still).  Returns -1 when memory runs out (pack). */
+static int pack_extents (struct membuf *b, const char *p, const struct extents *e)
 {
-    int max = e->n + 1, g = 0, rc = MPI_SUCCESS;
-    int *len = NULL;
-    MPI_Aint *disp = NULL;
-    size_t gtot = 0;
+    size_t size = ext_bytes (e), at = 0;
 
-    for (int i = 0; i < e->n; i++)
-        max += (int)(e->x[2 * i + 1] / CHUNK) + 2;
-    if (r && (!(len = malloc (max * sizeof (int))) ||
-              !(disp = malloc (max * sizeof (MPI_Aint))))) {
-        free (len);
-        return MPI_ERR_NO_MEM;
+    if (membuf_reserve (b, size > 0 ? size : 1) < 0)
+        return -1;
+    for (int i = 0; i < e->n; i++) {
+        memcpy ((char *)b->p + at, p + e->x[2 * i], e->x[2 * i + 1]);
+        at += e->x[2 * i + 1];
     }
-    for (int i = 0; i <= e->n && rc == MPI_SUCCESS; i++) {
-        uint64_t o = i < e->n ? e->x[2 * i] : 0, n = i < e->n ? e->x[2 * i + 1] : 0;
-        do {
-            size_t take = n < CHUNK - gtot ? n : CHUNK - gtot;
-            if (take > 0) {
-                if (r) {
-                    len[g] = (int)take;
-                    disp[g] = (MPI_Aint)o;
-                }
-                g++;
-                gtot += take;
-                o += take;
-                n -= take;
-            }
-            /* a full message, or the end of the list: flush */
-            if (g > 0 && (gtot == CHUNK || i == e->n)) {
-                if (r) {
-                    MPI_Datatype t;
-                    if ((rc = MPI_Type_create_hindexed (g, len, disp, MPI_BYTE, &t)) !=
-                        MPI_SUCCESS)
-                        break;
-                    if ((rc = MPI_Type_commit (&t)) == MPI_SUCCESS)
-                        rc = send ? MPI_Isend (p, 1, t, peer, tag, comm, &r[*nr])
-                                  : MPI_Irecv (p, 1, t, peer, tag, comm, &r[*nr]);
-                    MPI_Type_free (&t); /* freed when its requests complete */
-                    if (rc != MPI_SUCCESS)
-                        break;
-                }
-                (*nr)++;
-                g = 0;
-                gtot = 0;
-            }
-        } while (n > 0);
+    b->size = size;
+    return 0;
+}
+
+static void unpack_extents (char *p, const struct membuf *b, const struct extents *e)
+{
+    size_t at = 0;
+
+    for (int i = 0; i < e->n; i++) {
+        memcpy (p + e->x[2 * i], (const char *)b->p + at, e->x[2 * i + 1]);
+        at += e->x[2 * i + 1];
     }
-    free (len);
-    free (disp);
-    return rc;
 }
 
 /* Is old rank j's L2 send differential in f (the same answer on j and on
@@ -597,16 +566,16 @@ static int snap_post (struct elastic_manager *m,
                                                 &f->rx) < 0)
                 rc = MPI_ERR_NO_MEM;
         }
+        if (rc == MPI_SUCCESS && f->rx_diff &&
+            membuf_reserve (&s->rxstage, ext_bytes (&f->rx) + 1) < 0)
+            rc = MPI_ERR_NO_MEM;
+        if (rc == MPI_SUCCESS && f->tx_diff &&
+            pack_extents (&s->txstage, s->l1[f->k].p, &f->tx) < 0)
+            rc = MPI_ERR_NO_MEM;
         if (rc != MPI_SUCCESS)
             goto posted;
-        if (f->rx_diff)
-            post_extents (0, NULL, &f->rx, 0, 0, MPI_COMM_NULL, NULL, &nrx);
-        else
-            nrx = count_chunks (theirs);
-        if (f->tx_diff)
-            post_extents (1, NULL, &f->tx, 0, 0, MPI_COMM_NULL, NULL, &ntx);
-        else
-            ntx = count_chunks (mine);
+        nrx = count_chunks (f->rx_diff ? ext_bytes (&f->rx) : theirs);
+        ntx = count_chunks (f->tx_diff ? s->txstage.size : mine);
         if (!(f->reqs = malloc ((nrx + ntx + 1) * sizeof (MPI_Request)))) {
             rc = MPI_ERR_NO_MEM;
             goto posted;
@@ -614,21 +583,27 @@ static int snap_post (struct elastic_manager *m,
         f->reqs[f->nr++] = lsend;
         lsend = MPI_REQUEST_NULL;
         if (f->rx_diff)
-            rc = post_extents (
-                0, s->l2[f->pend].p, &f->rx, f->ward, TAG_L2, m->work, f->reqs, &f->nr);
+            rc = post_bytes (0,
+                             s->rxstage.p,
+                             ext_bytes (&f->rx),
+                             f->ward,
+                             TAG_L2,
+                             m->work,
+                             f->reqs,
+                             &f->nr);
         else if (f->ward >= 0)
             rc = post_bytes (
                 0, s->l2[f->pend].p, theirs, f->ward, TAG_L2, m->work, f->reqs, &f->nr);
         if (rc == MPI_SUCCESS && m->buddy[me] >= 0) {
             if (f->tx_diff)
-                rc = post_extents (1,
-                                   s->l1[f->k].p,
-                                   &f->tx,
-                                   m->buddy[me],
-                                   TAG_L2,
-                                   m->work,
-                                   f->reqs,
-                                   &f->nr);
+                rc = post_bytes (1,
+                                 s->txstage.p,
+                                 s->txstage.size,
+                                 m->buddy[me],
+                                 TAG_L2,
+                                 m->work,
+                                 f->reqs,
+                                 &f->nr);
             else
                 rc = post_bytes (1,
                                  s->l1[f->k].p,
@@ -683,6 +658,8 @@ snap_finish (struct elastic_manager *m, struct inflight *f, elastic_error_t *err
     if (ft_waitall (f->nr, f->reqs, m->work) != MPI_SUCCESS)
         f->failure = 1;
     f->nr = 0;
+    if (!f->failure && f->rx_diff)
+        unpack_extents (s->l2[f->pend].p, &s->rxstage, &f->rx);
     if (!f->failure && !f->any_bad && !(sm = snapmeta_create (n, na, nb))) {
         f->any_bad = 1;
         f->bad_rank = me;
