@@ -46,7 +46,7 @@ scenario() {
         "$name: $restores restores, every element as it was at the restored step"
     tr -d '\0' < "$out" | grep -q 'bad elements 0$'
     ok $? "$name: no bad element at the end"
-    tr -d '\0' < "$out" | grep -q 'sent changed blocks, received changed blocks'
+    tr -d '\0' < "$out" | grep -q 'to the buddy: changed blocks; from the ward: changed blocks'
     ok $? "$name: snapshots were differential"
 }
 
@@ -72,6 +72,6 @@ is "$MPI_RC" 0 "heat2d: the job succeeded" || show_failure "$tmp/heat"
 is "$(checksum_of "$tmp/heat")" "$heat_ref" "heat2d: the checksum of a run without differential snapshots"
 tr -d '\0' < "$tmp/heat" | grep -q 'ballast ok (0 bad elements)'
 ok $? "heat2d: the restored ballast is intact"
-tr -d '\0' < "$tmp/heat" | grep -q 'sent changed blocks'
+tr -d '\0' < "$tmp/heat" | grep -q 'to the buddy: changed blocks'
 ok $? "heat2d: the ballast was snapshotted differentially"
 done_testing

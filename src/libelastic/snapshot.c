@@ -690,8 +690,8 @@ snap_finish (struct elastic_manager *m, struct inflight *f, elastic_error_t *err
         s->diff_gen = m->generation;
         elastic_progress_snapshot (step);
         el_log (EL_DEBUG,
-                "snapshot of step %lld committed (%zu bytes, L2 of rank %d; sent %s, "
-                "received %s)",
+                "snapshot of step %lld committed (%zu bytes, L2 of rank %d; to the "
+                "buddy: %s; from the ward: %s)",
                 (long long)step,
                 s->l1[k].size,
                 ward,
