@@ -4,7 +4,11 @@
 #
 #   bench/b11-diff.sh [--quick|--full] [--build DIR] [--out DIR] [--trials N]
 #
+# B11_RANKS=1 runs one rank (no buddy: the L1 copy and the hashing alone,
+# without the L2 exchange and its waits, which on an oversubscribed
+# machine are most of the spread).
 # tests/bench_diff snapshot (bench/diff_bench.c: what is timed) on 2 ranks
+# (B11_RANKS)
 # under mpirun --with-ft ulfm, MIB MiB per rank, synchronous snapshots
 # every step (the call holds the whole L1 copy and L2 exchange).  Each trial
 # runs the four variants back to back, in an order that alternates between
@@ -27,17 +31,19 @@ if [ "$MODE" = quick ]; then
 else
     trials=${TRIALS:-7} mib=64
 fi
+ranks=${B11_RANKS:-2}
+[[ $ranks =~ ^[1-9][0-9]*$ ]] || bench_die "B11_RANKS: '$ranks' is invalid (expected an integer >= 1)"
 one() { # VARIANT TRIAL: run it, add its row
     local v=$1 t=$2 st=${1%-*} d=${1#*-} log med
-    log=$LOGDIR/$v-$t.log
-    "$MPIRUN" "${MPI_FT_ARGS[@]}" "${MPI_ARGS[@]}" -n 2 "$prog" snapshot --mib "$mib" \
+    log=$LOGDIR/n$ranks-$v-$t.log
+    "$MPIRUN" "${MPI_FT_ARGS[@]}" "${MPI_ARGS[@]}" -n "$ranks" "$prog" snapshot --mib "$mib" \
         --static "${st#s}" --diff "$d" --warmup 40 --snaps 68 > "$log" 2>&1 ||
         bench_log "FAILED: $v trial $t (see $log)"
     med=$(sed -n 's/^median //p' "$log")
-    [ -n "$med" ] && row diff 2 "$mib" "$v" "$t" snapshot_s "$med" s
+    [ -n "$med" ] && row diff "$ranks" "$mib" "$v" "$t" snapshot_s "$med" s
 }
 for t in $(seq 1 "$trials"); do
-    bench_log "trial $t of $trials ($mib MiB per rank)"
+    bench_log "trial $t of $trials ($ranks ranks x $mib MiB)"
     if [ $((t % 2)) = 1 ]; then
         order="s90-off s90-on s0-off s0-on"
     else
@@ -45,9 +51,10 @@ for t in $(seq 1 "$trials"); do
     fi
     for v in $order; do one "$v" "$t"; done
 done
-"$PY" - "$CSV" "$mib" << 'PY'
+"$PY" - "$CSV" "$mib" "$ranks" << 'PY'
 import csv, statistics, sys
-rows = [r for r in csv.DictReader(open(sys.argv[1])) if r["mib"] == sys.argv[2]]
+rows = [r for r in csv.DictReader(open(sys.argv[1]))
+        if r["mib"] == sys.argv[2] and r["ranks"] == sys.argv[3]]
 by = {}
 for r in rows:
     by.setdefault(r["trial"], {})[r["variant"]] = float(r["value"])
