@@ -7,7 +7,8 @@
 #
 # tests/bench_diff fastpath (bench/diff_bench.c) as an MPI singleton: 10^6
 # calls of each, timed with clock_gettime around the loop (rows
-# fastpath,1,0,maybe_snapshot|maybe_reshard_up,TRIAL,ns_per_call,NS,ns);
+# fastpath,1,0,maybe_snapshot|maybe_reshard_up[+heartbeat],TRIAL,ns_per_call,
+# NS,ns; +heartbeat: with ELASTIC_HEARTBEAT_FILE, as under elastic-exec);
 # then, where strace is installed, the same program under strace -c -f with
 # --calls 0 and with --calls 10^6 (2 x 10^6 no-op calls): the difference of
 # the total system call counts (row ...,syscalls_per_call) must be ~0; and,
@@ -21,12 +22,24 @@ prog=$TESTS_DIR/bench_diff
 [ -x "$prog" ] || bench_die "$prog is missing (make -C $BUILD/tests bench-programs)"
 trials=${TRIALS:-5}
 [ "$MODE" = quick ] && trials=${TRIALS:-1}
+# "+heartbeat": as under elastic-exec, the progress heartbeat written at
+# every call (ELASTIC_HEARTBEAT_FILE, a shared mapping)
+hb=$LOGDIR/heartbeat
 for t in $(seq 1 "$trials"); do
-    log=$LOGDIR/time-$t.log
-    "$prog" fastpath --calls 1000000 > "$log" 2>&1 || bench_log "FAILED: trial $t (see $log)"
-    for f in maybe_snapshot maybe_reshard_up; do
-        ns=$(sed -n "s/^$f \([0-9.]*\) ns\/call.*/\1/p" "$log")
-        [ -n "$ns" ] && row fastpath 1 0 "$f" "$t" ns_per_call "$ns" ns && bench_log "$f: $ns ns per call"
+    for sup in "" +heartbeat; do
+        log=$LOGDIR/time$sup-$t.log
+        rm -f "$hb"
+        if [ -n "$sup" ]; then
+            : > "$hb"
+            ELASTIC_HEARTBEAT_FILE=$hb "$prog" fastpath --calls 1000000 > "$log" 2>&1
+        else
+            "$prog" fastpath --calls 1000000 > "$log" 2>&1
+        fi || bench_log "FAILED: trial $t$sup (see $log)"
+        for f in maybe_snapshot maybe_reshard_up; do
+            ns=$(sed -n "s/^$f \([0-9.]*\) ns\/call.*/\1/p" "$log")
+            [ -n "$ns" ] && row fastpath 1 0 "$f$sup" "$t" ns_per_call "$ns" ns &&
+                bench_log "$f$sup: $ns ns per call"
+        done
     done
 done
 [ "$MODE" = quick ] && exit 0
