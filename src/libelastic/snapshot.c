@@ -297,6 +297,7 @@ static int serialize (struct elastic_manager *m, int k, struct extents *tx, int 
                     "snapshot: array '%s': out of memory for its block hashes: copied "
                     "in full",
                     it.name);
+            txbad = 1; /* tx may hold part of it: send everything */
         }
         if (it.kind == REG_ARRAY)
             diff_forget_array (s->diff, it.index);
