@@ -13,7 +13,8 @@
 #                tree is brought up to date and the benchmark programs built
 #   --out DIR    results (default ./bench-results): one CSV per benchmark,
 #                summary.csv, results.md, plots/*.png, logs/
-#   --only LIST  comma-separated subset of B1,B2,B3,B4,B5,B6,B7,B8,B9
+#   --only LIST  comma-separated subset of B1,B2,B3,B4,B5,B6,B7,B8,B9 (the
+#                default), or B11, B12 (run only when named)
 #   --no-build   build nothing, use the programs the build tree has (for
 #                `make check`, which builds them first)
 #
@@ -28,6 +29,9 @@
 #   B7 b7-launch.sh    launch overhead vs mpirun (hyperfine)
 #   B8 b8-model.py     growth models from B1, B3/B4, B5
 #   B9 b9-notice.sh    failure notice and MPI_Init: hosted PMIx vs mpirun
+#   B11 b11-diff.sh    differential snapshots vs full ones (only with --only)
+#   B12 b12-fastpath.sh  no-op maybe_snapshot/maybe_reshard_up calls: ns,
+#                      system calls, instructions (only with --only)
 # Exit status: 0 when every selected benchmark produced rows (targets met
 # or not: see summary.csv), 1 when one produced none, 2 on bad usage.
 set -u
@@ -53,8 +57,8 @@ while [ $# -gt 0 ]; do
 done
 for b in ${only//,/ }; do
     case $b in
-        B1 | B2 | B3 | B4 | B5 | B6 | B7 | B8 | B9) ;;
-        *) echo "run.sh: --only: '$b' is invalid (expected a comma-separated list of B1 ... B9)" >&2; exit 2 ;;
+        B1 | B2 | B3 | B4 | B5 | B6 | B7 | B8 | B9 | B11 | B12) ;;
+        *) echo "run.sh: --only: '$b' is invalid (expected a comma-separated list of B1 ... B9, B11, B12)" >&2; exit 2 ;;
     esac
 done
 want() { [[ ",$only," == *",$1,"* ]]; }
@@ -68,7 +72,7 @@ bench_parse_args "$@"
 common=("$mode" --build "$BUILD" --out "$OUT")
 
 # fresh results (logs of earlier runs are replaced)
-for f in recovery restart snapshot l3 steady launch notice model summary; do
+for f in recovery restart snapshot l3 steady launch notice model summary diff fastpath; do
     rm -f "$OUT/$f.csv"
 done
 rm -rf "$OUT/logs" "$OUT/plots" "$OUT/scratch" "$OUT/results.md" "$OUT/model.md" "$OUT/meta.txt"
@@ -100,6 +104,8 @@ want B5 && drive B5 "$here/b5-l3.sh"
 want B6 && drive B6 "$here/b6-steady.sh"
 want B7 && drive B7 "$here/b7-launch.sh"
 want B9 && drive B9 "$here/b9-notice.sh"
+want B11 && drive B11 "$here/b11-diff.sh"
+want B12 && drive B12 "$here/b12-fastpath.sh"
 if want B8; then
     bench_log "== B8: models"
     "$PY" "$here/b8-model.py" "$OUT" || status=1
