@@ -18,7 +18,7 @@
 # up to 32 copied without hashing).  Rows: diff,2,MIB,s90-off|s90-on|
 # s0-off|s0-on,TRIAL,snapshot_s,MEDIAN,s; the summary prints per trial the
 # ratios off/on (s90, target >= 5) and on/off (s0, target <= 1.03), and
-# their median, min and max.  Run on its own (not by run.sh).
+# their median, min and max.  run.sh runs it only when named (--only B11).
 # Quick: 16 MiB, 2 trials.  Full: 64 MiB, 7 trials.
 . "$(dirname "$0")/lib.sh"
 bench_parse_args "$@"

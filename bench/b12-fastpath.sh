@@ -13,7 +13,8 @@
 # --calls 0 and with --calls 10^6 (2 x 10^6 no-op calls): the difference of
 # the total system call counts (row ...,syscalls_per_call) must be ~0; and,
 # where valgrind is installed, the instructions of each call counted by
-# callgrind (10^5 calls; row ...,instructions_per_call).  Run on its own.
+# callgrind (10^5 calls; row ...,instructions_per_call).  run.sh runs it
+# only when named (--only B12).
 # Quick: 1 trial, no strace/valgrind.  Full: 5 trials, strace and callgrind.
 . "$(dirname "$0")/lib.sh"
 bench_parse_args "$@"
