@@ -690,14 +690,22 @@ snap_finish (struct elastic_manager *m, struct inflight *f, elastic_error_t *err
         s->diff_base = 1;
         s->diff_gen = m->generation;
         elastic_progress_snapshot (step);
-        el_log (EL_DEBUG,
-                "snapshot of step %lld committed (%zu bytes, L2 of rank %d; to the "
-                "buddy: %s; from the ward: %s)",
-                (long long)step,
-                s->l1[k].size,
-                ward,
-                f->tx_diff ? "changed blocks" : "all",
-                f->rx_diff ? "changed blocks" : "all");
+        {
+            uint64_t hashed, copied, skipped;
+            diff_stats (s->diff, &hashed, &copied, &skipped);
+            el_log (EL_DEBUG,
+                    "snapshot of step %lld committed (%zu bytes, L2 of rank %d; to the "
+                    "buddy: %s; from the ward: %s; differential arrays so far: %llu "
+                    "bytes hashed, %llu copied to L1, %llu skipped)",
+                    (long long)step,
+                    s->l1[k].size,
+                    ward,
+                    f->tx_diff ? "changed blocks" : "all",
+                    f->rx_diff ? "changed blocks" : "all",
+                    (unsigned long long)hashed,
+                    (unsigned long long)copied,
+                    (unsigned long long)skipped);
+        }
         rc = ELASTIC_OK;
         goto out;
     }
