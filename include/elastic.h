@@ -332,6 +332,12 @@ typedef struct {
                               * auto: about 1% of the step time; 0) */
     int64_t deadline;        /* suspend before this time, epoch s (0: none; 0) */
     int deadline_margin;     /* seconds to keep before the deadline (>= 0; 30) */
+    int diff_threshold_kib;  /* arrays of at least this many KiB on a rank
+                              * snapshot differentially (elastic_array_set_diff,
+                              * ELASTIC_DIFF_AUTO) (>= 0, 0 = only those set
+                              * ELASTIC_DIFF_ON; 0) */
+    int diff_block_kib;      /* block of a differential snapshot, KiB
+                              * (1 to 1048576; 64) */
 } elastic_config_t;
 
 typedef struct elastic_manager elastic_manager_t;
@@ -546,6 +552,30 @@ int elastic_array_set_realloc (elastic_manager_t *m,
                                elastic_realloc_f fn,
                                void *arg,
                                elastic_error_t *err);
+
+/* Differential snapshots of an array (elastic_array_set_diff). */
+enum {
+    ELASTIC_DIFF_AUTO = 0, /* on when its block on this rank is at least
+                            * diff_threshold_kib (the default) */
+    ELASTIC_DIFF_ON = 1,   /* always */
+    ELASTIC_DIFF_OFF = 2   /* never */
+};
+
+/* Snapshot array name differentially (mode ELASTIC_DIFF_*): each snapshot
+ * hashes its blocks of diff_block_kib (XXH3) and copies to L1 and sends to
+ * the L2 buddy only the blocks that changed since the last committed
+ * snapshot; L3 files stay complete.  It pays for state that is mostly
+ * static between snapshots (embeddings, frozen layers, meshes); an array
+ * that keeps changing is detected and snapshotted in full without hashing,
+ * probed again later.  After any world change the next snapshot is full.
+ * Any time after registration, the same on every rank.  Returns
+ * ELASTIC_ERR_NOT_FOUND for an unknown name, ELASTIC_ERR_INVAL for a NULL
+ * manager or a bad mode, ELASTIC_ERR_UNSUPPORTED when built without
+ * xxhash and mode is ELASTIC_DIFF_ON. */
+int elastic_array_set_diff (elastic_manager_t *m,
+                            const char *name,
+                            int mode,
+                            elastic_error_t *err);
 
 /* Inside a handler, collective over the new working communicator: fetch the
  * blob name that old rank old_rank saved in the snapshot being restored,

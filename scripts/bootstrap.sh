@@ -56,7 +56,7 @@ PACKAGES=(
     libpmix-dev
     libhdf5-openmpi-dev hdf5-tools
     openmpi-bin libopenmpi-dev
-    libjansson-dev libmicrohttpd-dev zlib1g-dev libdeflate-dev libsodium-dev libmunge-dev
+    libjansson-dev libmicrohttpd-dev zlib1g-dev libdeflate-dev libxxhash-dev libsodium-dev libmunge-dev
     python3 python3-dev python3-h5py python3-numpy python3-mpi4py python3-torch python3-prometheus-client
     procps psmisc iproute2 curl
     slurmctld slurmd slurm-client munge libslurm-dev

@@ -29,6 +29,8 @@ static const char *vars[] = {
     "ELASTIC_SIGNAL_CHECK_PERIOD",
     "ELASTIC_DEADLINE",
     "ELASTIC_DEADLINE_MARGIN",
+    "ELASTIC_DIFF_THRESHOLD_KIB",
+    "ELASTIC_DIFF_BLOCK_KIB",
     NULL,
 };
 
@@ -88,6 +90,8 @@ static void check_defaults (void)
     is_int (cfg.signal_check_period, 0, "default signal_check_period (auto)");
     ok (cfg.deadline == 0, "no deadline by default");
     is_int (cfg.deadline_margin, 30, "default deadline_margin");
+    is_int (cfg.diff_threshold_kib, 0, "default diff_threshold_kib (no automatic diff)");
+    is_int (cfg.diff_block_kib, 64, "default diff_block_kib");
     is_int (elastic_config_validate (&cfg, 8, &err), ELASTIC_OK, "defaults are valid");
 }
 
@@ -140,6 +144,12 @@ static void check_program_values (void)
         {&bad.deadline_margin,
          -5,
          "deadline_margin: -5 is invalid (expected an integer >= 0)"},
+        {&bad.diff_threshold_kib,
+         -1,
+         "diff_threshold_kib: -1 is invalid (expected an integer >= 0)"},
+        {&bad.diff_block_kib,
+         0,
+         "diff_block_kib: 0 is invalid (expected an integer from 1 to 1048576)"},
     };
     for (size_t i = 0; i < sizeof (cases) / sizeof (cases[0]); i++) {
         bad = cfg;
@@ -253,6 +263,8 @@ static void check_environment (void)
     setenv ("ELASTIC_SIGNAL_CHECK_PERIOD", "5", 1);
     setenv ("ELASTIC_DEADLINE", "1900000000", 1);
     setenv ("ELASTIC_DEADLINE_MARGIN", "120", 1);
+    setenv ("ELASTIC_DIFF_THRESHOLD_KIB", "4096", 1);
+    setenv ("ELASTIC_DIFF_BLOCK_KIB", "256", 1);
     elastic_config_init (&cfg);
     is_int (elastic_config_from_env (&cfg, &err),
             ELASTIC_OK,
@@ -266,8 +278,14 @@ static void check_environment (void)
     is_int (cfg.signal_check_period, 5, "ELASTIC_SIGNAL_CHECK_PERIOD");
     ok (cfg.deadline == 1900000000, "ELASTIC_DEADLINE");
     is_int (cfg.deadline_margin, 120, "ELASTIC_DEADLINE_MARGIN");
+    is_int (cfg.diff_threshold_kib, 4096, "ELASTIC_DIFF_THRESHOLD_KIB");
+    is_int (cfg.diff_block_kib, 256, "ELASTIC_DIFF_BLOCK_KIB");
     is_int (elastic_config_validate (&cfg, 8, &err), ELASTIC_OK, "and are valid");
 
+    env_rejects ("ELASTIC_DIFF_BLOCK_KIB",
+                 "2000000",
+                 "ELASTIC_DIFF_BLOCK_KIB: 2000000 is invalid (expected an integer from 1 "
+                 "to 1048576)");
     env_rejects ("ELASTIC_SNAPSHOT_PERIOD",
                  "-3",
                  "ELASTIC_SNAPSHOT_PERIOD: -3 is invalid (expected an integer >= 1)");

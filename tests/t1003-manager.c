@@ -115,6 +115,20 @@ int main (int argc, char **argv)
             "twice: EXISTS");
     is_int (
         elastic_register_blob (m, "blob", b, 16, &err), ELASTIC_OK, "register a blob");
+    is_int (elastic_array_set_diff (m, "nope", ELASTIC_DIFF_ON, &err),
+            ELASTIC_ERR_NOT_FOUND,
+            "set_diff: an unknown array");
+    is_int (elastic_array_set_diff (m, "a", 7, &err),
+            ELASTIC_ERR_INVAL,
+            "set_diff: a bad mode");
+    is_str (
+        err.text,
+        "elastic_array_set_diff: mode 7 is invalid (expected ELASTIC_DIFF_AUTO, _ON or "
+        "_OFF)",
+        "set_diff: the message names the mode and what is accepted");
+    is_int (elastic_array_set_diff (m, "a", ELASTIC_DIFF_OFF, &err),
+            ELASTIC_OK,
+            "set_diff: off");
     is_int (elastic_manager_start (m, handler, NULL, &active, &err), ELASTIC_OK, "start");
     is_int (active, 1, "a working rank is active at once");
     is_int (elastic_manager_start (m, handler, NULL, &active, &err),

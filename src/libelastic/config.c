@@ -49,6 +49,8 @@ static const struct int_field int_fields[] = {
     FIELD (resume_fresh_ok, "ELASTIC_RESUME_FRESH_OK", 0, 1),
     FIELD (signal_check_period, "ELASTIC_SIGNAL_CHECK_PERIOD", 0, INT_MAX),
     FIELD (deadline_margin, "ELASTIC_DEADLINE_MARGIN", 0, INT_MAX),
+    FIELD (diff_threshold_kib, "ELASTIC_DIFF_THRESHOLD_KIB", 0, INT_MAX),
+    FIELD (diff_block_kib, "ELASTIC_DIFF_BLOCK_KIB", 1, 1048576),
 };
 
 static const char *resume_names[] = {"auto", "always", "never"};
@@ -100,6 +102,8 @@ void elastic_config_init (elastic_config_t *cfg)
     cfg->signal_check_period = 0;
     cfg->deadline = 0;
     cfg->deadline_margin = 30;
+    cfg->diff_threshold_kib = 0;
+    cfg->diff_block_kib = 64;
 }
 
 /* A string variable: unset leaves *field, empty is invalid unless

@@ -19,6 +19,7 @@
 #include "layout.h"
 #include "log.h"
 #include "manager.h"
+#include "diff.h"
 #include "preempt.h"
 #include "registry.h"
 #include "retire.h"
@@ -822,6 +823,38 @@ int elastic_array_set_realloc (elastic_manager_t *m,
                          name ? name : "");
     m->reg->a[a].place = fn;
     m->reg->a[a].place_arg = arg;
+    return ELASTIC_OK;
+}
+
+int elastic_array_set_diff (elastic_manager_t *m,
+                            const char *name,
+                            int mode,
+                            elastic_error_t *err)
+{
+    int a;
+
+    if (!m)
+        return errcodef (
+            err, ELASTIC_ERR_INVAL, "elastic_array_set_diff: manager is NULL");
+    if ((a = registry_find_array (m->reg, name)) < 0)
+        return errcodef (err,
+                         ELASTIC_ERR_NOT_FOUND,
+                         "elastic_array_set_diff: no array '%s' (register it first)",
+                         name ? name : "");
+    if (mode < ELASTIC_DIFF_AUTO || mode > ELASTIC_DIFF_OFF)
+        return errcodef (err,
+                         ELASTIC_ERR_INVAL,
+                         "elastic_array_set_diff: mode %d is invalid (expected "
+                         "ELASTIC_DIFF_AUTO, _ON or _OFF)",
+                         mode);
+    if (mode == ELASTIC_DIFF_ON && !diff_available ())
+        return errcodef (err,
+                         ELASTIC_ERR_UNSUPPORTED,
+                         "elastic_array_set_diff: '%s': differential snapshots are not "
+                         "built in (configure found no xxhash: apt-get install "
+                         "libxxhash-dev)",
+                         name);
+    m->reg->a[a].diff = mode;
     return ELASTIC_OK;
 }
 

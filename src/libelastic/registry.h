@@ -37,6 +37,7 @@ struct reg_array {
     /* placement hook (elastic_array_set_realloc), NULL: none */
     void *(*place) (void *data, uint64_t count, uint64_t new_count, void *arg);
     void *place_arg;
+    int diff; /* ELASTIC_DIFF_* (elastic_array_set_diff) */
 };
 
 struct reg_blob {

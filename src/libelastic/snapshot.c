@@ -13,6 +13,7 @@
 #include <string.h>
 #include <mpi.h>
 
+#include "diff.h"
 #include "ft.h"
 #include "layout.h"
 #include "log.h"
@@ -34,9 +35,13 @@ static void membuf_free (struct membuf *b);
 struct inflight {
     int active;
     int64_t step;
-    int k, pend, ward, L;
+    int k, pend, ward, L, X;
     int failure, any_bad, bad_rank;
-    uint64_t *rows; /* [n * L] sizes of every rank */
+    uint64_t *rows;        /* [n * X] sizes of every rank (X = L + 2: then the
+                              number of extents it sends, 0: all of it, and the
+                              old rank + 1 whose L2 copy it holds, 0: none) */
+    int tx_diff, rx_diff;  /* my L2 send / receive is differential */
+    struct extents tx, rx; /* ... of these extents of the snapshot */
     MPI_Request *reqs;
     int nr;
 };
@@ -52,6 +57,10 @@ struct snapstore {
                          holds (snapstore_stage), -1: none */
     struct snapmeta *meta;
     struct inflight fl;
+    struct diffstore *diff;         /* differential snapshots (diff.h) */
+    struct membuf txstage, rxstage; /* their changed bytes, packed */
+    int diff_base;                  /* the committed snapshot can be a base... */
+    uint64_t diff_gen;              /* ... in this world generation */
 };
 
 struct snapmeta *snapmeta_create (int n, int na, int nb)
@@ -135,7 +144,8 @@ struct snapstore *snapstore_create (int nslots)
     s->l2_committed = -1;
     s->l2_ward = -1;
     s->staged = -1;
-    if (!(s->l1 = calloc (nslots, sizeof (s->l1[0]))) ||
+    if (!(s->diff = diff_create (nslots)) ||
+        !(s->l1 = calloc (nslots, sizeof (s->l1[0]))) ||
         !(s->meta = snapmeta_create (0, 0, 0))) {
         snapstore_destroy (s);
         return NULL;
@@ -152,8 +162,13 @@ void snapstore_destroy (struct snapstore *s)
         free (s->l1);
         membuf_free (&s->l2[0]);
         membuf_free (&s->l2[1]);
+        membuf_free (&s->txstage);
+        membuf_free (&s->rxstage);
         free (s->fl.rows);
         free (s->fl.reqs);
+        ext_free (&s->fl.tx);
+        ext_free (&s->fl.rx);
+        diff_destroy (s->diff);
         snapmeta_destroy (s->meta);
         free (s);
     }
@@ -169,6 +184,7 @@ void snapstore_set_meta (struct snapstore *s, struct snapmeta *sm)
 {
     snapmeta_destroy (s->meta);
     s->meta = sm;
+    s->diff_base = 0; /* a new snapshot: a base once its commit says so */
 }
 
 const void *snapstore_source (struct snapstore *s, int me, int j)
@@ -222,9 +238,13 @@ static void membuf_free (struct membuf *b)
 
 void *snapstore_stage (struct snapstore *s, int j, size_t size)
 {
-    struct membuf *b = &s->l1[(s->l1_committed + 1) % s->nslots];
+    int k = (s->l1_committed + 1) % s->nslots;
+    struct membuf *b = &s->l1[k];
 
     s->staged = -1;
+    diff_forget_slot (s->diff, k); /* its bytes are replaced */
+    diff_uncommitted (s->diff);
+    s->diff_base = 0;
     if (membuf_reserve (b, size > 0 ? size : 1) < 0)
         return NULL;
     b->size = size;
@@ -232,25 +252,64 @@ void *snapstore_stage (struct snapstore *s, int j, size_t size)
     return b->p;
 }
 
-/* Serialize the registered state into b; -1 if memory runs out. */
-static int serialize (const struct registry *reg, struct membuf *b)
+/* 1 if array a (bytes on this rank) is snapshotted differentially. */
+static int
+diff_on (const struct elastic_manager *m, const struct reg_array *ra, size_t bytes)
 {
-    struct reg_item it;
-    size_t size = 0;
-    char *p;
+    if (bytes == 0 || !diff_available () || ra->diff == ELASTIC_DIFF_OFF)
+        return 0;
+    return ra->diff == ELASTIC_DIFF_ON ||
+           (m->cfg.diff_threshold_kib > 0 &&
+            bytes >= (size_t)m->cfg.diff_threshold_kib * 1024);
+}
 
+/* Serialize the registered state into L1 slot k (differential arrays: only
+ * the blocks the slot does not hold), and list in tx what the L2 buddy
+ * must receive; *diffed is 1 if tx leaves anything out.  -1 if memory
+ * runs out. */
+static int serialize (struct elastic_manager *m, int k, struct extents *tx, int *diffed)
+{
+    struct snapstore *s = m->store;
+    const struct registry *reg = m->reg;
+    struct membuf *b = &s->l1[k];
+    size_t block = (size_t)m->cfg.diff_block_kib * 1024, size = 0, off = 0;
+    struct reg_item it;
+    int txbad = 0;
+
+    *diffed = 0;
+    tx->n = 0;
     REG_FOREACH (reg, it)
     size += it.bytes;
     if (membuf_reserve (b, size > 0 ? size : 1) < 0)
         return -1;
-    p = b->p;
     REG_FOREACH (reg, it)
     {
+        if (it.kind == REG_ARRAY && diff_on (m, &reg->a[it.index], it.bytes)) {
+            int d;
+            if (diff_copy_array (
+                    s->diff, it.index, k, it.data, it.bytes, off, block, b->p, tx, &d) ==
+                0) {
+                *diffed |= d;
+                off += it.bytes;
+                continue;
+            }
+            el_log (EL_DEBUG,
+                    "snapshot: array '%s': out of memory for its block hashes: copied "
+                    "in full",
+                    it.name);
+            txbad = 1; /* tx may hold part of it: send everything */
+        }
+        if (it.kind == REG_ARRAY)
+            diff_forget_array (s->diff, it.index);
         if (it.bytes > 0)
-            memcpy (p, it.data, it.bytes);
-        p += it.bytes;
+            memcpy ((char *)b->p + off, it.data, it.bytes);
+        if (ext_add (tx, off, it.bytes) < 0)
+            txbad = 1;
+        off += it.bytes;
     }
     b->size = size;
+    if (txbad || (tx->n == 1 && tx->x[1] == size))
+        *diffed = 0; /* send it all */
     return 0;
 }
 
@@ -330,6 +389,58 @@ static int post_bytes (int send,
     return MPI_SUCCESS;
 }
 
+/* The extents e of p packed into one contiguous buffer b, or unpacked from
+ * it: a differential L2 exchange is one message (cut at CHUNK) of the
+ * changed bytes, whatever their number of extents, since each message of a
+ * rendezvous protocol costs a round trip (one message per extent was
+ * several times slower on an oversubscribed node, a derived datatype over
+ * the extents slower still).  Returns -1 when memory runs out (pack). */
+static int pack_extents (struct membuf *b, const char *p, const struct extents *e)
+{
+    size_t size = ext_bytes (e), at = 0;
+
+    if (membuf_reserve (b, size > 0 ? size : 1) < 0)
+        return -1;
+    for (int i = 0; i < e->n; i++) {
+        memcpy ((char *)b->p + at, p + e->x[2 * i], e->x[2 * i + 1]);
+        at += e->x[2 * i + 1];
+    }
+    b->size = size;
+    return 0;
+}
+
+static void unpack_extents (char *p, const struct membuf *b, const struct extents *e)
+{
+    size_t at = 0;
+
+    for (int i = 0; i < e->n; i++) {
+        memcpy (p + e->x[2 * i], (const char *)b->p + at, e->x[2 * i + 1]);
+        at += e->x[2 * i + 1];
+    }
+}
+
+/* Is old rank j's L2 send differential in f (the same answer on j and on
+ * its buddy)?  Its buddy holds its committed copy of this world and
+ * layout, and it sends a list of extents. */
+static int pair_diff (const struct elastic_manager *m, const struct inflight *f, int j)
+{
+    const struct snapstore *s = m->store;
+    const struct snapmeta *sm = s->meta;
+    int b = m->buddy[j], na = m->reg->na, L = f->L, X = f->X;
+    const uint64_t *rj = f->rows + (size_t)j * X;
+
+    if (b < 0 || rj[L] == 0 || f->rows[(size_t)b * X + L + 1] != (uint64_t)j + 1)
+        return 0;
+    if (!s->diff_base || s->diff_gen != m->generation || sm->step < 0 ||
+        sm->n != m->nwork || sm->na != na || sm->holder[j] != m->slot[j] ||
+        sm->buddy[j] != m->slot[b])
+        return 0;
+    for (int i = 0; i < na; i++)
+        if (rj[i] != sm->counts[(size_t)j * na + i])
+            return 0; /* the arrays moved inside the buffer */
+    return 1;
+}
+
 /* Post a snapshot of step: the L1 copy, the sizes, the L2 exchange posted
  * into f.  Returns ELASTIC_OK (f in flight, or f->done when it stopped
  * early: a failure or out of memory, to be agreed on by snap_finish) or
@@ -342,21 +453,27 @@ static int snap_post (struct elastic_manager *m,
     struct snapstore *s = m->store;
     struct registry *reg = m->reg;
     int n = m->nwork, me = m->myslot, na = reg->na, nb = reg->nb;
-    int L = na + nb + 1, rc;
+    int L = na + nb + 1, X = L + 2, rc, diffed = 0;
     uint64_t *row = NULL;
+    struct extents tx = f->tx, rx = f->rx; /* their storage is reused */
     struct reg_item it;
     char ebuf[200];
 
     memset (f, 0, sizeof (*f));
+    f->tx = tx;
+    f->rx = rx;
     f->step = step;
     f->L = L;
+    f->X = X;
     f->k = (s->l1_committed + 1) % s->nslots;
     f->pend = s->l2_committed == 0 ? 1 : 0;
     f->ward = -1;
     f->bad_rank = -1;
     s->staged = -1; /* slot k is overwritten */
-    if (!(row = calloc (L, sizeof (uint64_t))) ||
-        !(f->rows = calloc ((size_t)n * L, sizeof (uint64_t)))) {
+    if (!s->diff_base || s->diff_gen != m->generation)
+        diff_uncommitted (s->diff); /* the world changed: a full snapshot */
+    if (!(row = calloc (X, sizeof (uint64_t))) ||
+        !(f->rows = calloc ((size_t)n * X, sizeof (uint64_t)))) {
         free (row);
         free (f->rows);
         f->rows = NULL;
@@ -366,16 +483,20 @@ static int snap_post (struct elastic_manager *m,
                          (long long)step);
     }
     f->active = 1;
-    if (serialize (reg, &s->l1[f->k]) < 0)
+    if (serialize (m, f->k, &f->tx, &diffed) < 0)
         row[L - 1] = UINT64_MAX;
     else {
         REG_FOREACH (reg, it)
         if (it.col >= 0)
             row[it.col] = it.extent;
         row[L - 1] = s->l1[f->k].size;
+        row[L] = diffed ? (uint64_t)f->tx.n : 0;
     }
+    if (s->l2_committed >= 0 && s->l2_ward >= 0 && s->diff_base &&
+        s->diff_gen == m->generation)
+        row[L + 1] = (uint64_t)s->l2_ward + 1;
     s->l1[f->k].size = row[L - 1] == UINT64_MAX ? 0 : s->l1[f->k].size;
-    rc = MPI_Allgather (row, L, MPI_UINT64_T, f->rows, L, MPI_UINT64_T, m->work);
+    rc = MPI_Allgather (row, X, MPI_UINT64_T, f->rows, X, MPI_UINT64_T, m->work);
     free (row);
     if (rc != MPI_SUCCESS) {
         el_log (EL_DEBUG,
@@ -385,7 +506,7 @@ static int snap_post (struct elastic_manager *m,
         goto failed;
     }
     for (int j = 0; j < n; j++) {
-        if (f->rows[(size_t)j * L + L - 1] == UINT64_MAX) {
+        if (f->rows[(size_t)j * X + L - 1] == UINT64_MAX) {
             f->any_bad = 1;
             f->bad_rank = j;
         }
@@ -397,8 +518,10 @@ static int snap_post (struct elastic_manager *m,
     for (int j = 0; j < n; j++)
         if (m->buddy[j] == me)
             f->ward = j;
+    f->tx_diff = pair_diff (m, f, me);
+    f->rx_diff = f->ward >= 0 && pair_diff (m, f, f->ward);
     if (f->ward >= 0) {
-        size_t want = f->rows[(size_t)f->ward * L + L - 1];
+        size_t want = f->rows[(size_t)f->ward * X + L - 1];
         if (membuf_reserve (&s->l2[f->pend], want > 0 ? want : 1) < 0)
             goto failed; /* cannot receive: make everyone give up this snapshot */
         s->l2[f->pend].size = want;
@@ -406,16 +529,98 @@ static int snap_post (struct elastic_manager *m,
     {
         size_t mine = s->l1[f->k].size;
         size_t theirs = f->ward >= 0 ? s->l2[f->pend].size : 0;
-        int nreq = count_chunks (mine) + count_chunks (theirs);
-        if (!(f->reqs = malloc ((nreq > 0 ? nreq : 1) * sizeof (MPI_Request))))
-            goto failed;
+        MPI_Request lsend = MPI_REQUEST_NULL, lrecv = MPI_REQUEST_NULL;
+        int nrx = 0, ntx = 0;
         rc = MPI_SUCCESS;
-        if (f->ward >= 0)
+        /* a differential send starts with its list of extents */
+        if (f->tx_diff)
+            rc = MPI_Isend (f->tx.x,
+                            2 * f->tx.n,
+                            MPI_UINT64_T,
+                            m->buddy[me],
+                            TAG_L2,
+                            m->work,
+                            &lsend);
+        if (rc == MPI_SUCCESS && f->rx_diff) {
+            int nx = (int)f->rows[(size_t)f->ward * X + L];
+            f->rx.n = 0;
+            if (nx > f->rx.cap) {
+                uint64_t *x = realloc (f->rx.x, (size_t)nx * 2 * sizeof (uint64_t));
+                if (!x) {
+                    rc = MPI_ERR_NO_MEM;
+                    goto posted;
+                }
+                f->rx.x = x;
+                f->rx.cap = nx;
+            }
+            f->rx.n = nx;
+            rc = MPI_Irecv (
+                f->rx.x, 2 * nx, MPI_UINT64_T, f->ward, TAG_L2, m->work, &lrecv);
+            if (rc == MPI_SUCCESS)
+                rc = ft_waitall (1, &lrecv, m->work);
+            /* what is not sent comes from my committed copy */
+            if (rc == MPI_SUCCESS && diff_fill (s->diff,
+                                                s->l2[f->pend].p,
+                                                theirs,
+                                                s->l2[s->l2_committed].p,
+                                                s->l2[s->l2_committed].size,
+                                                &f->rx) < 0)
+                rc = MPI_ERR_NO_MEM;
+        }
+        if (rc == MPI_SUCCESS && f->rx_diff &&
+            membuf_reserve (&s->rxstage, ext_bytes (&f->rx) + 1) < 0)
+            rc = MPI_ERR_NO_MEM;
+        if (rc == MPI_SUCCESS && f->tx_diff &&
+            pack_extents (&s->txstage, s->l1[f->k].p, &f->tx) < 0)
+            rc = MPI_ERR_NO_MEM;
+        if (rc != MPI_SUCCESS)
+            goto posted;
+        nrx = count_chunks (f->rx_diff ? ext_bytes (&f->rx) : theirs);
+        ntx = count_chunks (f->tx_diff ? s->txstage.size : mine);
+        if (!(f->reqs = malloc ((nrx + ntx + 1) * sizeof (MPI_Request)))) {
+            rc = MPI_ERR_NO_MEM;
+            goto posted;
+        }
+        f->reqs[f->nr++] = lsend;
+        lsend = MPI_REQUEST_NULL;
+        if (f->rx_diff)
+            rc = post_bytes (0,
+                             s->rxstage.p,
+                             ext_bytes (&f->rx),
+                             f->ward,
+                             TAG_L2,
+                             m->work,
+                             f->reqs,
+                             &f->nr);
+        else if (f->ward >= 0)
             rc = post_bytes (
                 0, s->l2[f->pend].p, theirs, f->ward, TAG_L2, m->work, f->reqs, &f->nr);
-        if (rc == MPI_SUCCESS && m->buddy[me] >= 0)
-            rc = post_bytes (
-                1, s->l1[f->k].p, mine, m->buddy[me], TAG_L2, m->work, f->reqs, &f->nr);
+        if (rc == MPI_SUCCESS && m->buddy[me] >= 0) {
+            if (f->tx_diff)
+                rc = post_bytes (1,
+                                 s->txstage.p,
+                                 s->txstage.size,
+                                 m->buddy[me],
+                                 TAG_L2,
+                                 m->work,
+                                 f->reqs,
+                                 &f->nr);
+            else
+                rc = post_bytes (1,
+                                 s->l1[f->k].p,
+                                 mine,
+                                 m->buddy[me],
+                                 TAG_L2,
+                                 m->work,
+                                 f->reqs,
+                                 &f->nr);
+        }
+    posted:
+        if (lsend != MPI_REQUEST_NULL) {
+            /* not handed to f->reqs: ends with the revoke below */
+            ft_revoke (m->work);
+            ft_waitall (1, &lsend, m->work);
+        }
         testhook_check (
             m->hooks, m->me, step, m->in_event ? HOOK_PROTECT : HOOK_SNAPSHOT);
         if (rc != MPI_SUCCESS) {
@@ -447,13 +652,15 @@ snap_finish (struct elastic_manager *m, struct inflight *f, elastic_error_t *err
 {
     struct snapstore *s = m->store;
     int n = m->nwork, me = m->myslot, na = m->reg->na, nb = m->reg->nb;
-    int L = f->L, k = f->k, ward = f->ward, flag, rc;
+    int X = f->X, k = f->k, ward = f->ward, flag, rc;
     int64_t step = f->step;
     struct snapmeta *sm = NULL;
 
     if (ft_waitall (f->nr, f->reqs, m->work) != MPI_SUCCESS)
         f->failure = 1;
     f->nr = 0;
+    if (!f->failure && f->rx_diff)
+        unpack_extents (s->l2[f->pend].p, &s->rxstage, &f->rx);
     if (!f->failure && !f->any_bad && !(sm = snapmeta_create (n, na, nb))) {
         f->any_bad = 1;
         f->bad_rank = me;
@@ -466,7 +673,7 @@ snap_finish (struct elastic_manager *m, struct inflight *f, elastic_error_t *err
         for (int j = 0; j < n; j++) {
             sm->holder[j] = m->slot[j];
             sm->buddy[j] = m->buddy[j] >= 0 ? m->slot[m->buddy[j]] : -1;
-            snapmeta_row_set (sm, j, f->rows + (size_t)j * L);
+            snapmeta_row_set (sm, j, f->rows + (size_t)j * X);
         }
         s->l1[k].size = sm->bytes[me];
         s->l1_committed = k;
@@ -479,15 +686,32 @@ snap_finish (struct elastic_manager *m, struct inflight *f, elastic_error_t *err
         }
         snapstore_set_meta (s, sm);
         sm = NULL;
+        diff_committed (s->diff, ward >= 0 && f->rx_diff);
+        s->diff_base = 1;
+        s->diff_gen = m->generation;
         elastic_progress_snapshot (step);
-        el_log (EL_DEBUG,
-                "snapshot of step %lld committed (%zu bytes, L2 of rank %d)",
-                (long long)step,
-                s->l1[k].size,
-                ward);
+        {
+            uint64_t hashed, copied, skipped;
+            diff_stats (s->diff, &hashed, &copied, &skipped);
+            el_log (EL_DEBUG,
+                    "snapshot of step %lld committed (%zu bytes, L2 of rank %d; to the "
+                    "buddy: %s; from the ward: %s; differential arrays so far: %llu "
+                    "bytes hashed, %llu copied to L1, %llu skipped)",
+                    (long long)step,
+                    s->l1[k].size,
+                    ward,
+                    f->tx_diff ? "changed blocks" : "all",
+                    f->rx_diff ? "changed blocks" : "all",
+                    (unsigned long long)hashed,
+                    (unsigned long long)copied,
+                    (unsigned long long)skipped);
+        }
         rc = ELASTIC_OK;
         goto out;
     }
+    /* not committed: the next snapshot compares with nothing */
+    diff_uncommitted (s->diff);
+    s->diff_base = 0;
     if (rc != MPI_SUCCESS || f->failure ||
         (flag & (W_NO_FAILURE | W_IN_SNAPSHOT)) != (W_NO_FAILURE | W_IN_SNAPSHOT)) {
         /* a failure, or ranks that entered a world event instead: this was
@@ -588,6 +812,8 @@ void snapshot_discard (struct elastic_manager *m)
     ft_revoke (m->work);
     ft_waitall (s->fl.nr, s->fl.reqs, m->work);
     snap_free (&s->fl);
+    diff_uncommitted (s->diff);
+    s->diff_base = 0;
 }
 
 /* Can this rank adopt its restored state as old rank me's committed
@@ -649,6 +875,8 @@ int snapshot_adopt (struct elastic_manager *m, elastic_error_t *err)
 
     if (me < 0)
         return errcodef (err, ELASTIC_ERR_STATE, "adopt: an idle spare adopts nothing");
+    diff_uncommitted (s->diff); /* the L2 copies move: the next snapshot is full */
+    s->diff_base = 0;
     /* the new world's buddies (collective) */
     m->buddy_valid = 0;
     if ((rc = compute_buddies (m)) != MPI_SUCCESS) {

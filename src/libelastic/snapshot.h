@@ -6,6 +6,14 @@
  * snapshot_buffer_size such buffers; L2 is the buddy's copy, double-buffered.
  * A snapshot is committed only after an agreement that every working rank
  * completed it, so a failure during a snapshot leaves the previous one whole.
+ *
+ * Differential arrays (diff.h, elastic_array_set_diff): the L1 slot gets
+ * only the blocks it does not hold already, and when the buddy holds this
+ * rank's committed copy of the same world and layout, the L2 exchange is a
+ * list of extents and one message of the changed bytes; the receiver
+ * fills the rest of its new copy from its committed one.  Both copies are
+ * always complete.  After a world change, a restore or an uncommitted
+ * snapshot the next one is full.
  */
 #ifndef ELASTIC_SNAPSHOT_H
 #define ELASTIC_SNAPSHOT_H
