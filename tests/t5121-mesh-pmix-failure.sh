@@ -85,4 +85,36 @@ node_case() {
 # them could die of SIGPIPE until mesh-pmix-node ignored it (doc/mesh.md).
 node_case node2 2 1
 node_case node3 3 2
+
+# both ranks of node 2 SIGKILLed while its server stays: node 2 reaps them
+# (recoverable), the mesh broadcast tells nodes 0 and 1 (signaled), and the
+# survivors shrink 6 -> 4 (the same agreement tree as node3)
+mn_start ranks3 3 2 -- "$FT_APP" -v 4,5
+for r in 4 5; do
+    wait_for_grep "^ready 1 $r " "$mn_dir/out.2" 180
+    ok $? "ranks3: rank $r reached the kill point" || diag "$(mn_out)"
+done
+for r in 4 5; do
+    p=$(grep -a -o "^ready 1 $r [0-9]*" "$mn_dir/out.2" | head -n 1 | cut -d' ' -f4)
+    kill -KILL "$p"
+    ok $? "ranks3: rank $r (pid $p) SIGKILLed"
+done
+mn_wait 120
+for k in 0 1 2; do is "${mn_rc[k]}" 0 "ranks3: node $k exit 0" || diag "$(mn_out)" "$(mn_ev "$k")"; done
+for r in 4 5; do
+    grep -q "exit rank=$r .*verdict=recoverable" "$mn_dir/ev.2"
+    ok $? "ranks3: node 2 reaped rank $r as a recoverable failure" || diag "$(mn_ev 2)"
+    for k in 0 1; do
+        is "$(grep -c " reported rank=$r signaled=1" "$mn_dir/ev.$k")" 1 \
+            "ranks3: node $k sent its ranks the fault event for rank $r (killed by a signal)" || diag "$(mn_ev "$k")"
+    done
+done
+is "$(mn_count '^ft-app: ok size 6 -> 4')" 1 "ranks3: the survivors shrank (6 -> 4) and checked the sum" ||
+    diag "$(mn_out)"
+for k in 0 1; do
+    is "$(grep -c ' exit rank=[0-9]* status=0 verdict=done' "$mn_dir/ev.$k")" 2 \
+        "ranks3: both ranks of node $k finished (none lost on the way)" || diag "$(mn_ev "$k")"
+done
+mn_out | grep -a -o '^shrunk 1 [0-9]* .*' | head -n 2 | sed 's/^/# ranks3: /'
+mn_check_clean ranks3
 done_testing
