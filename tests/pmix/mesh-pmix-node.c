@@ -200,7 +200,10 @@ static void child_exec (char **argv, char **env)
     sigset_t none;
 
     prctl (PR_SET_PDEATHSIG, SIGKILL);
-    signal (SIGPIPE, SIG_DFL);
+    /* ignored, as Python does: Open MPI's btl tcp writes to a peer that
+     * just died without MSG_NOSIGNAL, and SIGPIPE would kill a survivor
+     * (and then the survivors writing to it) before ULFM sees an error */
+    signal (SIGPIPE, SIG_IGN);
     sigemptyset (&none);
     sigprocmask (SIG_SETMASK, &none, NULL);
     if (syscall (SYS_close_range, 3U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */) < 0)

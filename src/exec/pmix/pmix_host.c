@@ -570,6 +570,9 @@ static int
 job_register_ranks (struct pmixhost_job *job, const char *btl, elastic_error_t *err)
 {
     pmix_status_t rc;
+    char cutoff[16];
+
+    snprintf (cutoff, sizeof (cutoff), "%d", job->nranks + 1);
 
     for (int r = 0; r < job->nranks; r++) {
         pmix_proc_t proc;
@@ -597,8 +600,15 @@ job_register_ranks (struct pmixhost_job *job, const char *btl, elastic_error_t *
             return -1;
         }
         /* ULFM needs ft_enable and the ob1 PML; HAN's collectives deadlock
-         * in MPIX_Comm_agree. */
-        if (env_add (&job->r[r].env, "OMPI_MCA_mpi_ft_enable", "1") < 0 ||
+         * in MPIX_Comm_agree.  add_procs_cutoff above the world size makes
+         * Open MPI create every rank's proc at MPI_Init: below it, a rank of
+         * another node never talked to stays a placeholder in the
+         * communicators' groups, ompi_comm_is_proc_active takes it for alive
+         * after its fault event (5.0.7 records the failure in the group only
+         * in debug builds), and MPIX_Comm_shrink's agreement waits for it
+         * forever (doc/mesh.md). */
+        if (env_add (&job->r[r].env, "OMPI_MCA_mpi_add_procs_cutoff", cutoff) < 0 ||
+            env_add (&job->r[r].env, "OMPI_MCA_mpi_ft_enable", "1") < 0 ||
             env_add (&job->r[r].env, "OMPI_MCA_pml", "ob1") < 0 ||
             env_add (&job->r[r].env, "OMPI_MCA_btl", btl) < 0 ||
             env_add (&job->r[r].env, "OMPI_MCA_coll", "^han") < 0)
