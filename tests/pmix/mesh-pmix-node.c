@@ -200,9 +200,10 @@ static void child_exec (char **argv, char **env)
     sigset_t none;
 
     prctl (PR_SET_PDEATHSIG, SIGKILL);
-    /* ignored, as Python does: Open MPI's btl tcp writes to a peer that
-     * just died without MSG_NOSIGNAL, and SIGPIPE would kill a survivor
-     * (and then the survivors writing to it) before ULFM sees an error */
+    /* ignored, as Python does: Open MPI's btl tcp writes without
+     * MSG_NOSIGNAL, and a survivor writing to a rank that just died was
+     * killed by SIGPIPE (then the survivors writing to it) before ULFM
+     * saw an error (doc/mesh.md) */
     signal (SIGPIPE, SIG_IGN);
     sigemptyset (&none);
     sigprocmask (SIG_SETMASK, &none, NULL);
