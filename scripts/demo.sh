@@ -12,6 +12,12 @@
 #      snapshot and exit 75 (suspended);
 #   6. the same command is rerun with 6 ranks: it resumes from the snapshot at
 #      the new world size and finishes; the checksums are compared.
+# Act 2, where network namespaces can be made (scripts/slurm-cluster.sh):
+#   7. an emulated 3-node Slurm cluster; `srun --no-kill -N3 elastic-exec
+#      --nproc-per-node 2 heat2d` runs 6 ranks as one job across the nodes
+#      (mesh mode); every process of node n2 is SIGKILLed (its slurmd
+#      too): the survivors recover in place (6 -> 4), every node's
+#      elastic-exec prints the same summary and the checksum matches.
 #
 # Installs what is missing (scripts/bootstrap.sh) and builds first.
 set -euo pipefail
@@ -41,8 +47,10 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 work=$(mktemp -d /tmp/elastic-demo.XXXXXX)
 job_pid=
+cluster=
 cleanup() {
     [ -n "$job_pid" ] && kill -KILL "$job_pid" 2> /dev/null
+    [ -n "$cluster" ] && "$top/scripts/slurm-cluster.sh" down "$cluster" > /dev/null 2>&1
     pkill -KILL -f "$heat2d" 2> /dev/null || true
     rm -rf "$work"
 }
@@ -157,5 +165,59 @@ if [ -n "$got" ] && [ "$got" = "$ref" ] && [ "$rc" -eq 0 ]; then
     say "RESULT: checksums match ($got): nothing was lost to 3 killed ranks, a relaunch and a preemption"
 else
     say "RESULT: MISMATCH: reference $ref, elastic run $got (exit $rc)"
+    exit 1
+fi
+
+# ---- act 2: a node lost, recovered in place across nodes -----------------
+echo
+cluster=$work/cluster
+if ! "$top/scripts/slurm-cluster.sh" up "$cluster" --nodes 3 --cpus 4 --mode netns \
+    > "$work/cluster.log" 2>&1; then
+    cluster=
+    say "act 2 skipped: no emulated cluster here (network namespaces: $(tail -n 1 "$work/cluster.log"))"
+    exit 0
+fi
+timeline=()
+ctl() { "$top/scripts/slurm-cluster.sh" ctl "$cluster" "$@"; }
+mesh_app=("$heat2d" --nx 64 --ny 48 --steps 3000 --sleep 1 --progress 100)
+ref2=$("$heat2d" --nx 64 --ny 48 --steps 3000 2>&1 | sed -n 's/^checksum //p')
+mark "7/7 act 2: 3 emulated Slurm nodes; srun --no-kill -N3 elastic-exec --nproc-per-node 2 heat2d (6 ranks, one job across the nodes)"
+(
+    unset ELASTIC_SNAPSHOT_DIR ELASTIC_PERSIST_PERIOD ELASTIC_RUN_ID
+    ELASTIC_EVENT_LOG=$work/mesh-events.jsonl
+    rc=0
+    ctl srun --no-kill -N3 --ntasks-per-node=1 "$build/src/exec/elastic-exec" --nproc-per-node 2 \
+        --oversubscribe --mpi-btl tcp --node-timeout 1 --status-file "$work/status" \
+        "${mesh_app[@]}" > "$work/mesh.out" 2>&1 || rc=$?
+    echo "$rc" > "$work/mesh.rc"
+) &
+job_pid=$!
+wait_line '^step 300$' "$work/mesh.out" 120 || {
+    say "act 2: the job did not start; its output:"
+    tail -n 20 "$work/mesh.out"
+    exit 1
+}
+"$top/scripts/slurm-cluster.sh" kill-node "$cluster" n2
+mark "    every process of node n2 SIGKILLed (slurmd, elastic-exec, its 2 ranks)"
+wait "$job_pid"
+job_pid=
+mark "    $(grep -a -m1 'mesh: node n2 (member 1) lost' "$work/mesh.out" | sed 's/^.*warn: //')"
+mark "    $(grep -a -m1 '^resharded at step' "$work/mesh.out")"
+got2=$(checksum_of "$work/mesh.out")
+rc2=$(cat "$work/mesh.rc")
+mark "    finished (srun exit $rc2), checksum $got2"
+echo
+echo "Timeline of act 2:"
+printf '  %s\n' "${timeline[@]}"
+echo
+echo "What every node's elastic-exec said at the end:"
+grep -a '^elastic-exec: job ' "$work/mesh.out" | sed 's/^/  /'
+echo "--status-file: $(cat "$work/status" 2> /dev/null)"
+echo
+if [ -n "$got2" ] && [ "$got2" = "$ref2" ] && [ "$(cut -d' ' -f1 "$work/status" 2> /dev/null)" = 0 ]; then
+    say "RESULT (act 2): checksums match ($got2): a whole node lost, recovered in place across the nodes"
+else
+    say "RESULT (act 2): MISMATCH: reference $ref2, got '$got2' (srun exit $rc2)"
+    tail -n 30 "$work/mesh.out"
     exit 1
 fi

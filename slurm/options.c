@@ -40,6 +40,8 @@ static const struct key {
     {"exit-barrier-timeout", EXEC_SECONDS, NULL, 0, 10000000},
     {"event-log", EXEC_PATH, NULL, 0, 0},
     {"log-dir", EXEC_PATH, NULL, 0, 0},
+    {"node-timeout", EXEC_SECONDS, NULL, 0, 10000000},
+    {"status-file", EXEC_PATH, NULL, 0, 0},
     {"verbose", EXEC_FLAG, NULL, 0, 0},
     {"wrap", WRAP, NULL, 0, 0},
 };
@@ -71,7 +73,7 @@ const char *spank_opts_keys (void)
     return "snapshot-period, persist-period, spare-ranks, min-world-size, snapshot-dir, "
            "max-restarts, hang-timeout, shutdown-timeout, exit-barrier-timeout, "
            "event-log, "
-           "log-dir, verbose, wrap";
+           "log-dir, node-timeout, status-file, verbose, wrap";
 }
 
 static int find_key (const char *name, size_t len)

@@ -79,7 +79,8 @@ static struct spank_option elastic_option = {
     "Run the tasks under elastic-exec and set ELASTIC_* for the job. OPTIONS: "
     "KEY=VALUE,... with KEY one of snapshot-period, persist-period, spare-ranks, "
     "min-world-size, snapshot-dir, max-restarts, hang-timeout, shutdown-timeout, "
-    "exit-barrier-timeout, event-log, log-dir, verbose, wrap (see elastic's "
+    "exit-barrier-timeout, event-log, log-dir, node-timeout, status-file, verbose, "
+    "wrap (see elastic's "
     "doc/slurm.md)",
     2, /* the argument is optional */
     0,

@@ -602,6 +602,8 @@ child (struct local *l, int i, char **env, int out_fd, int err_fd, pid_t parent)
     if (getppid () != parent)
         _exit (127); /* the agent died before we got here */
     elastic_agent_child_reset (agent);
+    if (l->wu.ignore_sigpipe)
+        signal (SIGPIPE, SIG_IGN); /* stays ignored across exec */
     if (out_fd >= 0 && dup2 (out_fd, STDOUT_FILENO) < 0)
         _exit (127);
     if (err_fd >= 0 && dup2 (err_fd, STDERR_FILENO) < 0)

@@ -33,6 +33,10 @@ struct local_wireup {
     void (*reaped) (void *arg, int i, int wstatus);
     /* mark descriptors >= 3 close-on-exec in each child before exec */
     int close_fds;
+    /* start the workers with SIGPIPE ignored (MPI ranks: Open MPI's TCP
+     * transport writes to a dead peer with writev, whose SIGPIPE would
+     * kill a survivor during the recovery) */
+    int ignore_sigpipe;
     /* worker i of the attempt stopped in the background was reaped (the
      * core has moved on: report nothing to it) */
     void (*drained) (void *arg, int i, int wstatus);

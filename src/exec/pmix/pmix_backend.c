@@ -9,7 +9,11 @@
  *   start     the server on the first start; per attempt a namespace
  *             "elastic.<run id>.<agent pid>.<n>" (n counts every start),
  *             each worker's environment from it (PMIx's variables,
- *             OMPI_MCA_mpi_ft_enable=1, ob1, the --mpi-btl BTL, coll ^han;
+ *             OMPI_MCA_mpi_ft_enable=1, ob1, the --mpi-btl BTL, coll ^han,
+ *             OMPI_MCA_mpi_add_procs_cutoff above the world size (every
+ *             rank's record made at MPI_Init: ULFM's agreement otherwise
+ *             waits for a never-contacted dead rank, doc/mesh.md), SIGPIPE
+ *             ignored (a survivor's write to a dead peer);
  *             an outer launcher's PMIX_* but PMIX_MCA_* dropped), and
  *             descriptors >= 3 closed on exec (PMIx's accepted sockets
  *             are not close-on-exec);
@@ -1141,6 +1145,7 @@ void *pmix_backend_create (elastic_agent_t *agent, elastic_error_t *err)
         .started = hook_started,
         .reaped = hook_reaped,
         .close_fds = 1,
+        .ignore_sigpipe = 1,
         .drained = hook_drained,
     };
 
