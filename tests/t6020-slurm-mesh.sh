@@ -54,7 +54,11 @@ ok $rc "3-node cluster up (4 CPUs each)" || {
     done_testing
     exit 1
 }
-[ "$CLUSTER_MODE" = netns ] || diag "cluster mode $CLUSTER_MODE: every node on 127.0.0.1"
+[ "$CLUSTER_MODE" = netns ] || {
+    skip "mesh mode needs a distinct address per node (the cluster fell back to local mode: $CLUSTER_MODE)"
+    done_testing
+    exit 0
+}
 COMMON=(--oversubscribe --mpi-btl tcp --node-timeout 1)
 
 # srun_fg NAME ARGS...: a job step to its end; output in $tmp/NAME.out,
