@@ -315,6 +315,45 @@ static int mesh_mode (elastic_agent_spec_t *spec, const struct cli *cli, struct 
     struct meshjob *mj;
 
     *mjp = NULL;
+    if (spec->nnodes > 0 || spec->node_rank >= 0 || spec->rdzv_endpoint) {
+        /* torchrun's shape: the flags say it, under any launcher */
+        struct meshjob_torchrun_opts t = {
+            .nnodes = spec->nnodes,
+            .node_rank = spec->node_rank,
+            .nproc_per_node = spec->nproc,
+            .endpoint = spec->rdzv_endpoint,
+            .run_id = cli->run_id_given ? spec->run_id : NULL,
+            .node_timeout = spec->node_timeout,
+            .join_timeout = 300,
+        };
+        if (spec->nnodes == 1 && spec->node_rank <= 0)
+            return 0; /* one node: agent mode */
+        if (spec->nnodes < 1 || spec->node_rank < 0 || !spec->rdzv_endpoint) {
+            fprintf (stderr,
+                     "%s: --nnodes, --node-rank and --rdzv-endpoint go together (a "
+                     "multi-node job without Slurm); missing: %s%s%s\n",
+                     prog,
+                     spec->nnodes < 1 ? "--nnodes " : "",
+                     spec->node_rank < 0 ? "--node-rank " : "",
+                     !spec->rdzv_endpoint ? "--rdzv-endpoint" : "");
+            return -1;
+        }
+        if (spec->wireup != WIREUP_AUTO && spec->wireup != WIREUP_PMIX) {
+            fprintf (stderr,
+                     "%s: --nnodes %d: a job across nodes needs --wireup pmix (given: "
+                     "%s)\n",
+                     prog,
+                     spec->nnodes,
+                     spec_wireup_name (spec->wireup));
+            return -1;
+        }
+        if (!(mj = meshjob_create_torchrun (&t, &err))) {
+            fprintf (stderr, "%s: %s\n", prog, err.text);
+            return -1;
+        }
+        *mjp = mj;
+        return 1;
+    }
     if (cli->standalone || cli->print_binding || !meshjob_detect (NULL) ||
         (spec->wireup != WIREUP_AUTO && spec->wireup != WIREUP_PMIX))
         return 0;

@@ -27,6 +27,7 @@
 #include "mesh/mesh.h"
 #include "meshjob.h"
 #include "pmix/pmix_transport_mesh.h"
+#include "rdzv_tcp.h"
 
 _Static_assert (MESHJOB_KEY_SIZE == MESH_KEY_SIZE, "the mesh's key size");
 
@@ -208,6 +209,7 @@ struct meshjob *meshjob_create (const struct meshjob_opts *opts, elastic_error_t
         return NULL;
     }
     pthread_mutex_init (&mj->lock, NULL);
+    mj->listen_fd = -1;
     mj->node_timeout = opts && opts->node_timeout > 0 ? opts->node_timeout : 2.0;
     if (!(mj->map = jobmap_from_slurm (&jo, NULL, err)))
         goto fail;
@@ -234,12 +236,72 @@ fail:
     return NULL;
 }
 
+struct meshjob *meshjob_create_torchrun (const struct meshjob_torchrun_opts *o,
+                                         elastic_error_t *err)
+{
+    struct jobmap_torchrun t = {
+        .nnodes = o->nnodes,
+        .node_rank = o->node_rank,
+        .nproc_per_node = o->nproc_per_node,
+        .rdzv_endpoint = o->endpoint,
+        .run_id = o->run_id,
+    };
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl (INADDR_ANY)};
+    socklen_t sl = sizeof (sa);
+    struct meshjob *mj = calloc (1, sizeof (*mj));
+
+    if (!mj) {
+        errprintf (err, "out of memory");
+        return NULL;
+    }
+    pthread_mutex_init (&mj->lock, NULL);
+    mj->listen_fd = -1;
+    mj->node_timeout = o->node_timeout > 0 ? o->node_timeout : 2.0;
+    if (!(mj->map = jobmap_from_torchrun (&t, err)))
+        goto fail;
+    if (mesh_auth_key_from_env (mj->map->key, mj->key, err) < 0) {
+        errprefix (err, "mesh (authentication between the nodes' elastic-exec)");
+        goto fail;
+    }
+    /* the mesh's socket: any address (peers reach the one the rendezvous
+     * tells them), a port the kernel picks */
+    if ((mj->listen_fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
+        bind (mj->listen_fd, (struct sockaddr *)&sa, sizeof (sa)) < 0 ||
+        listen (mj->listen_fd, 128) < 0 ||
+        getsockname (mj->listen_fd, (struct sockaddr *)&sa, &sl) < 0) {
+        errprintf (err, "mesh: cannot listen: %s", strerror (errno));
+        goto fail;
+    }
+    log_info ("rendezvous at %s:%d as node %d of %d (mesh port %d)",
+              mj->map->rdzv_host,
+              mj->map->rdzv_port,
+              o->node_rank,
+              o->nnodes,
+              (int)ntohs (sa.sin_port));
+    if (rdzv_tcp_exchange (mj->map,
+                           mj->key,
+                           NULL,
+                           (int)ntohs (sa.sin_port),
+                           o->join_timeout > 0 ? o->join_timeout : 300,
+                           &mj->addrs,
+                           err) < 0)
+        goto fail;
+    snprintf (mj->nodedir, sizeof (mj->nodedir), "/nonexistent");
+    mj->nfollowers = 0;
+    return mj;
+fail:
+    meshjob_destroy (mj);
+    return NULL;
+}
+
 void meshjob_destroy (struct meshjob *mj)
 {
     int saved = errno;
 
     if (!mj)
         return;
+    if (mj->listen_fd >= 0)
+        close (mj->listen_fd);
     for (int i = 0; mj->addrs && mj->map && i < mj->map->nnodes; i++)
         free (mj->addrs[i]);
     free (mj->addrs);

@@ -50,6 +50,8 @@ struct meshjob {
     int munge;                   /* 1: connections authenticated by munge */
     char munge_socket[PATH_MAX]; /* "" : libmunge's default */
     double node_timeout;
+    int listen_fd;          /* torchrun shape: the mesh's bound socket
+                               (given to the mesh, then -1); else -1 */
     char nodedir[PATH_MAX]; /* leader and followers of this node */
     int nfollowers;         /* the node's other tasks */
     /* the running transport, for /metrics (under lock; pmix_backend.c sets
@@ -75,6 +77,24 @@ int meshjob_detect (char *const envp[]);
 /* The job's map, addresses and key from the environment (Slurm).  NULL
  * with one line in err naming what is missing or wrong. */
 struct meshjob *meshjob_create (const struct meshjob_opts *opts, elastic_error_t *err);
+
+/* torchrun's shape (--nnodes N --node-rank K --rdzv-endpoint HOST:PORT
+ * --nproc-per-node P, any launcher): the map, the key (ELASTIC_MESH_SECRET
+ * or ELASTIC_MESH_SECRET_FILE: required), a mesh socket bound to a port the
+ * kernel picks, and every member's address from the rendezvous at the
+ * endpoint (rdzv_tcp.h), waiting up to join_timeout seconds.  Every task
+ * is its node's leader.  NULL with one line in err. */
+struct meshjob_torchrun_opts {
+    int nnodes;
+    int node_rank;
+    int nproc_per_node;
+    const char *endpoint;
+    const char *run_id; /* NULL: "none" */
+    double node_timeout;
+    double join_timeout;
+};
+struct meshjob *meshjob_create_torchrun (const struct meshjob_torchrun_opts *o,
+                                         elastic_error_t *err);
 
 void meshjob_destroy (struct meshjob *mj);
 

@@ -700,11 +700,11 @@ static void on_mesh_pipe (elastic_agent_t *agent, int fd, int revents, void *arg
 
 static int mesh_transport (struct pmixb *pb, struct pmixhost_opts *o, elastic_error_t *err)
 {
-    const struct meshjob *mj = agent_spec (pb->agent)->mesh;
+    struct meshjob *mj = agent_spec (pb->agent)->mesh;
     struct pmixhost_mesh_opts mo = {
         .map = pb->map,
         .addrs = (const char *const *)mj->addrs,
-        .listen_fd = -1,
+        .listen_fd = mj->listen_fd,
         .node_timeout = mj->node_timeout,
         .join_timeout = 60,
         .key = mj->key,
@@ -722,6 +722,7 @@ static int mesh_transport (struct pmixb *pb, struct pmixhost_opts *o, elastic_er
         return errprintf (err, "mesh: pipe: %s", strerror (errno));
     if (elastic_agent_watch (pb->agent, pb->mesh_pipe[0], on_mesh_pipe, pb) != ELASTIC_OK)
         return errprintf (err, "mesh: cannot watch its pipe");
+    mj->listen_fd = -1; /* the mesh's now, whatever happens */
     if (!(pb->tp = pmixhost_mesh_create (&mo, err)))
         return -1;
     o->transport = &pmixhost_transport_mesh;
