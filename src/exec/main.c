@@ -305,7 +305,8 @@ static int finish_run (const elastic_agent_result_t *result,
  * (srun), and the wire-up is the hosted PMIx server's (the default): the
  * nodes' elastic-exec join in one job (meshjob.h).  Returns 1 and *mjp, 0
  * when the mode does not apply, -1 after one line on stderr. */
-static int mesh_mode (elastic_agent_spec_t *spec, const struct cli *cli, struct meshjob **mjp)
+static int
+mesh_mode (elastic_agent_spec_t *spec, const struct cli *cli, struct meshjob **mjp)
 {
     struct meshjob_opts o = {.nproc_per_node = cli->nproc_given ? spec->nproc : 0,
                              .node_timeout = spec->node_timeout};

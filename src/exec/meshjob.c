@@ -29,7 +29,7 @@
 #include "pmix/pmix_transport_mesh.h"
 #include "rdzv_tcp.h"
 
-_Static_assert (MESHJOB_KEY_SIZE == MESH_KEY_SIZE, "the mesh's key size");
+_Static_assert(MESHJOB_KEY_SIZE == MESH_KEY_SIZE, "the mesh's key size");
 
 int meshjob_detect (char *const envp[])
 {
@@ -44,7 +44,8 @@ int meshjob_detect (char *const envp[])
         envp = environ;
     }
     for (e = envp; *e; e++) {
-        if (!strncmp (*e, "OMPI_COMM_WORLD_RANK=", 21) || !strncmp (*e, "PRTE_LAUNCHED=", 14))
+        if (!strncmp (*e, "OMPI_COMM_WORLD_RANK=", 21) ||
+            !strncmp (*e, "PRTE_LAUNCHED=", 14))
             return 0; /* mpirun's task (PRRTE starts its daemons with srun) */
         if (!strncmp (*e, "SLURM_STEP_NUM_TASKS=", 21))
             tasks = atoi (*e + 21);
@@ -63,10 +64,8 @@ static int resolve_one (const char *name, char *addr, size_t size)
 
     if (getaddrinfo (name, NULL, &hints, &res) != 0 || !res)
         return -1;
-    inet_ntop (AF_INET,
-               &((struct sockaddr_in *)res->ai_addr)->sin_addr,
-               addr,
-               (socklen_t)size);
+    inet_ntop (
+        AF_INET, &((struct sockaddr_in *)res->ai_addr)->sin_addr, addr, (socklen_t)size);
     freeaddrinfo (res);
     return 0;
 }
@@ -174,7 +173,8 @@ static void munge_socket (char *buf, size_t size)
 
 static int make_auth (struct meshjob *mj, elastic_error_t *err)
 {
-    const char *s = getenv ("ELASTIC_MESH_SECRET"), *f = getenv ("ELASTIC_MESH_SECRET_FILE");
+    const char *s = getenv ("ELASTIC_MESH_SECRET"),
+               *f = getenv ("ELASTIC_MESH_SECRET_FILE");
     elastic_error_t merr = {{0}};
 
     if ((s && *s) || (f && *f) || mj->map->source != JOBMAP_SLURM) {
@@ -185,7 +185,8 @@ static int make_auth (struct meshjob *mj, elastic_error_t *err)
         return 0;
     }
     munge_socket (mj->munge_socket, sizeof (mj->munge_socket));
-    if (mesh_auth_munge_probe (mj->munge_socket[0] ? mj->munge_socket : NULL, &merr) == 0) {
+    if (mesh_auth_munge_probe (mj->munge_socket[0] ? mj->munge_socket : NULL, &merr) ==
+        0) {
         mj->munge = 1;
         return 0;
     }
@@ -246,7 +247,8 @@ struct meshjob *meshjob_create_torchrun (const struct meshjob_torchrun_opts *o,
         .rdzv_endpoint = o->endpoint,
         .run_id = o->run_id,
     };
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl (INADDR_ANY)};
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_addr.s_addr = htonl (INADDR_ANY)};
     socklen_t sl = sizeof (sa);
     struct meshjob *mj = calloc (1, sizeof (*mj));
 
@@ -574,13 +576,8 @@ char *meshjob_metrics (struct meshjob *mj)
 
 /* ---- the agreed result -------------------------------------------------- */
 
-void meshjob_outcome (char *buf,
-                      size_t size,
-                      int status,
-                      int ranks,
-                      int lost,
-                      int failed,
-                      int suspended)
+void meshjob_outcome (
+    char *buf, size_t size, int status, int ranks, int lost, int failed, int suspended)
 {
     snprintf (buf,
               size,
@@ -596,14 +593,15 @@ static int parse_outcome (const char *s, int v[5])
 {
     int n = 0;
 
-    if (!s || sscanf (s,
-                      "outcome 1 status=%d ranks=%d lost=%d failed=%d suspended=%d%n",
-                      &v[0],
-                      &v[1],
-                      &v[2],
-                      &v[3],
-                      &v[4],
-                      &n) != 5 ||
+    if (!s ||
+        sscanf (s,
+                "outcome 1 status=%d ranks=%d lost=%d failed=%d suspended=%d%n",
+                &v[0],
+                &v[1],
+                &v[2],
+                &v[3],
+                &v[4],
+                &n) != 5 ||
         s[n] != '\0' || v[0] < 0 || v[0] > 255 || v[1] < 0 || v[2] < 0 || v[3] < 0 ||
         v[4] < 0)
         return -1;
@@ -641,7 +639,8 @@ void meshjob_decide (struct meshjob *mj, const struct meshjob_member *mm, int ag
     if (failed_status >= 0)
         mj->status = failed_status, snprintf (how, sizeof (how), "FAILED");
     else if (unknown || !agreed)
-        mj->status = 1, snprintf (how, sizeof (how), "unknown (not every member answered)");
+        mj->status = 1,
+        snprintf (how, sizeof (how), "unknown (not every member answered)");
     else if (suspended)
         mj->status = 75, snprintf (how, sizeof (how), "suspended (exit 75: resume it)");
     else

@@ -132,12 +132,7 @@ void meshjob_set_transport (struct meshjob *mj, struct pmixhost_mesh *tp);
 char *meshjob_metrics (struct meshjob *mj);
 
 /* This member's outcome line for the others: status and rank counts. */
-void meshjob_outcome (char *buf,
-                      size_t size,
-                      int status,
-                      int ranks,
-                      int lost,
-                      int failed,
-                      int suspended);
+void meshjob_outcome (
+    char *buf, size_t size, int status, int ranks, int lost, int failed, int suspended);
 
 #endif /* ELASTIC_EXEC_MESHJOB_H */

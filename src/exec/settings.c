@@ -140,11 +140,12 @@ static int set_nnodes (struct elastic_agent_spec *s,
             return -1;
     }
     if (lo != hi)
-        return errprintf (err,
-                          "%s: '%s': a range of sizes (elastic membership) is not in this "
-                          "version; give one number of nodes (N or N:N)",
-                          key,
-                          v);
+        return errprintf (
+            err,
+            "%s: '%s': a range of sizes (elastic membership) is not in this "
+            "version; give one number of nodes (N or N:N)",
+            key,
+            v);
     s->nnodes = lo;
     return 0;
 }

@@ -78,12 +78,12 @@ struct elastic_agent_spec {
     char *mpi_btl;       /* "sm" or "tcp" (hosted PMIx) */
     double init_timeout; /* MPI_Init deadline per attempt (hosted PMIx); 0: off */
     int subreaper;
-    double node_timeout; /* the mesh's heartbeat timeout (seconds) */
-    int nnodes;          /* --nnodes (torchrun's shape); 0: not given */
-    int node_rank;       /* --node-rank; -1: not given */
-    char *rdzv_endpoint; /* --rdzv-endpoint */
-    char *status_file;   /* the job's agreed result is written here (mesh) */
-    struct meshjob *mesh; /* set by elastic-exec in mesh mode (borrowed) */
+    double node_timeout;    /* the mesh's heartbeat timeout (seconds) */
+    int nnodes;             /* --nnodes (torchrun's shape); 0: not given */
+    int node_rank;          /* --node-rank; -1: not given */
+    char *rdzv_endpoint;    /* --rdzv-endpoint */
+    char *status_file;      /* the job's agreed result is written here (mesh) */
+    struct meshjob *mesh;   /* set by elastic-exec in mesh mode (borrowed) */
     char *text[SPEC_NKEYS]; /* the values as set, for elastic_agent_spec_get */
 };
 

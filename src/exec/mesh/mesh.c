@@ -711,7 +711,8 @@ struct mesh *mesh_create (const struct mesh_config *cfg, elastic_error_t *err)
     m->next_id = 1;
     if (!(m->addr = calloc (n, sizeof (*m->addr))) ||
         !(m->addrlen = calloc (n, sizeof (*m->addrlen))) || !(m->live = malloc (n)) ||
-        !(m->live_snapshot = malloc (n)) || !(m->rx_snapshot = calloc (n, sizeof (double))) || !(m->cause = calloc (n, 1)) ||
+        !(m->live_snapshot = malloc (n)) ||
+        !(m->rx_snapshot = calloc (n, sizeof (double))) || !(m->cause = calloc (n, 1)) ||
         !(m->suspect = calloc (n, 1)) || !(m->left = calloc (n, 1)) ||
         !(m->lost_at = calloc (n, sizeof (*m->lost_at))) ||
         !(m->parent = calloc (n, sizeof (*m->parent))) ||

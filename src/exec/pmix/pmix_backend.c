@@ -274,7 +274,8 @@ static void drain_events (struct pmixb *pb)
             continue;
         switch (ev.type) {
             case PMIXHOST_EV_CONNECTED:
-                if (index_of (pb, ev.rank) >= 0 && !pb->connected[index_of (pb, ev.rank)]) {
+                if (index_of (pb, ev.rank) >= 0 &&
+                    !pb->connected[index_of (pb, ev.rank)]) {
                     pb->connected[index_of (pb, ev.rank)] = 1;
                     pb->nconnected++;
                 }
@@ -598,7 +599,8 @@ static void on_mesh_joined (void *arg)
     news_push (arg, NEWS_JOINED, 0, 0, NULL);
 }
 
-static void on_mesh_lost (void *arg, const uint32_t *members, size_t count, uint32_t nlive)
+static void
+on_mesh_lost (void *arg, const uint32_t *members, size_t count, uint32_t nlive)
 {
     for (size_t i = 0; i < count; i++)
         news_push (arg, NEWS_LOST, (int)members[i], (int)nlive, NULL);
@@ -621,13 +623,11 @@ static void self_fence (struct pmixb *pb, const char *reason)
     log_err ("this node was cut off from the job's mesh (%s): killing its ranks "
              "(self-fencing: the other nodes go on without them)",
              reason);
-    eventlog_emit (agent_eventlog (agent),
-                   "self_fence",
-                   json_pack ("{s:s s:s}",
-                              "node",
-                              pb->map->node[pb->map->node_id].name,
-                              "reason",
-                              reason));
+    eventlog_emit (
+        agent_eventlog (agent),
+        "self_fence",
+        json_pack (
+            "{s:s s:s}", "node", pb->map->node[pb->map->node_id].name, "reason", reason));
     for (int i = 0; i < pb->nranks; i++) {
         const struct worker *w = agent_worker (agent, i);
         if (w->pid > 0 && !w->exited)
@@ -686,9 +686,10 @@ static void on_mesh_pipe (elastic_agent_t *agent, int fd, int revents, void *arg
                 break;
             case NEWS_JOINED:
                 log_info ("mesh: every one of the %d members is connected", m->nnodes);
-                eventlog_emit (agent_eventlog (agent),
-                               "member_joined",
-                               json_pack ("{s:i s:i}", "members", m->nnodes, "self", m->node_id));
+                eventlog_emit (
+                    agent_eventlog (agent),
+                    "member_joined",
+                    json_pack ("{s:i s:i}", "members", m->nnodes, "self", m->node_id));
                 break;
             case NEWS_FENCE:
                 self_fence (pb, n->text);
@@ -698,7 +699,8 @@ static void on_mesh_pipe (elastic_agent_t *agent, int fd, int revents, void *arg
     }
 }
 
-static int mesh_transport (struct pmixb *pb, struct pmixhost_opts *o, elastic_error_t *err)
+static int
+mesh_transport (struct pmixb *pb, struct pmixhost_opts *o, elastic_error_t *err)
 {
     struct meshjob *mj = agent_spec (pb->agent)->mesh;
     struct pmixhost_mesh_opts mo = {
@@ -752,7 +754,9 @@ static void mesh_finish (struct pmixb *pb)
             suspended++;
         else if ((w->failed || (w->exited && w->exitcode != 0)) && !w->after_end) {
             if (!failed++)
-                status = w->exitcode > 0 ? w->exitcode : w->exitcode < 0 ? 128 - w->exitcode : 1;
+                status = w->exitcode > 0   ? w->exitcode
+                         : w->exitcode < 0 ? 128 - w->exitcode
+                                           : 1;
         }
     }
     if (pb->fenced)

@@ -36,11 +36,11 @@ struct pmixhost_mesh {
     struct pmixhost_mesh_opts opts;
     /* the end of the job (pmixhost_mesh_finish), under lock */
     pthread_cond_t cond;
-    uint8_t *done;      /* [nnodes] the member said its ranks are gone */
-    char **done_blob;   /* [nnodes] what it said */
-    size_t *done_len;   /* [nnodes] */
-    int idle_fence;     /* an empty fence of ours is pending */
-    int fenced;         /* the mesh stopped this member */
+    uint8_t *done;    /* [nnodes] the member said its ranks are gone */
+    char **done_blob; /* [nnodes] what it said */
+    size_t *done_len; /* [nnodes] */
+    int idle_fence;   /* an empty fence of ours is pending */
+    int fenced;       /* the mesh stopped this member */
 };
 
 struct pending {
@@ -623,7 +623,8 @@ int pmixhost_mesh_finish (struct pmixhost_mesh *t,
         busy = t->idle_fence;
         if (t->fenced) {
             pthread_mutex_unlock (&t->lock);
-            rc = errprintf (err, "mesh: end of job: this member was cut off from the mesh");
+            rc = errprintf (err,
+                            "mesh: end of job: this member was cut off from the mesh");
             break;
         }
         pthread_mutex_unlock (&t->lock);

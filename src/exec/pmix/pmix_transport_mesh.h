@@ -67,8 +67,8 @@ struct pmixhost_mesh_opts {
     uint32_t radix;
     double node_timeout;
     double join_timeout;
-    const uint8_t *key; /* MESH_KEY_SIZE bytes (secret mode) */
-    int auth;           /* MESH_AUTH_SECRET (key) or MESH_AUTH_MUNGE */
+    const uint8_t *key;       /* MESH_KEY_SIZE bytes (secret mode) */
+    int auth;                 /* MESH_AUTH_SECRET (key) or MESH_AUTH_MUNGE */
     const char *job;          /* munge: the job id credentials name */
     const char *munge_socket; /* munge: NULL for libmunge's default */
     /* mesh thread; may be NULL */
