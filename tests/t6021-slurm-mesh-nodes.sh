@@ -14,53 +14,15 @@
 # Each member's summary line says what was lost; srun --no-kill ends when
 # the survivors end.
 . "${srcdir:-.}/lib/slurm.sh"
+. "${srcdir:-.}/lib/slurm-mesh.sh"
 
-slurm_require
-build=$(cd "${top_builddir:-..}" && pwd)
-EXEC=$build/src/exec/elastic-exec
-HEAT=$build/examples/heat2d
-[ -x "$EXEC" ] || skip_all "elastic-exec is not built ($EXEC)"
-[ -x "$HEAT" ] || skip_all "heat2d is not built: no MPI in this configuration ($HEAT)"
-"$EXEC" --help 2>&1 | grep -q -- '--node-timeout' || skip_all "elastic-exec has no mesh mode in this build (libsodium, PMIx)"
-slurm_mpi_env
-unset OMPI_MCA_btl
-tmp=$(mktemp -d /tmp/t6021.XXXXXX)
-export ELASTIC_MESH_SECRET=t6021.$$.$RANDOM
+mesh_prelude t6021
 HEAT_ARGS="--nx 64 --ny 48"
 STEPS=3000
 ref=$("$HEAT" $HEAT_ARGS --steps $STEPS 2>&1 | sed -n 's/^checksum //p')
-
-cluster_up 4 --cpus 4
-rc=$?
-trap 'cluster_down > /dev/null; [ "$tap_failed" -eq 0 ] && rm -rf "$tmp"' EXIT
-ok $rc "4-node cluster up" || {
-    done_testing
-    exit 1
-}
-[ "$CLUSTER_MODE" = netns ] || {
-    skip "mesh mode needs a distinct address per node (the cluster fell back to local mode: $CLUSTER_MODE)"
-    done_testing
-    exit 0
-}
+mesh_cluster_up 4
 COMMON=(--oversubscribe --mpi-btl tcp --node-timeout 1)
 
-srun_bg() {
-    local name=$1
-    shift
-    (
-        rc=0
-        timeout --kill-after=10 300 "$SLURM_CLUSTER_SH" ctl "$CLUSTER_DIR" srun --no-kill "$@" \
-            > "$tmp/$name.out" 2>&1 || rc=$?
-        echo "$rc" > "$tmp/$name.rc"
-    ) &
-}
-show() { tr -d '\0' < "$tmp/$1.out" | tail -n "${2:-30}"; }
-summaries() { grep -a '^elastic-exec: job slurm\.' "$tmp/$1.out" | sort -u; }
-back() {
-    start_node "$1" > /dev/null 2>&1
-    run_in_ctl scontrol update nodename="$1" state=resume > /dev/null 2>&1
-    wait_node_state "$1" 'IDLE|MIXED' 90 > /dev/null
-}
 finished() {
     local name=$1 want=$2
     wait_for_file "$tmp/$name.rc" 300
@@ -68,7 +30,7 @@ finished() {
         diag "$(show "$name")"
     grep -aq "^final world $want," "$tmp/$name.out"
     ok $? "$name: $want working ranks finished the job" || diag "$(grep -a 'resharded\|final' "$tmp/$name.out")"
-    is "$(summaries "$name" | wc -l)" 1 "$name: every surviving member printed the same summary" ||
+    is "$(summaries "$name" | sort -u | wc -l)" 1 "$name: every surviving member printed the same summary" ||
         diag "$(summaries "$name")"
 }
 
@@ -82,9 +44,9 @@ ok $? "root: every process of n1 (rank 0's node, the mesh's root) SIGKILLed"
 wait_for_grep '^resharded at step [0-9]*: world 6 -> 4$' "$tmp/root.out" 120
 ok $? "root: the survivors on n2, n3 recovered in place (6 -> 4)" || diag "$(show root)"
 finished root 4
-summaries root | grep -q '1 node lost (n1), 2 ranks lost; completed after in-place recovery (exit 0)$'
+summaries root | sort -u | grep -q '1 node lost (n1), 2 ranks lost; completed after in-place recovery (exit 0)$'
 ok $? "root: the summary names n1 and the in-place recovery" || diag "$(summaries root)"
-back n1
+node_back n1
 
 # twice: n2, then n3
 srun_bg twice -N4 --ntasks-per-node=1 "$EXEC" "${COMMON[@]}" --nproc-per-node 2 \
@@ -105,10 +67,10 @@ ok $? "twice: n3 killed"
 wait_for_grep '^resharded at step [0-9]*: world 6 -> 4$' "$tmp/twice.out" 120
 ok $? "twice: 6 -> 4 in place" || diag "$(show twice)"
 finished twice 4
-summaries twice | grep -q '2 nodes lost (n2,n3), 4 ranks lost; completed after in-place recovery (exit 0)$'
+summaries twice | sort -u | grep -q '2 nodes lost (n2,n3), 4 ranks lost; completed after in-place recovery (exit 0)$'
 ok $? "twice: the summary names n2 and n3" || diag "$(summaries twice)"
-back n2
-back n3
+node_back n2
+node_back n3
 
 # spare: n4's two ranks take n2's places
 ELASTIC_SPARE_RANKS=2 srun_bg spare -N4 --ntasks-per-node=1 "$EXEC" "${COMMON[@]}" --nproc-per-node 2 \
@@ -122,5 +84,5 @@ ok $? "spare: n2 killed"
 wait_for_grep '^resharded at step [0-9]*: world 6 -> 6$' "$tmp/spare.out" 120
 ok $? "spare: the spares took the lost ranks' places (6 -> 6, no shrink of the work)" || diag "$(show spare)"
 finished spare 6
-back n2
+node_back n2
 done_testing
