@@ -332,6 +332,9 @@ typedef struct {
                               * auto: about 1% of the step time; 0) */
     int64_t deadline;        /* suspend before this time, epoch s (0: none; 0) */
     int deadline_margin;     /* seconds to keep before the deadline (>= 0; 30) */
+    int persist_background;  /* periodic L3 writes: 0 synchronous; 1 in the
+                              * background from L1, a persist step waits for
+                              * the one in flight; 2 ... skips it (1) */
 } elastic_config_t;
 
 typedef struct elastic_manager elastic_manager_t;

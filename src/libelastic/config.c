@@ -49,6 +49,7 @@ static const struct int_field int_fields[] = {
     FIELD (resume_fresh_ok, "ELASTIC_RESUME_FRESH_OK", 0, 1),
     FIELD (signal_check_period, "ELASTIC_SIGNAL_CHECK_PERIOD", 0, INT_MAX),
     FIELD (deadline_margin, "ELASTIC_DEADLINE_MARGIN", 0, INT_MAX),
+    FIELD (persist_background, "ELASTIC_PERSIST_BACKGROUND", 0, 2),
 };
 
 static const char *resume_names[] = {"auto", "always", "never"};
@@ -100,6 +101,7 @@ void elastic_config_init (elastic_config_t *cfg)
     cfg->signal_check_period = 0;
     cfg->deadline = 0;
     cfg->deadline_margin = 30;
+    cfg->persist_background = 1;
 }
 
 /* A string variable: unset leaves *field, empty is invalid unless
