@@ -133,14 +133,19 @@ static int pwrite_all (int fd, const void *buf, size_t len, uint64_t off)
     return 0;
 }
 
-/* Test hold: ELASTIC_TEST_L3_BG_HOLD=PATH keeps the thread, before it
- * writes any data, waiting while PATH exists (or until abandoned). */
+/* Test hold: ELASTIC_TEST_L3_BG_HOLD=STEP:PATH keeps the thread writing
+ * STEP, before it writes any data, waiting while PATH exists (or until
+ * abandoned). */
 static void test_hold (struct l3_bg *b)
 {
-    const char *path = getenv ("ELASTIC_TEST_L3_BG_HOLD");
+    const char *s = getenv ("ELASTIC_TEST_L3_BG_HOLD"), *path;
     struct timespec nap = {0, 10 * 1000 * 1000};
+    char *end;
 
-    if (!path || !*path || access (path, F_OK) != 0)
+    if (!s || !*s || strtoll (s, &end, 10) != b->step || *end != ':')
+        return;
+    path = end + 1;
+    if (access (path, F_OK) != 0)
         return;
     fprintf (stderr,
              "elastic-test: pid %d holds the background L3 write of step %lld\n",

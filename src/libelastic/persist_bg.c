@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <mpi.h>
 
+#include "event.h"
 #include "ft.h"
 #include "log.h"
 #include "manager.h"
@@ -217,7 +218,14 @@ static void skipped (struct elastic_manager *m, int64_t step)
               (long long)m->bg->step);
     if (m->myslot == 0)
         el_log (EL_WARN, "L3 snapshot of step %lld skipped: %s", (long long)step, why);
-    persist_emit (m, "persist_skipped", step, -1, 0, NULL, why);
+    struct l3_event_rec e = {
+        .kind = "persist_skipped",
+        .step = step,
+        .world_size = m->nwork,
+        .reason = why,
+        .rank = m->me,
+    };
+    event_emit_l3 (m, &e, m->myslot == 0);
 }
 
 int persist_background (struct elastic_manager *m,
