@@ -145,8 +145,14 @@ void persist_bg_hold_l1 (struct elastic_manager *m)
 {
     /* the L1 ring has snapshot_buffer_size slots: the n-th snapshot after
      * the one read overwrites it when n reaches the ring's size */
-    if (m->bg && ++m->bg->snaps >= m->cfg.snapshot_buffer_size)
+    if (m->bg && ++m->bg->snaps >= m->cfg.snapshot_buffer_size &&
+        l3_bg_phase (m->bg->b) < L3_BG_FLUSHING) {
+        el_log (EL_INFO,
+                "the snapshot ring comes back to the L1 copy of step %lld: waiting "
+                "for its background L3 write to read it",
+                (long long)m->bg->step);
         l3_bg_wait (m->bg->b, L3_BG_FLUSHING);
+    }
 }
 
 int persist_bg_poll (struct elastic_manager *m, int64_t step, elastic_error_t *err)
