@@ -3,7 +3,10 @@
  *
  * The thread calls no MPI and no HDF5 function (see l3_bg.h).  It writes
  * in pieces of PIECE bytes and checks between pieces whether it was
- * abandoned, so that a recovery never waits for more than one piece.
+ * abandoned, so that a recovery never waits for more than one piece.  It
+ * runs at nice THREAD_NICE (Linux: a thread's own nice value, and with it
+ * its I/O priority): where every core runs a rank, it takes a core from a
+ * rank less often, and the rank's peers wait less for it.
  */
 #if HAVE_CONFIG_H
 #include "config.h"
@@ -16,6 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -24,7 +29,8 @@
 #include "l3_format.h"
 #include "log.h"
 
-#define PIECE ((size_t)4 << 20)
+#define PIECE       ((size_t)4 << 20)
+#define THREAD_NICE 10
 
 struct extent {
     uint64_t off;
@@ -223,6 +229,10 @@ static void *run (void *arg)
     struct l3_bg *b = arg;
     int fd, orphan;
 
+#ifdef SYS_gettid
+    if (b->started) /* not the application's thread (l3_bg_start's fallback) */
+        (void)setpriority (PRIO_PROCESS, (id_t)syscall (SYS_gettid), THREAD_NICE);
+#endif
     test_hold (b);
     if ((fd = open (b->path, O_WRONLY | O_CLOEXEC)) < 0)
         b->rc = errcodef (
@@ -268,12 +278,12 @@ void l3_bg_start (struct l3_bg *b)
     pthread_sigmask (SIG_SETMASK, &all, &old); /* inherited by the thread */
     b->t0 = now ();
     b->phase = L3_BG_WRITING;
+    b->started = 1; /* before the thread reads it */
     e = pthread_create (&b->tid, NULL, run, b);
     pthread_sigmask (SIG_SETMASK, &old, NULL);
-    if (e == 0) {
-        b->started = 1;
+    if (e == 0)
         return;
-    }
+    b->started = 0;
     el_log (EL_WARN,
             "cannot start the background L3 writer (%s): writing step %lld here",
             strerror (e),
