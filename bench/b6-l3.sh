@@ -12,10 +12,12 @@
 #   p10       ELASTIC_SNAPSHOT_PERIOD=10: the baseline of this pair
 #   l3bg      p10 with ELASTIC_PERSIST_PERIOD=100: L3 in the background
 #             (ELASTIC_PERSIST_BACKGROUND unset: the default, 1)
+#   l3bg0     l3bg with ELASTIC_PERSIST_NICE=0: the writer thread at the
+#             ranks' priority (l3bg's runs at nice 10)
 #   l3sync    the same with ELASTIC_PERSIST_BACKGROUND=0: every rank waits
 #             for the write (what the L3 level cost before)
-# A trial runs p10 before and after every variant (p10 l3bg p10 l3sync p10,
-# the order of the variants swapped every other trial); a variant's ratio
+# A trial runs p10 before and after every variant (p10 l3bg p10 l3bg0 p10
+# l3sync p10, the order of the variants rotated by one every trial); a variant's ratio
 # is its time over the mean of the two p10 runs around it (wall and CPU
 # time).  The report, OUT/l3bg.md, gives per variant the median ratio,
 # min..max and the interquartile range over the trials.
@@ -26,6 +28,9 @@
 # time is the write's bandwidth.  After each l3bg run, dd writes as many
 # bytes (the size of one file) to the same directory with
 # conv=fdatasync: the same file system, the page cache in the same state.
+# Then the same with the job leaving the cores idle (heat2d --sleep 20, 300
+# steps, L3 every 50), at nice 10 and 0 (variants idle10, idle0): what the
+# thread writes when it has a core.
 # Quick: 300 steps, 3 trials.  Full: 1000 steps, 9 trials.
 # Rows: l3bg,RANKS,MIB_PER_RANK,VARIANT,TRIAL,METRIC,VALUE,UNIT with METRIC
 # run_s, cpu_s, base_run_s, base_cpu_s (variants), bw_mib_s (l3bg: one row
@@ -51,9 +56,13 @@ bench_log "$ranks ranks, ${nx}x$ny grid ($mib MiB per rank), $steps steps, $tria
 # l3_run VARIANT TRIAL: one run; sets stats ("RUN_S INIT_S CPU_S ...") or
 # leaves it empty
 l3_run() {
-    local v=$1 t=$2 env=(ELASTIC_SNAPSHOT_PERIOD=10) xs=() e try rc log mt=$scratch/mpitime
+    local v=$1 t=$2 env=(ELASTIC_SNAPSHOT_PERIOD=10) xs=() args=() e try rc log mt=$scratch/mpitime n=$steps
+    case $v in idle*) n=300 ;; esac
     case $v in
         l3bg) env+=(ELASTIC_PERSIST_PERIOD=100 ELASTIC_LOG=info) ;;
+        l3bg0) env+=(ELASTIC_PERSIST_PERIOD=100 ELASTIC_LOG=info ELASTIC_PERSIST_NICE=0) ;;
+        idle10) env+=(ELASTIC_PERSIST_PERIOD=50 ELASTIC_LOG=info) args=(--sleep 20) ;;
+        idle0) env+=(ELASTIC_PERSIST_PERIOD=50 ELASTIC_LOG=info ELASTIC_PERSIST_NICE=0) args=(--sleep 20) ;;
         l3sync) env+=(ELASTIC_PERSIST_PERIOD=100 ELASTIC_PERSIST_BACKGROUND=0) ;;
     esac
     for e in "${env[@]}" "ELASTIC_SNAPSHOT_DIR=$scratch" ELASTIC_RUN_ID=bench-l3bg; do xs+=(-x "$e"); done
@@ -64,7 +73,7 @@ l3_run() {
         rm -rf "${scratch:?}"/*.h5 "$scratch"/latest "$scratch"/.snap*
         timeout 600 "$MPIRUN" "${MPI_FT_ARGS[@]}" "${MPI_ARGS[@]}" -n "$ranks" "${xs[@]}" \
             -x LD_PRELOAD="$MPITIME_PRELOAD" -x BENCH_MPITIME="$mt" \
-            "$HEAT2D" --nx "$nx" --ny "$ny" --steps "$steps" --quiet > "$log" 2>&1
+            "$HEAT2D" --nx "$nx" --ny "$ny" --steps "$n" --quiet "${args[@]}" > "$log" 2>&1
         rc=$?
         if [ $rc -eq 0 ] && grep -aq '^checksum' "$log" && stats=$(mpitime_stats "$mt"); then
             break
@@ -73,21 +82,21 @@ l3_run() {
         row l3bg "$ranks" "$mib" "$v" "$t" failed 1 flag
         stats=
     done
-    [ -n "$stats" ] && [ "$v" = l3bg ] && l3_bandwidth "$t" "$log"
+    case $v in l3bg* | idle*) [ -n "$stats" ] && l3_bandwidth "$v" "$t" "$log" ;; esac
     return 0
 }
 
-# l3_bandwidth TRIAL LOG: the background writes' bandwidth rows, then dd
-# of one file's bytes
+# l3_bandwidth VARIANT TRIAL LOG: the background writes' bandwidth rows,
+# then dd of one file's bytes
 l3_bandwidth() {
-    local t=$1 log=$2 size t0 t1
+    local v=$1 t=$2 log=$3 size t0 t1
     tr -d '\0' < "$log" |
         sed -n 's/.*written in the background: .* (\([0-9.]*\) MiB; L1 read in [0-9.]* s, on disk in \([0-9.]*\) s).*/\1 \2/p' |
         while read -r size secs; do
-            row l3bg "$ranks" "$mib" l3bg "$t" file_mib "$size" MiB
-            row l3bg "$ranks" "$mib" l3bg "$t" bw_mib_s "$(awk -v s="$size" -v d="$secs" 'BEGIN { if (d > 0) printf "%.1f", s / d; else print "inf" }')" MiB/s
+            row l3bg "$ranks" "$mib" "$v" "$t" file_mib "$size" MiB
+            row l3bg "$ranks" "$mib" "$v" "$t" bw_mib_s "$(awk -v s="$size" -v d="$secs" 'BEGIN { if (d > 0) printf "%.1f", s / d; else print "inf" }')" MiB/s
         done
-    size=$(stat -c %s "$scratch"/snap-*.h5 2> /dev/null | head -n 1)
+    size=$(stat -L -c %s "$scratch/latest" 2> /dev/null)
     [ -n "$size" ] || return 0
     t0=$(now)
     dd if=/dev/zero of="$scratch/dd" bs=1M count=$(((size + 1048575) / 1048576)) conv=fdatasync 2> /dev/null
@@ -117,8 +126,9 @@ l3_rows() {
 }
 
 for t in $(seq "$trials"); do
-    order=(l3bg l3sync)
-    [ $((t % 2)) = 0 ] && order=(l3sync l3bg)
+    set -- l3bg l3bg0 l3sync
+    r=$(((t - 1) % 3))
+    order=("${@:r+1}" "${@:1:r}")
     l3_run p10 "$t.0"
     before=$stats
     [ -n "$before" ] && l3_rows p10 "$t.0" "$before"
@@ -133,6 +143,10 @@ for t in $(seq "$trials"); do
         [ -n "$vs" ] && l3_rows "$v" "$t" "$vs" "$before" "$after"
         before=$after
     done
+done
+for t in $(seq "$trials"); do
+    l3_run idle10 "$t"
+    l3_run idle0 "$t"
 done
 rm -rf "$scratch"
 "$PY" "$BENCH_DIR/l3bg_report.py" "$CSV" > "$OUT/l3bg.md" && cat "$OUT/l3bg.md" >&2

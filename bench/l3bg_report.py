@@ -26,7 +26,7 @@ for r in rows:
     val.setdefault((r["variant"], r["trial"], r["metric"]), []).append(r["value"])
 print("| variant | wall time / p10 around it | CPU time / p10 around it |")
 print("|---|---|---|")
-for v in ("l3bg", "l3sync"):
+for v in ("l3bg", "l3bg0", "l3sync"):
     wall, cpu = [], []
     for (vv, t, m), x in val.items():
         if vv != v or m != "run_s" or (v, t, "base_run_s") not in val:
@@ -36,13 +36,18 @@ for v in ("l3bg", "l3sync"):
     if wall:
         pct = lambda xs: [100 * (y - 1) for y in xs]
         print("| %s | %s %% | %s %% |" % (v, spread(pct(wall), "%+.1f"), spread(pct(cpu), "%+.1f")))
-bw = [float(x) for (v, t, m), xs in val.items() if v == "l3bg" and m == "bw_mib_s" for x in xs if x != "inf"]
-dd = [float(x) for (v, t, m), xs in val.items() if v == "dd" and m == "bw_mib_s" for x in xs]
+def bw(v):
+    return [float(x) for (vv, t, m), xs in val.items() if vv == v and m == "bw_mib_s" for x in xs if x != "inf"]
+
+
+dd = bw("dd")
 size = [float(x) for (v, t, m), xs in val.items() if m == "file_mib" for x in xs]
 print()
-if bw and dd:
-    print("| write of %.1f MiB | MiB/s |" % statistics.median(size))
-    print("|---|---|")
-    print("| L3 in the background (rank 0's thread, start to fdatasync) | %s |" % spread(bw, "%.0f"))
-    print("| dd conv=fdatasync, same bytes, same directory | %s |" % spread(dd, "%.0f"))
-    print("| ratio of the medians | %.0f %% |" % (100 * statistics.median(bw) / statistics.median(dd)))
+if dd:
+    print("| write of %.1f MiB (rank 0's thread: start to fdatasync) | MiB/s | / dd |" % statistics.median(size))
+    print("|---|---|---|")
+    for v, what in (("l3bg", "during l3bg (nice 10, cores busy)"), ("l3bg0", "during l3bg0 (nice 0, cores busy)"),
+                    ("idle10", "job sleeping 20 ms a step, nice 10"), ("idle0", "job sleeping 20 ms a step, nice 0")):
+        if bw(v):
+            print("| %s | %s | %.0f %% |" % (what, spread(bw(v), "%.0f"), 100 * statistics.median(bw(v)) / statistics.median(dd)))
+    print("| dd conv=fdatasync, same bytes, same directory, after each run | %s | |" % spread(dd, "%.0f"))

@@ -4,9 +4,11 @@
  * The thread calls no MPI and no HDF5 function (see l3_bg.h).  It writes
  * in pieces of PIECE bytes and checks between pieces whether it was
  * abandoned, so that a recovery never waits for more than one piece.  It
- * runs at nice THREAD_NICE (Linux: a thread's own nice value, and with it
- * its I/O priority): where every core runs a rank, it takes a core from a
- * rank less often, and the rank's peers wait less for it.
+ * runs at nice ELASTIC_PERSIST_NICE (0..19, default THREAD_NICE; Linux: a
+ * thread's own nice value, and with it its I/O priority): where every core
+ * runs a rank, it takes a core from a rank less often, and the rank's peers
+ * wait less for it; the price is its bandwidth while the cores are busy
+ * (doc/benchmarks.md, B6L3).
  */
 #if HAVE_CONFIG_H
 #include "config.h"
@@ -46,6 +48,7 @@ struct l3_bg {
     int n, cap;
     void (*hook) (void *);
     void *hook_arg;
+    int nice; /* the thread's nice value */
 
     pthread_t tid;
     int started;
@@ -230,8 +233,8 @@ static void *run (void *arg)
     int fd, orphan;
 
 #ifdef SYS_gettid
-    if (b->started) /* not the application's thread (l3_bg_start's fallback) */
-        (void)setpriority (PRIO_PROCESS, (id_t)syscall (SYS_gettid), THREAD_NICE);
+    if (b->started && b->nice > 0) /* not l3_bg_start's fallback */
+        (void)setpriority (PRIO_PROCESS, (id_t)syscall (SYS_gettid), b->nice);
 #endif
     test_hold (b);
     if ((fd = open (b->path, O_WRONLY | O_CLOEXEC)) < 0)
@@ -269,11 +272,34 @@ static void *run (void *arg)
     return NULL;
 }
 
+/* ELASTIC_PERSIST_NICE, or THREAD_NICE (a bad value: one warning). */
+static int thread_nice (void)
+{
+    static int warned;
+    const char *s = getenv ("ELASTIC_PERSIST_NICE");
+    char *end;
+    long v;
+
+    if (!s)
+        return THREAD_NICE;
+    v = strtol (s, &end, 10);
+    if (*s && !*end && v >= 0 && v <= 19)
+        return (int)v;
+    if (!warned++)
+        el_log (EL_WARN,
+                "ELASTIC_PERSIST_NICE: '%s' is invalid (expected an integer from 0 to "
+                "19); using %d",
+                s,
+                THREAD_NICE);
+    return THREAD_NICE;
+}
+
 void l3_bg_start (struct l3_bg *b)
 {
     sigset_t all, old;
     int e;
 
+    b->nice = thread_nice ();
     sigfillset (&all);
     pthread_sigmask (SIG_SETMASK, &all, &old); /* inherited by the thread */
     b->t0 = now ();
