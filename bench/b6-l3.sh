@@ -12,11 +12,11 @@
 #   p10       ELASTIC_SNAPSHOT_PERIOD=10: the baseline of this pair
 #   l3bg      p10 with ELASTIC_PERSIST_PERIOD=100: L3 in the background
 #             (ELASTIC_PERSIST_BACKGROUND unset: the default, 1)
-#   l3bg0     l3bg with ELASTIC_PERSIST_NICE=0: the writer thread at the
-#             ranks' priority (l3bg's runs at nice 10)
+#   l3bg10    l3bg with ELASTIC_PERSIST_NICE=10: the writer thread below
+#             the ranks' priority (l3bg's runs at the default, 0)
 #   l3sync    the same with ELASTIC_PERSIST_BACKGROUND=0: every rank waits
 #             for the write (what the L3 level cost before)
-# A trial runs p10 before and after every variant (p10 l3bg p10 l3bg0 p10
+# A trial runs p10 before and after every variant (p10 l3bg p10 l3bg10 p10
 # l3sync p10, the order of the variants rotated by one every trial); a variant's ratio
 # is its time over the mean of the two p10 runs around it (wall and CPU
 # time).  The report, OUT/l3bg.md, gives per variant the median ratio,
@@ -60,8 +60,8 @@ l3_run() {
     case $v in idle*) n=300 ;; esac
     case $v in
         l3bg) env+=(ELASTIC_PERSIST_PERIOD=100 ELASTIC_LOG=info) ;;
-        l3bg0) env+=(ELASTIC_PERSIST_PERIOD=100 ELASTIC_LOG=info ELASTIC_PERSIST_NICE=0) ;;
-        idle10) env+=(ELASTIC_PERSIST_PERIOD=50 ELASTIC_LOG=info) args=(--sleep 20) ;;
+        l3bg10) env+=(ELASTIC_PERSIST_PERIOD=100 ELASTIC_LOG=info ELASTIC_PERSIST_NICE=10) ;;
+        idle10) env+=(ELASTIC_PERSIST_PERIOD=50 ELASTIC_LOG=info ELASTIC_PERSIST_NICE=10) args=(--sleep 20) ;;
         idle0) env+=(ELASTIC_PERSIST_PERIOD=50 ELASTIC_LOG=info ELASTIC_PERSIST_NICE=0) args=(--sleep 20) ;;
         l3sync) env+=(ELASTIC_PERSIST_PERIOD=100 ELASTIC_PERSIST_BACKGROUND=0) ;;
     esac
@@ -126,7 +126,7 @@ l3_rows() {
 }
 
 for t in $(seq "$trials"); do
-    set -- l3bg l3bg0 l3sync
+    set -- l3bg l3bg10 l3sync
     r=$(((t - 1) % 3))
     order=("${@:r+1}" "${@:1:r}")
     l3_run p10 "$t.0"

@@ -4,11 +4,12 @@
  * The thread calls no MPI and no HDF5 function (see l3_bg.h).  It writes
  * in pieces of PIECE bytes and checks between pieces whether it was
  * abandoned, so that a recovery never waits for more than one piece.  It
- * runs at nice ELASTIC_PERSIST_NICE (0..19, default THREAD_NICE; Linux: a
- * thread's own nice value, and with it its I/O priority): where every core
- * runs a rank, it takes a core from a rank less often, and the rank's peers
- * wait less for it; the price is its bandwidth while the cores are busy
- * (doc/benchmarks.md, B6L3).
+ * runs at nice ELASTIC_PERSIST_NICE (0..19, default THREAD_NICE, the
+ * ranks' own; Linux: a thread's own nice value, and with it its I/O
+ * priority).  A higher value makes it take a core from a rank less often,
+ * at the price of its bandwidth while the cores are busy: B6L3 measured
+ * nice 10 at 12 % of dd's bandwidth and nice 0 at 95 %, and could not
+ * tell their overheads apart (doc/benchmarks.md).
  */
 #if HAVE_CONFIG_H
 #include "config.h"
@@ -32,7 +33,7 @@
 #include "log.h"
 
 #define PIECE       ((size_t)4 << 20)
-#define THREAD_NICE 10
+#define THREAD_NICE 0
 
 struct extent {
     uint64_t off;
