@@ -31,7 +31,8 @@
 # Then the same with the job leaving the cores idle (heat2d --sleep 20, 300
 # steps, L3 every 50), at nice 10 and 0 (variants idle10, idle0): what the
 # thread writes when it has a core.
-# Quick: 300 steps, 3 trials.  Full: 1000 steps, 9 trials.
+# Quick: 200 steps, 1 trial (idle runs of 100 steps).  Full: 1000 steps,
+# 9 trials (idle runs of 300 steps).
 # Rows: l3bg,RANKS,MIB_PER_RANK,VARIANT,TRIAL,METRIC,VALUE,UNIT with METRIC
 # run_s, cpu_s, base_run_s, base_cpu_s (variants), bw_mib_s (l3bg: one row
 # per file; dd: one row per run), file_mib.
@@ -45,9 +46,9 @@ ranks=$(nproc)
 nx=1024 ny=2048
 mib=$((nx * ny * 8 / ranks / 1048576))
 if [ "$MODE" = quick ]; then
-    steps=300 trials=${TRIALS:-3}
+    steps=200 trials=${TRIALS:-1} idle_steps=100
 else
-    steps=1000 trials=${TRIALS:-9}
+    steps=1000 trials=${TRIALS:-9} idle_steps=300
 fi
 scratch=$OUT/scratch/l3bg
 mkdir -p "$scratch"
@@ -57,7 +58,7 @@ bench_log "$ranks ranks, ${nx}x$ny grid ($mib MiB per rank), $steps steps, $tria
 # leaves it empty
 l3_run() {
     local v=$1 t=$2 env=(ELASTIC_SNAPSHOT_PERIOD=10) xs=() args=() e try rc log mt=$scratch/mpitime n=$steps
-    case $v in idle*) n=300 ;; esac
+    case $v in idle*) n=$idle_steps ;; esac
     case $v in
         l3bg) env+=(ELASTIC_PERSIST_PERIOD=100 ELASTIC_LOG=info) ;;
         l3bg10) env+=(ELASTIC_PERSIST_PERIOD=100 ELASTIC_LOG=info ELASTIC_PERSIST_NICE=10) ;;
