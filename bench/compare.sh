@@ -48,9 +48,10 @@ for id in "${ids[@]}"; do
         B3 | B4) s=b34-snapshot.sh ;;
         B5) s=b5-l3.sh ;;
         B6) s=b6-steady.sh ;;
+        B6L3) s=b6-l3.sh ;;
         B7) s=b7-launch.sh ;;
         B9) s=b9-notice.sh ;;
-        *) die "--only: '$id' is invalid (expected a comma-separated list of B1 ... B7, B9)" ;;
+        *) die "--only: '$id' is invalid (expected a comma-separated list of B1 ... B7, B9, B6L3)" ;;
     esac
     scripts+=("$s")
 done

@@ -13,8 +13,8 @@
 #                tree is brought up to date and the benchmark programs built
 #   --out DIR    results (default ./bench-results): one CSV per benchmark,
 #                summary.csv, results.md, plots/*.png, logs/
-#   --only LIST  comma-separated subset of B1,B2,B3,B4,B5,B6,B7,B8,B9,B11 (the
-#                default), or B12, B13 (run only when named)
+#   --only LIST  comma-separated subset of B1,B2,B3,B4,B5,B6,B6L3,B7,B8,B9,B11
+#                (the default), or B12, B13 (run only when named)
 #   --no-build   build nothing, use the programs the build tree has (for
 #                `make check`, which builds them first)
 #
@@ -26,6 +26,9 @@
 #   B3/B4 b34-snapshot.sh  L1 copy vs memcpy, L2 exchange vs MPI_Sendrecv
 #   B5 b5-l3.sh        L3 write/read vs dd
 #   B6 b6-steady.sh    heat2d slowdown from snapshots
+#   B6L3 b6-l3.sh      snapshot every 10 + L3 every 100 next to every 10
+#                      alone (L3 in the background and synchronous), and
+#                      the background L3 bandwidth next to dd
 #   B7 b7-launch.sh    launch overhead vs mpirun (hyperfine)
 #   B8 b8-model.py     growth models from B1, B3/B4, B5
 #   B9 b9-notice.sh    failure notice and MPI_Init: hosted PMIx vs mpirun
@@ -42,7 +45,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 mode=--full
 build=
 out=
-only=B1,B2,B3,B4,B5,B6,B7,B8,B9,B11
+only=B1,B2,B3,B4,B5,B6,B6L3,B7,B8,B9,B11
 while [ $# -gt 0 ]; do
     case $1 in
         --quick | --full) mode=$1 ;;
@@ -60,8 +63,8 @@ while [ $# -gt 0 ]; do
 done
 for b in ${only//,/ }; do
     case $b in
-        B1 | B2 | B3 | B4 | B5 | B6 | B7 | B8 | B9 | B11 | B12 | B13) ;;
-        *) echo "run.sh: --only: '$b' is invalid (expected a comma-separated list of B1 ... B9, B11, B12, B13)" >&2; exit 2 ;;
+        B1 | B2 | B3 | B4 | B5 | B6 | B6L3 | B7 | B8 | B9 | B11 | B12 | B13) ;;
+        *) echo "run.sh: --only: '$b' is invalid (expected a comma-separated list of B1 ... B9, B6L3, B11, B12, B13)" >&2; exit 2 ;;
     esac
 done
 want() { [[ ",$only," == *",$1,"* ]]; }
@@ -75,10 +78,10 @@ bench_parse_args "$@"
 common=("$mode" --build "$BUILD" --out "$OUT")
 
 # fresh results (logs of earlier runs are replaced)
-for f in recovery restart snapshot l3 steady launch notice meshscale model summary diff fastpath; do
+for f in recovery restart snapshot l3 steady l3bg launch notice meshscale model summary diff fastpath; do
     rm -f "$OUT/$f.csv"
 done
-rm -rf "$OUT/logs" "$OUT/plots" "$OUT/scratch" "$OUT/results.md" "$OUT/model.md" "$OUT/meshscale.md" "$OUT/meta.txt"
+rm -rf "$OUT/logs" "$OUT/plots" "$OUT/scratch" "$OUT/results.md" "$OUT/l3bg.md" "$OUT/model.md" "$OUT/meshscale.md" "$OUT/meta.txt"
 mkdir -p "$OUT/logs"
 bench_log "building the benchmark programs in $BUILD"
 bench_build_programs
@@ -105,6 +108,7 @@ want B2 && drive B2 "$here/b2-restart.sh"
 if want B3 || want B4; then drive B3/B4 "$here/b34-snapshot.sh"; fi
 want B5 && drive B5 "$here/b5-l3.sh"
 want B6 && drive B6 "$here/b6-steady.sh"
+want B6L3 && drive B6L3 "$here/b6-l3.sh"
 want B7 && drive B7 "$here/b7-launch.sh"
 want B9 && drive B9 "$here/b9-notice.sh"
 want B11 && drive B11 "$here/b11-meshscale.sh"
@@ -122,7 +126,7 @@ rm -rf "$OUT/scratch"
 bench_log "report: $OUT/results.md"
 "$PY" "$here/report.py" "$OUT"
 rc=$?
-if [ "$only" != B1,B2,B3,B4,B5,B6,B7,B8,B9,B11 ] && [ $rc -eq 1 ]; then
+if [ "$only" != B1,B2,B3,B4,B5,B6,B6L3,B7,B8,B9,B11 ] && [ $rc -eq 1 ]; then
     rc=0 # a subset: the benchmarks not selected have no rows
 fi
 [ $rc -ne 0 ] && status=1

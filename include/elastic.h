@@ -187,7 +187,13 @@ int elastic_record_error (const char *fmt, ...) __attribute__ ((format (printf, 
  * the job: working rank 0 prints one warning line with the reason, a
  * "persist_failed" event is logged, older snapshots stay intact, and
  * elastic_maybe_snapshot returns ELASTIC_OK; the next persist step tries
- * again.  Writes are independent MPI-IO (no collective aggregation), so a
+ * again.  A periodic write runs in the background (persist_background, 1 by
+ * default): the persist step costs its L1 snapshot and the file's layout,
+ * a thread of each rank copies the rank's blocks from its L1 copy into the
+ * file without MPI, and the file is committed at a later snapshot step once
+ * every rank's copy is on disk; a suspend, the deadline and the end of the
+ * job wait for it, and a world change abandons it (never committed).  The
+ * synchronous writes are independent MPI-IO (no collective aggregation), so a
  * process that dies during a write is seen by the others as an error: they
  * recover in place (from L1/L2, the interrupted file is never committed),
  * and the next write uses the repaired communicator.  HDF5 cannot close
@@ -263,6 +269,8 @@ int elastic_record_error (const char *fmt, ...) __attribute__ ((format (printf, 
  *   {"event":"persist","step":40,"world_size":8,"bytes":..,"t_write_ms":..,
  *    "file":"DIR/snap-000000000040.h5","rank":0,"time":".."}
  *   {"event":"persist_failed","step":40,"world_size":8,"error":"..",..}
+ *   {"event":"persist_skipped","step":40,"world_size":8,"reason":"..",
+ *    "file":null,..} (persist_background 2: the previous write was in flight)
  *   {"event":"suspend","step":40,"world_size":8,"reason":"SIGTERM"|"deadline",
  *    "file":".." (null if that write failed),..}
  *   {"event":"resume","step":40,"old_size":8,"new_size":4,"file":"..",
@@ -284,6 +292,8 @@ int elastic_record_error (const char *fmt, ...) __attribute__ ((format (printf, 
  *   ELASTIC_SNAPSHOT_KEEP, ELASTIC_RESUME_MODE (auto|always|never),
  *   ELASTIC_RESUME_FRESH_OK, ELASTIC_RESUME_FROM, ELASTIC_SIGNALS,
  *   ELASTIC_SIGNAL_CHECK_PERIOD, ELASTIC_DEADLINE, ELASTIC_DEADLINE_MARGIN,
+ *   ELASTIC_PERSIST_BACKGROUND (0, 1 or 2: persist_background),
+ *   ELASTIC_PERSIST_NICE (0..19, 0: the background writer's nice value),
  *   ELASTIC_SNAPSHOT_OVERLAP (1, the default: see above; 0: synchronous);
  *   ELASTIC_LOG sets the log level.  Read as facts about the launch:
  *   ELASTIC_RESUME (0 or 1), SLURM_RESTART_COUNT, SLURM_JOB_ID,
@@ -338,6 +348,9 @@ typedef struct {
                               * ELASTIC_DIFF_ON; 0) */
     int diff_block_kib;      /* block of a differential snapshot, KiB
                               * (1 to 1048576; 64) */
+    int persist_background;  /* periodic L3 writes: 0 synchronous; 1 in the
+                              * background from L1, a persist step waits for
+                              * the one in flight; 2 ... skips it (1) */
 } elastic_config_t;
 
 typedef struct elastic_manager elastic_manager_t;

@@ -1,7 +1,9 @@
 #!/bin/bash
 # t3014-persist-kill.sh - processes killed in the middle of an L3 write
 # inside elastic_maybe_snapshot (after their data is in the temporary file,
-# before the commit):
+# before the commit; the synchronous write, ELASTIC_PERSIST_BACKGROUND=0,
+# for the ranks killed one at a time: t3025 kills ranks in the background
+# write):
 #   - one rank (ULFM): the others see the failure as an error (independent
 #     MPI-IO writes), recover in place from L1/L2 and finish with the
 #     failure-free checksum; the interrupted step is never committed, the
@@ -24,7 +26,7 @@ is "$MPI_RC" 0 "reference run (checksum $ref)"
 if mpi_have_ulfm; then
     for victim in 2 0; do
         d=$tmp/one$victim.d out=$tmp/one$victim
-        app_run "$out" 4 -x ELASTIC_LOG=info -x ELASTIC_EVENT_LOG="$out.events" -- $HEAT --snapshot-dir "$d" --fail $victim:40:persist
+        app_run "$out" 4 -x ELASTIC_LOG=info -x ELASTIC_PERSIST_BACKGROUND=0 -x ELASTIC_EVENT_LOG="$out.events" -- $HEAT --snapshot-dir "$d" --fail $victim:40:persist
         is "$MPI_RC" 0 "rank $victim killed in the L3 write of step 40: the job completed" || show_failure "$out"
         grep -aq "ELASTIC_TEST_KILL: killing myself (pid [0-9]*) in persist at step 40" "$out"
         ok $? "rank $victim: it really died inside the write" || show_failure "$out"

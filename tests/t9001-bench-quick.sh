@@ -58,6 +58,8 @@ check B6 steady signals run_s
 check B6 steady p10 run_s
 check B6 steady p100 run_s
 check B6 steady p10+l3 run_s
+check B6L3 l3bg l3bg run_s
+check B6L3 l3bg l3sync run_s
 check B7 launch mpirun wall_s
 check B7 launch elastic-exec wall_s
 check B7 launch elastic-mpirun wall_s

@@ -51,6 +51,7 @@ static const struct int_field int_fields[] = {
     FIELD (deadline_margin, "ELASTIC_DEADLINE_MARGIN", 0, INT_MAX),
     FIELD (diff_threshold_kib, "ELASTIC_DIFF_THRESHOLD_KIB", 0, INT_MAX),
     FIELD (diff_block_kib, "ELASTIC_DIFF_BLOCK_KIB", 1, 1048576),
+    FIELD (persist_background, "ELASTIC_PERSIST_BACKGROUND", 0, 2),
 };
 
 static const char *resume_names[] = {"auto", "always", "never"};
@@ -104,6 +105,7 @@ void elastic_config_init (elastic_config_t *cfg)
     cfg->deadline_margin = 30;
     cfg->diff_threshold_kib = 0;
     cfg->diff_block_kib = 64;
+    cfg->persist_background = 1;
 }
 
 /* A string variable: unset leaves *field, empty is invalid unless

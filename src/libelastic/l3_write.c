@@ -32,6 +32,7 @@
 #include <hdf5.h>
 
 #include "l3.h"
+#include "l3_bg.h"
 #include "l3_agree.h"
 #include "l3_dir.h"
 #include "l3_format.h"
@@ -64,6 +65,7 @@ struct writer {
     uint64_t *all; /* every rank's descriptors, `stride` each */
     int stride;
     hid_t fid;
+    int defer_crc; /* l3_write_begin: arrays' and blobs' crc32 come later */
     elastic_error_t *err;
 };
 
@@ -250,8 +252,10 @@ static int check_counts (struct writer *w)
     return ELASTIC_OK;
 }
 
-/* This rank's descriptor row (w->stride words, see A_*, V_*, B_*). */
-static void describe (const struct l3_state *st, uint64_t *p)
+/* This rank's descriptor row (w->stride words, see A_*, V_*, B_*); with
+ * defer, the crc32 of arrays and blobs is left 0 (the thread of l3_bg.c
+ * computes it). */
+static void describe (const struct l3_state *st, int defer, uint64_t *p)
 {
     for (int i = 0; i < st->narrays; i++, p += A_N) {
         const struct l3_array *a = &st->arrays[i];
@@ -261,7 +265,7 @@ static void describe (const struct l3_state *st, uint64_t *p)
         p[A_OFF] = a->global_offset;
         p[A_COUNT] = a->local_count;
         p[A_GLOBAL] = a->global_count;
-        p[A_CRC] = l3_crc32 (0, a->data, a->local_count * a->elem_size);
+        p[A_CRC] = defer ? 0 : l3_crc32 (0, a->data, a->local_count * a->elem_size);
     }
     for (int i = 0; i < st->nvalues; i++, p += V_N) {
         const struct l3_value *v = &st->values[i];
@@ -274,7 +278,7 @@ static void describe (const struct l3_state *st, uint64_t *p)
         const struct l3_blob *b = &st->blobs[i];
         p[B_HASH] = name_hash (b->name);
         p[B_SIZE] = b->size;
-        p[B_CRC] = l3_crc32 (0, b->data, b->size);
+        p[B_CRC] = defer ? 0 : l3_crc32 (0, b->data, b->size);
     }
 }
 
@@ -386,7 +390,7 @@ static int gather_check (struct writer *w)
         free (mine);
         return rc;
     }
-    describe (st, mine);
+    describe (st, w->defer_crc, mine);
     e = MPI_Allgather (
         mine, w->stride, MPI_UINT64_T, w->all, w->stride, MPI_UINT64_T, w->comm);
     free (mine);
@@ -1021,64 +1025,61 @@ out:
     return rc;
 }
 
-int l3_write (MPI_Comm comm,
-              const struct l3_write_opts *opts,
-              const struct l3_state *st,
-              int64_t step,
-              elastic_error_t *err)
+/* Collective: the checks and preparations l3_write and l3_write_begin
+ * share, up to the temporary's name in tmp. */
+static int write_prepare (struct writer *w, struct prep *prep, char *tmp, size_t tmpsize)
 {
-    elastic_error_t tmp_err;
-    struct writer w = {.comm = comm, .opts = opts, .st = st, .step = step, .fid = -1};
-    struct l3_h5quiet q;
-    struct prep prep = {0};
-    char name[64], tmp[PATH_MAX];
-    elastic_error_t why;
+    char name[64];
     int rc;
 
-    w.err = err ? err : &tmp_err;
-    w.err->text[0] = '\0';
-    if (MPI_Comm_rank (comm, &w.rank) != MPI_SUCCESS ||
-        MPI_Comm_size (comm, &w.size) != MPI_SUCCESS) {
-        return errcodef (w.err, ELASTIC_ERR_INVAL, "l3_write: invalid communicator");
-    }
-    l3_h5quiet_begin (&q);
-    rc = check_local (opts, st, step, w.err);
-    if ((rc = l3_agree (comm, rc, w.err)) != ELASTIC_OK)
-        goto out;
-    rc = gather_check (&w);
-    if ((rc = l3_agree (comm, rc, w.err)) != ELASTIC_OK)
-        goto out;
-    if ((rc = prepare_dir (&w, &prep)) != ELASTIC_OK)
-        goto out;
-    rc = check_fsize_limit (&w, size_bound (&w, prep.align));
-    if (rc == ELASTIC_OK && w.rank == 0)
-        rc = check_free_space (&w, size_bound (&w, prep.align));
-    if ((rc = l3_agree (comm, rc, w.err)) != ELASTIC_OK)
-        goto out;
-    l3_snap_name (name, sizeof (name), step, 1);
-    if (snprintf (tmp, sizeof (tmp), "%s/%s", opts->dir, name) >= (int)sizeof (tmp)) {
-        rc = errcodef (w.err, ELASTIC_ERR_INVAL, "snapshot directory name is too long");
-        goto out;
-    }
-    if ((rc = write_file (&w, tmp, &prep)) == ELASTIC_OK) {
-        rc = check_written (&w, tmp);
-        rc = l3_agree (comm, rc, w.err);
+    rc = check_local (w->opts, w->st, w->step, w->err);
+    if ((rc = l3_agree (w->comm, rc, w->err)) != ELASTIC_OK)
+        return rc;
+    rc = gather_check (w);
+    if ((rc = l3_agree (w->comm, rc, w->err)) != ELASTIC_OK)
+        return rc;
+    if ((rc = prepare_dir (w, prep)) != ELASTIC_OK)
+        return rc;
+    rc = check_fsize_limit (w, size_bound (w, prep->align));
+    if (rc == ELASTIC_OK && w->rank == 0)
+        rc = check_free_space (w, size_bound (w, prep->align));
+    if ((rc = l3_agree (w->comm, rc, w->err)) != ELASTIC_OK)
+        return rc;
+    l3_snap_name (name, sizeof (name), w->step, 1);
+    if (snprintf (tmp, tmpsize, "%s/%s", w->opts->dir, name) >= (int)tmpsize)
+        return errcodef (
+            w->err, ELASTIC_ERR_INVAL, "snapshot directory name is too long");
+    return ELASTIC_OK;
+}
+
+/* Collective: after the data is in tmp (rc: the agreed outcome so far),
+ * check the file, commit it, update latest, apply retention.  Agreed; on
+ * an error the temporary is removed. */
+static int commit_file (struct writer *w, const char *tmp, int rc)
+{
+    const struct l3_write_opts *opts = w->opts;
+    char name[64];
+    elastic_error_t why;
+
+    if (rc == ELASTIC_OK) {
+        rc = check_written (w, tmp);
+        rc = l3_agree (w->comm, rc, w->err);
     }
     if (rc != ELASTIC_OK) {
-        if (w.rank == 0)
+        if (w->rank == 0)
             (void)unlink (tmp);
-        goto out;
+        return rc;
     }
-    if (w.rank == 0) {
+    if (w->rank == 0) {
         /* a directory holds one run: never replace another run's file */
         char final[PATH_MAX], owner[256];
         const char *me = opts->run_id ? opts->run_id : "";
-        l3_snap_name (name, sizeof (name), step, 0);
+        l3_snap_name (name, sizeof (name), w->step, 0);
         snprintf (final, sizeof (final), "%s/%s", opts->dir, name);
         if (l3_file_run_id (final, owner, sizeof (owner)) == 1 &&
             strcmp (owner, me) != 0) {
             rc = errcodef (
-                w.err,
+                w->err,
                 ELASTIC_ERR_EXISTS,
                 "'%s' is a snapshot of run '%s', not of this run '%s' (a snapshot "
                 "directory holds one run's snapshots)",
@@ -1088,10 +1089,10 @@ int l3_write (MPI_Comm comm,
             (void)unlink (tmp);
         }
     }
-    if (w.rank == 0 && rc == ELASTIC_OK) {
-        int c = l3_dir_commit (opts->dir, step, &why);
+    if (w->rank == 0 && rc == ELASTIC_OK) {
+        int c = l3_dir_commit (opts->dir, w->step, &why);
         if (c < 0) {
-            rc = errcodef (w.err, ELASTIC_ERR_IO, "%s", why.text);
+            rc = errcodef (w->err, ELASTIC_ERR_IO, "%s", why.text);
             (void)unlink (tmp);
         } else {
             if (c > 0)
@@ -1099,16 +1100,385 @@ int l3_write (MPI_Comm comm,
             if (l3_dir_prune (opts->dir,
                               opts->keep,
                               opts->run_id ? opts->run_id : "",
-                              step,
+                              w->step,
                               removed_cb,
                               NULL,
                               &why) < 0)
                 el_log (EL_WARN, "L3 retention in '%s' failed: %s", opts->dir, why.text);
         }
     }
-    rc = l3_agree (comm, rc, w.err);
-out:
+    return l3_agree (w->comm, rc, w->err);
+}
+
+static int writer_init (struct writer *w,
+                        MPI_Comm comm,
+                        const struct l3_write_opts *opts,
+                        const struct l3_state *st,
+                        int64_t step,
+                        elastic_error_t *err)
+{
+    *w = (struct writer){.comm = comm, .opts = opts, .st = st, .step = step, .fid = -1};
+    w->err = err;
+    w->err->text[0] = '\0';
+    if (MPI_Comm_rank (comm, &w->rank) != MPI_SUCCESS ||
+        MPI_Comm_size (comm, &w->size) != MPI_SUCCESS) {
+        return errcodef (w->err, ELASTIC_ERR_INVAL, "l3_write: invalid communicator");
+    }
+    return ELASTIC_OK;
+}
+
+int l3_write (MPI_Comm comm,
+              const struct l3_write_opts *opts,
+              const struct l3_state *st,
+              int64_t step,
+              elastic_error_t *err)
+{
+    elastic_error_t tmp_err;
+    struct writer w;
+    struct l3_h5quiet q;
+    struct prep prep = {0};
+    char tmp[PATH_MAX];
+    int rc;
+
+    if ((rc = writer_init (&w, comm, opts, st, step, err ? err : &tmp_err)) != ELASTIC_OK)
+        return rc;
+    l3_h5quiet_begin (&q);
+    if ((rc = write_prepare (&w, &prep, tmp, sizeof (tmp))) == ELASTIC_OK) {
+        rc = write_file (&w, tmp, &prep);
+        rc = commit_file (&w, tmp, rc);
+    }
     free (w.all);
+    l3_h5quiet_end (&q);
+    return rc;
+}
+
+/* The file offsets l3_write_begin's rank 0 finds: per array and per blob,
+ * its data and its block table (UNDEF: no storage, 0 elements). */
+enum { O_DATA, O_TABLE, O_N };
+
+/* Rank 0: create dataset loc/name with a [world][3] table at tloc/name
+ * (offsets, counts, crc32 0: the ranks fill their own crc32 in), and
+ * record both offsets in off. */
+static int lay_out_one (struct writer *w,
+                        hid_t loc,
+                        hid_t tloc,
+                        const char *name,
+                        hid_t type,
+                        int ndims,
+                        const hsize_t *dims,
+                        const char *attr,
+                        const void *attr_val,
+                        const uint64_t *table,
+                        uint64_t *off)
+{
+    hsize_t tdims[2] = {(hsize_t)w->size, 3};
+    hid_t d, t = -1;
+    int rc = 0;
+
+    off[O_DATA] = off[O_TABLE] = UINT64_MAX;
+    if ((d = dataset_create (loc, name, type, ndims, dims)) < 0 ||
+        (attr && attr_write (d, attr, H5T_NATIVE_UINT64, attr_val) < 0) ||
+        (t = dataset_create (tloc, name, H5T_NATIVE_UINT64, 2, tdims)) < 0 ||
+        attr_write_string (t, "columns", "offset,count,crc32") < 0 ||
+        H5Dwrite (t, H5T_NATIVE_UINT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, table) < 0)
+        rc = -1;
+    if (rc == 0) {
+        haddr_t a = dims[0] > 0 ? H5Dget_offset (d) : HADDR_UNDEF, b = H5Dget_offset (t);
+        if ((dims[0] > 0 && a == HADDR_UNDEF) || b == HADDR_UNDEF)
+            rc = -1; /* not contiguous: cannot be written in place */
+        off[O_DATA] = a == HADDR_UNDEF ? UINT64_MAX : (uint64_t)a;
+        off[O_TABLE] = (uint64_t)b;
+    }
+    hid_t es = rc < 0 ? l3_h5_errsave () : -1;
+    if (d >= 0)
+        H5Dclose (d);
+    if (t >= 0)
+        H5Dclose (t);
+    l3_h5_errrestore (es);
+    return rc;
+}
+
+static int lay_out_arrays (struct writer *w, uint64_t *table, uint64_t *off)
+{
+    const struct l3_state *st = w->st;
+    hid_t ga = -1, gc = -1;
+    int rc = ELASTIC_OK;
+
+    ga = H5Gcreate2 (w->fid, "arrays", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    gc = H5Gcreate2 (w->fid, "checksums", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (ga < 0 || gc < 0)
+        rc = l3_h5fail (w->err, "cannot create group", ga < 0 ? "arrays" : "checksums");
+    for (int i = 0; i < st->narrays && rc == ELASTIC_OK; i++) {
+        const struct l3_array *a = &st->arrays[i];
+        hsize_t dims[2] = {a->global_count, a->elem_size / l3_type_size (a->type)};
+        uint64_t es = a->elem_size;
+
+        for (int r = 0; r < w->size; r++) {
+            const uint64_t *dr = desc_of (w, r) + A_N * i;
+            table[3 * r] = dr[A_OFF];
+            table[3 * r + 1] = dr[A_COUNT];
+            table[3 * r + 2] = 0;
+        }
+        if (lay_out_one (w,
+                         ga,
+                         gc,
+                         a->name,
+                         l3_type_h5 (a->type),
+                         dims[1] == 1 ? 1 : 2,
+                         dims,
+                         "elem_size",
+                         &es,
+                         table,
+                         off + O_N * i) < 0)
+            rc = l3_h5fail (w->err, "cannot lay out array", a->name);
+    }
+    if (ga >= 0)
+        H5Gclose (ga);
+    if (gc >= 0)
+        H5Gclose (gc);
+    return rc;
+}
+
+static int lay_out_values (struct writer *w)
+{
+    const struct l3_state *st = w->st;
+    hid_t g;
+    int rc = ELASTIC_OK;
+
+    if ((g = H5Gcreate2 (w->fid, "values", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)) < 0)
+        return l3_h5fail (w->err, "cannot create group", "values");
+    for (int i = 0; i < st->nvalues && rc == ELASTIC_OK; i++) {
+        const struct l3_value *v = &st->values[i];
+        hsize_t n = v->size / l3_type_size (v->type);
+        uint32_t crc = (uint32_t)desc_of (w, 0)[A_N * st->narrays + V_N * i + V_CRC];
+        int scalar = v->type != L3_TYPE_BYTES && n == 1;
+        hid_t type = l3_type_h5 (v->type), d;
+
+        if ((d = dataset_create (g, v->name, type, scalar ? 0 : 1, &n)) < 0 ||
+            attr_write (d, "crc32", H5T_NATIVE_UINT32, &crc) < 0 ||
+            (n > 0 && H5Dwrite (d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, v->data) < 0))
+            rc = l3_h5fail (w->err, "cannot write value", v->name);
+        if (d >= 0)
+            H5Dclose (d);
+    }
+    H5Gclose (g);
+    return rc;
+}
+
+static int lay_out_blobs (struct writer *w, uint64_t *table, uint64_t *off)
+{
+    const struct l3_state *st = w->st;
+    hid_t gb = -1, gi = -1;
+    int rc = ELASTIC_OK;
+
+    gb = H5Gcreate2 (w->fid, "blobs", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    gi = H5Gcreate2 (w->fid, "blob_index", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (gb < 0 || gi < 0)
+        rc = l3_h5fail (w->err, "cannot create group", gb < 0 ? "blobs" : "blob_index");
+    for (int i = 0; i < st->nblobs && rc == ELASTIC_OK; i++) {
+        int k = A_N * st->narrays + V_N * st->nvalues + B_N * i;
+        uint64_t total = 0;
+
+        for (int r = 0; r < w->size; r++) {
+            const uint64_t *dr = desc_of (w, r) + k;
+            table[3 * r] = total;
+            table[3 * r + 1] = dr[B_SIZE];
+            table[3 * r + 2] = 0;
+            total += dr[B_SIZE];
+        }
+        hsize_t dims = total;
+        if (lay_out_one (w,
+                         gb,
+                         gi,
+                         st->blobs[i].name,
+                         H5T_NATIVE_UINT8,
+                         1,
+                         &dims,
+                         NULL,
+                         NULL,
+                         table,
+                         off + O_N * (st->narrays + i)) < 0)
+            rc = l3_h5fail (w->err, "cannot lay out blob", st->blobs[i].name);
+    }
+    if (gb >= 0)
+        H5Gclose (gb);
+    if (gi >= 0)
+        H5Gclose (gi);
+    return rc;
+}
+
+/* Rank 0: the whole file but the ranks' data and crc32s, with the serial
+ * driver; then every block of it reserved (fallocate over its final size:
+ * HDF5 has set the size to the end of the allocated space). */
+static int
+lay_out (struct writer *w, const char *tmp, const struct prep *prep, uint64_t *off)
+{
+    uint64_t *table = malloc (sizeof (*table) * 3 * (size_t)w->size);
+    hid_t fapl = -1;
+    int rc = ELASTIC_OK, fd, e;
+    struct stat sb;
+
+    if (!table)
+        return errcodef (w->err, ELASTIC_ERR_NOMEM, "out of memory");
+    if ((fapl = H5Pcreate (H5P_FILE_ACCESS)) < 0 ||
+        H5Pset_alignment (fapl, prep->align, prep->align) < 0)
+        rc = l3_h5fail (w->err, "cannot set up HDF5 access for", tmp);
+    else if ((w->fid = H5Fcreate (tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl)) < 0)
+        rc = l3_h5fail (w->err, "cannot create", tmp);
+    if (fapl >= 0)
+        H5Pclose (fapl);
+    if (rc == ELASTIC_OK)
+        rc = write_header (w, prep);
+    if (rc == ELASTIC_OK)
+        rc = lay_out_arrays (w, table, off);
+    if (rc == ELASTIC_OK)
+        rc = lay_out_values (w);
+    if (rc == ELASTIC_OK)
+        rc = lay_out_blobs (w, table, off);
+    free (table);
+    if (w->fid >= 0) {
+        if (H5Fclose (w->fid) < 0 && rc == ELASTIC_OK)
+            rc = l3_h5fail (w->err, "cannot close", tmp);
+        w->fid = -1;
+    }
+    if (rc != ELASTIC_OK)
+        return rc;
+    if (getenv ("ELASTIC_TEST_L3_NO_RESERVE")) /* tests: a disk filling later */
+        return ELASTIC_OK;
+    if ((fd = open (tmp, O_WRONLY | O_CLOEXEC)) < 0 || fstat (fd, &sb) < 0) {
+        rc = errcodef (
+            w->err, ELASTIC_ERR_IO, "cannot open '%s': %s", tmp, strerror (errno));
+    } else if ((e = posix_fallocate (fd, 0, sb.st_size)) != 0 && e != EINVAL &&
+               e != EOPNOTSUPP) {
+        /* EINVAL, EOPNOTSUPP: this file system cannot reserve (the free
+         * space was checked before the creation) */
+        rc = errcodef (
+            w->err,
+            ELASTIC_ERR_IO,
+            "cannot reserve %llu bytes for the snapshot of step %lld in '%s': %s",
+            (unsigned long long)sb.st_size,
+            (long long)w->step,
+            w->opts->dir,
+            strerror (e));
+    }
+    if (fd >= 0)
+        close (fd);
+    return rc;
+}
+
+/* This rank's extents into b: its array blocks and blobs, at the offsets
+ * rank 0 laid out.  -1: out of memory. */
+static int plan_extents (struct writer *w, const uint64_t *off, struct l3_bg *b)
+{
+    const struct l3_state *st = w->st;
+
+    for (int i = 0; i < st->narrays; i++) {
+        const struct l3_array *a = &st->arrays[i];
+        const uint64_t *o = off + O_N * i;
+        uint64_t crc_at = o[O_TABLE] + 8 * (3 * (uint64_t)w->rank + 2);
+        size_t len = a->local_count * a->elem_size;
+        if (len > 0 &&
+            l3_bg_add (
+                b, o[O_DATA] + a->global_offset * a->elem_size, a->data, len, crc_at) < 0)
+            return -1;
+    }
+    for (int i = 0; i < st->nblobs; i++) {
+        const struct l3_blob *bl = &st->blobs[i];
+        const uint64_t *o = off + O_N * (st->narrays + i);
+        int k = A_N * st->narrays + V_N * st->nvalues + B_N * i;
+        uint64_t mine = 0, crc_at = o[O_TABLE] + 8 * (3 * (uint64_t)w->rank + 2);
+        for (int r = 0; r < w->rank; r++)
+            mine += desc_of (w, r)[k + B_SIZE];
+        if (bl->size > 0 &&
+            l3_bg_add (b, o[O_DATA] + mine, bl->data, bl->size, crc_at) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+int l3_write_begin (MPI_Comm comm,
+                    const struct l3_write_opts *opts,
+                    const struct l3_state *st,
+                    int64_t step,
+                    struct l3_bg **out,
+                    elastic_error_t *err)
+{
+    elastic_error_t tmp_err;
+    struct writer w;
+    struct l3_h5quiet q;
+    struct prep prep = {0};
+    struct l3_bg *b = NULL;
+    uint64_t *off = NULL;
+    size_t noff = 0;
+    char tmp[PATH_MAX];
+    int rc, e;
+
+    *out = NULL;
+    if ((rc = writer_init (&w, comm, opts, st, step, err ? err : &tmp_err)) != ELASTIC_OK)
+        return rc;
+    w.defer_crc = 1;
+    l3_h5quiet_begin (&q);
+    if ((rc = write_prepare (&w, &prep, tmp, sizeof (tmp))) != ELASTIC_OK)
+        goto out;
+    noff = (size_t)O_N * (size_t)(st->narrays + st->nblobs) + 1;
+    if (!(off = calloc (noff, sizeof (*off))))
+        rc = errcodef (w.err, ELASTIC_ERR_NOMEM, "out of memory");
+    else if (w.rank == 0)
+        rc = lay_out (&w, tmp, &prep, off);
+    if ((rc = l3_agree (comm, rc, w.err)) != ELASTIC_OK)
+        goto fail;
+    if ((e = MPI_Bcast (off, (int)noff, MPI_UINT64_T, 0, comm)) != MPI_SUCCESS) {
+        rc = l3_mpi_error (e, "MPI_Bcast", w.err);
+        goto out; /* a failure: the ranks may not agree on anything now */
+    }
+    if (!(b = l3_bg_create (tmp, step)) || plan_extents (&w, off, b) < 0)
+        rc = errcodef (w.err, ELASTIC_ERR_NOMEM, "out of memory planning the L3 write");
+    if ((rc = l3_agree (comm, rc, w.err)) != ELASTIC_OK)
+        goto fail;
+    *out = b;
+    b = NULL;
+    goto out;
+fail:
+    if (w.rank == 0)
+        (void)unlink (tmp);
+out:
+    l3_bg_destroy (b);
+    free (off);
+    free (w.all);
+    l3_h5quiet_end (&q);
+    return rc;
+}
+
+int l3_write_commit (MPI_Comm comm,
+                     const struct l3_write_opts *opts,
+                     int64_t step,
+                     int local_rc,
+                     elastic_error_t *err)
+{
+    elastic_error_t tmp_err;
+    struct l3_state none = {0};
+    struct writer w;
+    struct l3_h5quiet q;
+    char name[64], tmp[PATH_MAX];
+    int rc;
+
+    /* not writer_init: err holds this rank's text of local_rc */
+    w = (struct writer){.comm = comm, .opts = opts, .st = &none, .step = step, .fid = -1};
+    w.err = err ? err : &tmp_err;
+    if (!err)
+        tmp_err.text[0] = '\0';
+    if (MPI_Comm_rank (comm, &w.rank) != MPI_SUCCESS ||
+        MPI_Comm_size (comm, &w.size) != MPI_SUCCESS)
+        return errcodef (w.err, ELASTIC_ERR_INVAL, "l3_write: invalid communicator");
+    l3_snap_name (name, sizeof (name), step, 1);
+    snprintf (tmp, sizeof (tmp), "%s/%s", opts->dir, name);
+    l3_h5quiet_begin (&q);
+    rc = l3_agree (comm, local_rc, w.err);
+    if (rc == ELASTIC_ERR_PROC_FAILED || rc == ELASTIC_ERR_MPI) {
+        l3_h5quiet_end (&q);
+        return rc;
+    }
+    rc = commit_file (&w, tmp, rc);
     l3_h5quiet_end (&q);
     return rc;
 }

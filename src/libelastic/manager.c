@@ -72,6 +72,7 @@ void elastic_manager_destroy (elastic_manager_t *m)
         elastic_error_t e;
         /* a snapshot in flight completes first (every working rank is here) */
         snapshot_complete (m, &e);
+        persist_bg_drain (m, &e); /* an L3 write in the background commits */
         /* the end of the job: wake the idle spares and agree with them, so
          * that every live process leaves together */
         if (ft_available ()) {
@@ -98,6 +99,7 @@ void elastic_manager_destroy (elastic_manager_t *m)
         ft_skip_finalize_fence ();
     if (m->orig_group != MPI_GROUP_NULL && m->orig_group != 0)
         MPI_Group_free (&m->orig_group);
+    persist_bg_abandon (m); /* one left (an error ended the job): never committed */
     registry_destroy (m->reg);
     snapstore_destroy (m->store);
     testhook_destroy (m->hooks);
@@ -581,6 +583,9 @@ static int maybe_snapshot (elastic_manager_t *m, int64_t step, elastic_error_t *
                       step != m->persist_step);
     if ((persist || step % m->cfg.snapshot_period == 0) &&
         snapstore_meta (m->store)->step != step) {
+        /* a background L3 write: keep its L1 copy, commit it when done */
+        if ((rc = persist_bg_poll (m, step, err)) != ELASTIC_OK)
+            return rc;
         /* a plain snapshot step overlaps its L2 exchange with the next
          * step (committed at the next call); an L3 step needs it now */
         if (persist || why || !snapshot_overlap ())
@@ -599,7 +604,7 @@ static int maybe_snapshot (elastic_manager_t *m, int64_t step, elastic_error_t *
     if (why)
         return suspend (m, step, why, err);
     if (persist) {
-        rc = persist_write (m, step, NULL, &written, err);
+        rc = persist_background (m, step, &written, err);
         preempt_skip_step (m->pre);
         return rc;
     }
@@ -708,6 +713,7 @@ int elastic_maybe_reshard_up (elastic_manager_t *m,
     if (rc != ELASTIC_OK)
         return rc;
     if (snapstore_meta (m->store)->step != step) {
+        persist_bg_hold_l1 (m);
         rc = snapshot_take (m, step, err);
         if (rc == ELASTIC_ERR_PROC_FAILED) {
             if (resharded)

@@ -108,7 +108,8 @@ struct elastic_manager {
     int64_t resumed_step;   /* -1: started fresh */
     int resumed_size;
     char *resumed_from;
-    int persist_warned; /* L3 not built in: warned once */
+    int persist_warned;    /* L3 not built in: warned once */
+    struct persist_bg *bg; /* the L3 write in the background, or NULL (persist_bg.c) */
 
     int64_t event_step; /* the step the last world change rolled back to (-1):
                            the first maybe_snapshot of it does nothing collective,
@@ -187,6 +188,42 @@ int persist_write (struct elastic_manager *m,
                    const char *why,
                    int *written,
                    elastic_error_t *err);
+
+/* persist_bg.c: periodic L3 writes in the background, from L1. */
+
+/* Collective over the working ranks, at a persist step, after its
+ * snapshot: with cfg.persist_background, lay the file out and leave this
+ * rank's bytes to a thread that writes them from the committed L1 copy
+ * (commit at a later persist_bg_poll); a write still in flight is waited
+ * for (1) or the step is skipped with a persist_skipped event (2).
+ * Without (0), or without an L1 copy of step: persist_write.  Returns as
+ * persist_write (*written: 1 if committed now or started). */
+int persist_background (struct elastic_manager *m,
+                        int64_t step,
+                        int *written,
+                        elastic_error_t *err);
+
+/* Collective over the working ranks, at every step that takes a snapshot,
+ * before it: keep the L1 copy a background write reads from until it is
+ * read, and commit the write if every rank finished it.  Returns
+ * ELASTIC_OK or ELASTIC_ERR_PROC_FAILED (the caller recovers; the write is
+ * abandoned there). */
+int persist_bg_poll (struct elastic_manager *m, int64_t step, elastic_error_t *err);
+
+/* Not collective: before a snapshot outside persist_bg_poll's steps, wait
+ * until the L1 copy a background write reads is read if the snapshot can
+ * overwrite it. */
+void persist_bg_hold_l1 (struct elastic_manager *m);
+
+/* Collective over the working ranks: wait for the write in flight and
+ * commit it (ELASTIC_OK when there is none).  Returns ELASTIC_OK or
+ * ELASTIC_ERR_PROC_FAILED. */
+int persist_bg_drain (struct elastic_manager *m, elastic_error_t *err);
+
+/* Not collective, never blocks on another rank: drop the write in flight
+ * (a world change): never committed, its temporary removed by the next
+ * write; the L1 copy is no longer read when this returns. */
+void persist_bg_abandon (struct elastic_manager *m);
 
 /* resume.c: resume from L3 at start. */
 

@@ -3,7 +3,9 @@
  * The registry's entries become l3 descriptors: values as replicated
  * values, arrays as blocks at the global offsets of the current layout
  * (m->layout, the same on every working rank), blobs per rank.  l3_write
- * does the rest (collective HDF5, atomic commit, retention).
+ * does the rest (collective HDF5, atomic commit, retention).  This is the
+ * synchronous write (a suspend, the deadline, ELASTIC_PERSIST_BACKGROUND=0);
+ * persist_bg.c writes the periodic ones in the background.
  */
 #if HAVE_CONFIG_H
 #include "config.h"
@@ -27,6 +29,7 @@
 #if HAVE_HDF5
 #include "l3.h"
 #include "l3_dir.h"
+#include "persist_int.h"
 #endif
 
 int persist_setup (struct elastic_manager *m, elastic_error_t *err)
@@ -77,24 +80,19 @@ void persist_finalize_guard (void)
 }
 
 #if HAVE_HDF5
-struct hook_ctx {
-    struct elastic_manager *m;
-    int64_t step;
-};
-
-static void kill_hook (void *arg)
+void persist_kill_hook (void *arg)
 {
-    struct hook_ctx *c = arg;
+    struct persist_hook_ctx *c = arg;
     testhook_check (c->m->hooks, c->m->me, c->step, HOOK_PERSIST);
 }
 
-static void emit (struct elastic_manager *m,
-                  const char *kind,
-                  int64_t step,
-                  int64_t bytes,
-                  double t,
-                  const char *file,
-                  const char *error)
+void persist_emit (struct elastic_manager *m,
+                   const char *kind,
+                   int64_t step,
+                   int64_t bytes,
+                   double t,
+                   const char *file,
+                   const char *error)
 {
     struct l3_event_rec e = {
         .kind = kind,
@@ -109,7 +107,8 @@ static void emit (struct elastic_manager *m,
     event_emit_l3 (m, &e, m->myslot == 0);
 }
 
-/* This rank's block of array a in the current layout, as l3_write takes it. */
+/* This rank's block of array a in the current layout, as l3_write takes it
+ * (data: the live array; persist_describe may point it elsewhere). */
 static struct l3_array array_desc (const struct elastic_manager *m, int a)
 {
     const struct reg_array *ra = &m->reg->a[a];
@@ -133,17 +132,17 @@ static struct l3_array array_desc (const struct elastic_manager *m, int a)
     };
 }
 
-/* The registered state as l3_write's descriptors (state_free frees them).
- * Out of memory: NULL descriptors, which l3_write refuses on every rank
- * (it agrees on it), and e says so. */
-static void
-state_describe (const struct elastic_manager *m, struct l3_state *st, elastic_error_t *e)
+void persist_describe (const struct elastic_manager *m,
+                       const char *image,
+                       struct l3_state *st,
+                       elastic_error_t *e)
 {
     const struct registry *reg = m->reg;
     struct l3_array *arrays = calloc (reg->na > 0 ? reg->na : 1, sizeof (*arrays));
     struct l3_value *values = calloc (reg->nv > 0 ? reg->nv : 1, sizeof (*values));
     struct l3_blob *blobs = calloc (reg->nb > 0 ? reg->nb : 1, sizeof (*blobs));
     struct reg_item it;
+    size_t at = 0; /* it's offset in the serialized image */
 
     if (!arrays || !values || !blobs) {
         errprintf (e, "out of memory");
@@ -155,6 +154,9 @@ state_describe (const struct elastic_manager *m, struct l3_state *st, elastic_er
     }
     REG_FOREACH (reg, it)
     {
+        if (image)
+            it.data = (void *)(image + at);
+        at += it.bytes;
         switch (it.kind) {
             case REG_VALUE:
                 values[it.index] = (struct l3_value){
@@ -166,6 +168,7 @@ state_describe (const struct elastic_manager *m, struct l3_state *st, elastic_er
                 break;
             case REG_ARRAY:
                 arrays[it.index] = array_desc (m, it.index);
+                arrays[it.index].data = it.data;
                 break;
             case REG_BLOB:
                 blobs[it.index] = (struct l3_blob){
@@ -179,7 +182,7 @@ state_describe (const struct elastic_manager *m, struct l3_state *st, elastic_er
     *st = (struct l3_state){arrays, reg->na, values, reg->nv, blobs, reg->nb};
 }
 
-static void state_free (struct l3_state *st)
+void persist_state_free (struct l3_state *st)
 {
     free ((void *)st->arrays);
     free ((void *)st->values);
@@ -192,13 +195,13 @@ int persist_write (struct elastic_manager *m,
                    int *written,
                    elastic_error_t *err)
 {
-    struct hook_ctx ctx = {m, step};
+    struct persist_hook_ctx ctx = {m, step};
     struct l3_write_opts opts = {
         .dir = m->snapshot_dir,
         .run_id = m->run_id,
         .keep = m->cfg.snapshot_keep,
         .verify = 0,
-        .test_hook = m->hooks ? kill_hook : NULL,
+        .test_hook = m->hooks ? persist_kill_hook : NULL,
         .test_arg = &ctx,
     };
     struct l3_state st;
@@ -207,11 +210,14 @@ int persist_write (struct elastic_manager *m,
     double t0, dt;
 
     *written = 0;
-    state_describe (m, &st, &e);
+    /* at most one write: one in the background finishes first */
+    if ((rc = persist_bg_drain (m, err)) == ELASTIC_ERR_PROC_FAILED)
+        return rc;
+    persist_describe (m, NULL, &st, &e);
     t0 = mono_now ();
     rc = l3_write (m->work, &opts, &st, step, &e);
     dt = mono_now () - t0;
-    state_free (&st);
+    persist_state_free (&st);
     if (rc == ELASTIC_OK) {
         char name[64], path[PATH_MAX];
         struct stat sb;
@@ -236,7 +242,7 @@ int persist_write (struct elastic_manager *m,
                     path,
                     bytes / 1048576.0,
                     dt);
-        emit (m, "persist", step, bytes, dt, path, NULL);
+        persist_emit (m, "persist", step, bytes, dt, path, NULL);
         return ELASTIC_OK;
     }
     if (rc == ELASTIC_ERR_PROC_FAILED) {
@@ -251,23 +257,28 @@ int persist_write (struct elastic_manager *m,
             (long long)step,
             e.text);
     }
+    persist_failed (m, step, e.text, dt);
+    return ELASTIC_OK;
+}
+
+void persist_failed (struct elastic_manager *m, int64_t step, const char *why, double t)
+{
     if (m->myslot == 0) {
         if (m->persist_step >= 0)
             el_log (EL_WARN,
                     "L3 snapshot of step %lld not written: %s; the older snapshots are "
                     "intact (newest: step %lld); continuing",
                     (long long)step,
-                    e.text,
+                    why,
                     (long long)m->persist_step);
         else
             el_log (EL_WARN,
                     "L3 snapshot of step %lld not written: %s; older snapshots are "
                     "intact; continuing",
                     (long long)step,
-                    e.text);
+                    why);
     }
-    emit (m, "persist_failed", step, -1, dt, NULL, e.text);
-    return ELASTIC_OK;
+    persist_emit (m, "persist_failed", step, -1, t, NULL, why);
 }
 #else
 int persist_write (struct elastic_manager *m,

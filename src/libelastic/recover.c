@@ -871,6 +871,7 @@ int event_run (struct elastic_manager *m,
     /* a snapshot still in flight never commits: recover from the previous */
     if (m->myslot >= 0)
         snapshot_discard (m);
+    persist_bg_abandon (m); /* and an L3 write in the background never either */
     ev.t_start = mono_now ();
     if (why == WHY_FAILURE && m->t_progress > 0)
         ev.t_detect = ev.t_start - m->t_progress;

@@ -5,6 +5,7 @@ Prints one summary line per event:
     KIND STEP OLD->NEW failed=A,B spares=C attempts=N   (reshard_down, reshard_up, fatal)
     persist STEP size=N                                   (an L3 snapshot written)
     persist_failed STEP size=N                            (an L3 write failed)
+    persist_skipped STEP size=N                           (one was in flight)
     suspend STEP size=N reason=R file=yes|no              (suspended, with its L3 file)
     resume STEP OLD->NEW                                  (resumed from L3)
 or "BAD: line N: why" for a line that is not a valid event.
@@ -24,6 +25,7 @@ NUM = (int, float)
 L3_REQUIRED = {
     "persist": {"step": int, "world_size": int, "bytes": int, "t_write_ms": NUM, "file": str},
     "persist_failed": {"step": int, "world_size": int, "error": str},
+    "persist_skipped": {"step": int, "world_size": int, "reason": str},
     "suspend": {"step": int, "world_size": int, "reason": str, "file": (str, type(None))},
     "resume": {"step": int, "old_size": int, "new_size": int, "t_restore_ms": NUM, "file": str},
 }
