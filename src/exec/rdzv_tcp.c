@@ -1,0 +1,1366 @@
+/* rdzv_tcp.c - the bootstrap rendezvous of a torchrun-style launch
+ * (rdzv_tcp.h says what and why; this is how)
+ */
+#if HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h> /* isfinite */
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "mesh/auth.h"
+#include "rdzv_tcp.h"
+
+#define NONCE    32
+#define MAC      32
+#define HDR      5                         /* "ERZ" | version | type */
+#define HELLO_SZ (HDR + NONCE)             /* 37 */
+#define JOIN_FIX (HDR + 4 + 4 + NONCE + 2) /* 47, then addr and mac */
+#define JOIN_MAX (JOIN_FIX + RDZV_ADDR_MAX + MAC)
+#define ACK_SZ   (HDR + 4 + MAC)      /* 41 */
+#define LIST_FIX (HDR + 4 + 4)        /* 13, then size bytes and mac */
+#define FAIL_MAX 255                  /* longest FAIL text */
+#define OUT_MAX  (HDR + 2 + FAIL_MAX) /* largest message but LIST's body */
+
+_Static_assert(crypto_auth_BYTES == MAC, "MAC size");
+_Static_assert(MESH_KEY_SIZE == 32, "key size");
+
+/* ---- wire helpers ------------------------------------------------------- */
+
+static void put16 (uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 8);
+    p[1] = (uint8_t)v;
+}
+
+static void put32 (uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+
+static uint32_t get16 (const uint8_t *p)
+{
+    return (uint32_t)p[0] << 8 | p[1];
+}
+
+static uint32_t get32 (const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static void put_hdr (uint8_t *p, int type)
+{
+    p[0] = 'E';
+    p[1] = 'R';
+    p[2] = 'Z';
+    p[3] = RDZV_VERSION;
+    p[4] = (uint8_t)type;
+}
+
+/* The header's type, or -1 when it is not "ERZ" of our version. */
+static int hdr_type (const uint8_t *p)
+{
+    if (p[0] != 'E' || p[1] != 'R' || p[2] != 'Z' || p[3] != RDZV_VERSION)
+        return -1;
+    return p[4];
+}
+
+/* The rendezvous key: keyed BLAKE2b of a label under the mesh key, so no
+ * MAC of this protocol is ever one of the mesh's. */
+static void rdzv_key (const uint8_t key[32], uint8_t out[32])
+{
+    static const char label[] = "elastic-rdzv-v1";
+
+    crypto_generichash (out, 32, (const uint8_t *)label, sizeof (label), key, 32);
+}
+
+/* JOIN's MAC: nonce_s | the JOIN up to its mac. */
+static void join_mac (
+    const uint8_t kr[32], const uint8_t *ns, const uint8_t *msg, size_t len, uint8_t *mac)
+{
+    uint8_t t[NONCE + JOIN_MAX];
+
+    memcpy (t, ns, NONCE);
+    memcpy (t + NONCE, msg, len);
+    mesh_auth_msg_mac (kr, RDZV_JOIN, t, NONCE + len, mac);
+}
+
+/* LIST's MAC: nonce_c | BLAKE2b (the LIST up to its mac). */
+static void
+list_mac (const uint8_t kr[32], const uint8_t *nc, const uint8_t *digest, uint8_t *mac)
+{
+    uint8_t t[NONCE + 32];
+
+    memcpy (t, nc, NONCE);
+    memcpy (t + NONCE, digest, 32);
+    mesh_auth_msg_mac (kr, RDZV_LIST, t, sizeof (t), mac);
+}
+
+/* ACK's MAC: nonce_s | nonce_c | rank. */
+static void ack_mac (const uint8_t kr[32],
+                     const uint8_t *ns,
+                     const uint8_t *nc,
+                     uint32_t rank,
+                     uint8_t *mac)
+{
+    uint8_t t[2 * NONCE + 4];
+
+    memcpy (t, ns, NONCE);
+    memcpy (t + NONCE, nc, NONCE);
+    put32 (t + 2 * NONCE, rank);
+    mesh_auth_msg_mac (kr, RDZV_ACK, t, sizeof (t), mac);
+}
+
+static void
+list_digest (const uint8_t *head, const uint8_t *body, size_t size, uint8_t digest[32])
+{
+    crypto_generichash_state st;
+
+    crypto_generichash_init (&st, NULL, 0, 32);
+    crypto_generichash_update (&st, head, LIST_FIX);
+    crypto_generichash_update (&st, body, size);
+    crypto_generichash_final (&st, digest, 32);
+}
+
+/* 0 when s (len bytes, not NUL-terminated) is a "HOST:PORT" we accept;
+ * host (RDZV_ADDR_MAX + 1 bytes) gets the host. */
+static int addr_check (
+    const char *what, const uint8_t *s, size_t len, char *host, elastic_error_t *err)
+{
+    char buf[RDZV_ADDR_MAX + 1];
+    int port;
+
+    if (len == 0 || len > RDZV_ADDR_MAX)
+        return errprintf (
+            err, "%s: address of %zu bytes (expected 1..%d)", what, len, RDZV_ADDR_MAX);
+    for (size_t i = 0; i < len; i++)
+        if (s[i] <= ' ' || s[i] > '~')
+            return errprintf (
+                err, "%s: address has a byte 0x%02x (expected HOST:PORT)", what, s[i]);
+    memcpy (buf, s, len);
+    buf[len] = '\0';
+    if (jobmap_parse_endpoint (what, buf, 0, host, RDZV_ADDR_MAX + 1, &port, err) < 0)
+        return -1;
+    if (port <= 0)
+        return errprintf (err, "%s '%s' has no port (expected HOST:PORT)", what, buf);
+    return 0;
+}
+
+/* "2,5-7,9" of the members not in have[0..n-1], cut with ",..." */
+static void format_missing (const uint8_t *have, int n, char *buf, size_t size)
+{
+    size_t off = 0;
+    int first = 1;
+
+    buf[0] = '\0';
+    for (int i = 0; i < n; i++) {
+        int j = i;
+        char item[32];
+
+        if (have[i])
+            continue;
+        while (j + 1 < n && !have[j + 1])
+            j++;
+        if (j > i)
+            snprintf (item, sizeof (item), "%s%d-%d", first ? "" : ",", i, j);
+        else
+            snprintf (item, sizeof (item), "%s%d", first ? "" : ",", i);
+        if (off + strlen (item) + 5 > size) {
+            snprintf (buf + off, size - off, ",...");
+            return;
+        }
+        off += (size_t)snprintf (buf + off, size - off, "%s", item);
+        first = 0;
+        i = j;
+    }
+}
+
+static void sleep_s (double s)
+{
+    struct timespec ts;
+
+    if (s <= 0)
+        return;
+    ts.tv_sec = (time_t)s;
+    ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
+    while (nanosleep (&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+static int poll_ms (double until)
+{
+    double left = until - mono_now ();
+
+    if (left <= 0)
+        return 0;
+    if (left > 1000.0)
+        left = 1000.0;
+    return (int)(left * 1000.0) + 1;
+}
+
+static int set_nonblock (int fd)
+{
+    int fl = fcntl (fd, F_GETFL);
+
+    return fl < 0 ? -1 : fcntl (fd, F_SETFL, fl | O_NONBLOCK);
+}
+
+/* ---- the server ---------------------------------------------------------- */
+
+enum cstate {
+    C_HELLO,   /* HELLO queued; expecting a JOIN */
+    C_JOINED,  /* joined; waiting for the others */
+    C_LISTED,  /* LIST queued; expecting the ACK */
+    C_CLOSING, /* FAIL queued; closed once it is out */
+};
+
+struct rconn {
+    int fd;
+    enum cstate state;
+    double since; /* when the current state's wait began */
+    uint8_t ns[NONCE], nc[NONCE];
+    uint32_t rank;
+    uint8_t in[JOIN_MAX];
+    size_t inlen;
+    /* output: head, then an optional shared body, then the tail */
+    uint8_t head[OUT_MAX];
+    const uint8_t *body;
+    uint8_t tail[MAC];
+    size_t seglen[3], segoff;
+    int seg;
+};
+
+struct rserver {
+    int lfd, stopfd;
+    int nnodes;
+    uint8_t kr[32];
+    double start, deadline, timeout;
+    char where[RDZV_ADDR_MAX + 32];
+    char **addr;     /* [nnodes] what each joined with, or NULL */
+    uint8_t *joined; /* [nnodes] */
+    uint8_t *acked;  /* [nnodes] */
+    int njoined, nacked;
+    uint8_t *list; /* the LIST body once all joined */
+    size_t listsize;
+    uint8_t listhead[LIST_FIX];
+    uint8_t digest[32];
+    struct rconn **c;
+    int nc, cap, maxconn;
+    double accept_pause; /* EMFILE: accept again after this time */
+    elastic_error_t err; /* why it ended, when it failed */
+    int rc;
+};
+
+static const uint8_t *out_seg (struct rconn *c, int i)
+{
+    return i == 0 ? c->head : i == 1 ? c->body : c->tail;
+}
+
+static int out_pending (const struct rconn *c)
+{
+    return c->seg < 3;
+}
+
+/* Queue one message (head only). */
+static void queue (struct rconn *c, size_t len)
+{
+    c->seglen[0] = len;
+    c->seglen[1] = 0;
+    c->seglen[2] = 0;
+    c->body = NULL;
+    c->seg = 0;
+    c->segoff = 0;
+}
+
+static void queue_fail (struct rconn *c, const char *text)
+{
+    size_t len = strlen (text);
+
+    if (len > FAIL_MAX)
+        len = FAIL_MAX;
+    put_hdr (c->head, RDZV_FAIL);
+    put16 (c->head + HDR, (uint32_t)len);
+    memcpy (c->head + HDR + 2, text, len);
+    queue (c, HDR + 2 + len);
+    c->state = C_CLOSING;
+    c->since = mono_now ();
+}
+
+static void queue_list (struct rserver *s, struct rconn *c)
+{
+    memcpy (c->head, s->listhead, LIST_FIX);
+    list_mac (s->kr, c->nc, s->digest, c->tail);
+    queue (c, LIST_FIX);
+    c->body = s->list;
+    c->seglen[1] = s->listsize;
+    c->seglen[2] = MAC;
+    c->state = C_LISTED;
+    c->since = mono_now ();
+}
+
+/* Send what is queued.  Returns 0, or -1 when the connection is gone. */
+static int conn_flush (struct rconn *c)
+{
+    while (c->seg < 3) {
+        size_t len = c->seglen[c->seg] - c->segoff;
+        ssize_t n;
+
+        if (len == 0) {
+            c->seg++;
+            c->segoff = 0;
+            continue;
+        }
+        n = send (c->fd, out_seg (c, c->seg) + c->segoff, len, MSG_NOSIGNAL);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                return 0;
+            return -1;
+        }
+        c->segoff += (size_t)n;
+    }
+    c->since = mono_now (); /* the wait for the answer starts now */
+    return 0;
+}
+
+static void conn_close (struct rconn *c)
+{
+    if (c->fd >= 0)
+        close (c->fd);
+    c->fd = -1;
+}
+
+static void build_list (struct rserver *s)
+{
+    size_t off = 0;
+
+    for (int i = 0; i < s->nnodes; i++)
+        s->listsize += 2 + strlen (s->addr[i]);
+    if (!(s->list = malloc (s->listsize ? s->listsize : 1)))
+        return;
+    for (int i = 0; i < s->nnodes; i++) {
+        size_t len = strlen (s->addr[i]);
+
+        put16 (s->list + off, (uint32_t)len);
+        memcpy (s->list + off + 2, s->addr[i], len);
+        off += 2 + len;
+    }
+    put_hdr (s->listhead, RDZV_LIST);
+    put32 (s->listhead + HDR, (uint32_t)s->nnodes);
+    put32 (s->listhead + HDR + 4, (uint32_t)s->listsize);
+    list_digest (s->listhead, s->list, s->listsize, s->digest);
+}
+
+static void everyone_joined (struct rserver *s)
+{
+    build_list (s);
+    if (!s->list) {
+        s->rc = errprintf (&s->err, "%s: out of memory building the list", s->where);
+        return;
+    }
+    log_debug ("%s: all %d nodes joined; sending the list", s->where, s->nnodes);
+    for (int i = 0; i < s->nc; i++)
+        if (s->c[i]->fd >= 0 && s->c[i]->state == C_JOINED)
+            queue_list (s, s->c[i]);
+}
+
+static void handle_join (struct rserver *s, struct rconn *c)
+{
+    const uint8_t *p = c->in;
+    uint32_t rank = get32 (p + HDR), nnodes = get32 (p + HDR + 4);
+    size_t alen = get16 (p + HDR + 8 + NONCE);
+    const uint8_t *addr = p + JOIN_FIX;
+    char what[64], host[RDZV_ADDR_MAX + 1], text[FAIL_MAX + 1];
+    uint8_t want[MAC];
+    elastic_error_t e;
+
+    join_mac (s->kr, c->ns, p, JOIN_FIX + alen, want);
+    if (sodium_memcmp (want, addr + alen, MAC) != 0) {
+        snprintf (text,
+                  sizeof (text),
+                  "node rank %u: the JOIN's MAC does not verify (not the same mesh "
+                  "secret?)",
+                  rank);
+        goto refuse;
+    }
+    if (nnodes != (uint32_t)s->nnodes) {
+        snprintf (text,
+                  sizeof (text),
+                  "node rank %u says --nnodes %u; the endpoint's server has %d",
+                  rank,
+                  nnodes,
+                  s->nnodes);
+        goto refuse;
+    }
+    if (rank >= (uint32_t)s->nnodes) {
+        snprintf (text,
+                  sizeof (text),
+                  "node rank %u is out of range (0..%d)",
+                  rank,
+                  s->nnodes - 1);
+        goto refuse;
+    }
+    snprintf (what, sizeof (what), "node rank %u", rank);
+    if (addr_check (what, addr, alen, host, &e) < 0) {
+        snprintf (text, sizeof (text), "%s", e.text);
+        goto refuse;
+    }
+    if (s->addr[rank] &&
+        (strlen (s->addr[rank]) != alen || memcmp (s->addr[rank], addr, alen) != 0)) {
+        snprintf (text,
+                  sizeof (text),
+                  "node rank %u already joined as %s; this one says %.*s (two "
+                  "members with --node-rank %u?)",
+                  rank,
+                  s->addr[rank],
+                  (int)alen,
+                  (const char *)addr,
+                  rank);
+        goto refuse;
+    }
+    if (!s->addr[rank]) {
+        if (!(s->addr[rank] = strndup ((const char *)addr, alen))) {
+            snprintf (text, sizeof (text), "out of memory");
+            goto refuse;
+        }
+        s->joined[rank] = 1;
+        s->njoined++;
+        log_debug ("%s: node rank %u joined as %s (%d of %d)",
+                   s->where,
+                   rank,
+                   s->addr[rank],
+                   s->njoined,
+                   s->nnodes);
+    }
+    c->rank = rank;
+    memcpy (c->nc, p + HDR + 8, NONCE);
+    c->state = C_JOINED;
+    c->since = mono_now ();
+    c->inlen = 0;
+    if (s->list)
+        queue_list (s, c); /* a member that rejoined after the list was out */
+    else if (s->njoined == s->nnodes)
+        everyone_joined (s);
+    return;
+refuse:
+    log_warn ("%s: refused a connection: %s", s->where, text);
+    queue_fail (c, text);
+}
+
+static void handle_ack (struct rserver *s, struct rconn *c)
+{
+    uint8_t want[MAC];
+
+    ack_mac (s->kr, c->ns, c->nc, c->rank, want);
+    if (get32 (c->in + HDR) != c->rank || sodium_memcmp (want, c->in + HDR + 4, MAC)) {
+        conn_close (c);
+        return;
+    }
+    if (!s->acked[c->rank]) {
+        s->acked[c->rank] = 1;
+        s->nacked++;
+    }
+    conn_close (c);
+}
+
+/* How many bytes the message in c->in needs in all (so far known), or 0
+ * when what is there is not acceptable. */
+static size_t conn_need (const struct rserver *s, struct rconn *c)
+{
+    int type;
+
+    if (c->inlen < HDR)
+        return HDR;
+    type = hdr_type (c->in);
+    if (c->state == C_HELLO && type == RDZV_JOIN) {
+        if (c->inlen < JOIN_FIX)
+            return JOIN_FIX;
+        if (get16 (c->in + JOIN_FIX - 2) > RDZV_ADDR_MAX)
+            return 0;
+        return JOIN_FIX + get16 (c->in + JOIN_FIX - 2) + MAC;
+    }
+    if (c->state == C_LISTED && type == RDZV_ACK && !out_pending (c))
+        return ACK_SZ;
+    (void)s;
+    return 0;
+}
+
+static void conn_read (struct rserver *s, struct rconn *c)
+{
+    for (;;) {
+        size_t need = conn_need (s, c);
+        ssize_t n;
+
+        if (need == 0) {
+            if (c->state == C_HELLO && c->inlen >= JOIN_FIX &&
+                hdr_type (c->in) == RDZV_JOIN) {
+                char text[128];
+
+                snprintf (text,
+                          sizeof (text),
+                          "a JOIN with an address of %u bytes (at most %d)",
+                          get16 (c->in + JOIN_FIX - 2),
+                          RDZV_ADDR_MAX);
+                log_warn ("%s: refused a connection: %s", s->where, text);
+                queue_fail (c, text);
+            } else {
+                log_debug ("%s: dropped a connection that sent no rendezvous message",
+                           s->where);
+                conn_close (c);
+            }
+            return;
+        }
+        if (c->inlen == need) {
+            if (c->state == C_HELLO)
+                handle_join (s, c);
+            else
+                handle_ack (s, c);
+            return;
+        }
+        n = recv (c->fd, c->in + c->inlen, need - c->inlen, 0);
+        if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) {
+            conn_close (c);
+            return;
+        }
+        if (n < 0)
+            return;
+        c->inlen += (size_t)n;
+    }
+}
+
+static void accept_all (struct rserver *s)
+{
+    for (;;) {
+        struct rconn *c;
+        int fd = accept4 (s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+        if (fd < 0) {
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+                s->accept_pause = mono_now () + 0.1;
+            return;
+        }
+        if (s->nc >= s->maxconn) {
+            close (fd);
+            continue;
+        }
+        if (s->nc == s->cap) {
+            int cap = s->cap ? 2 * s->cap : 16;
+            struct rconn **nc = realloc (s->c, (size_t)cap * sizeof (*nc));
+
+            if (!nc) {
+                close (fd);
+                continue;
+            }
+            s->c = nc;
+            s->cap = cap;
+        }
+        if (!(c = calloc (1, sizeof (*c)))) {
+            close (fd);
+            continue;
+        }
+        c->fd = fd;
+        c->state = C_HELLO;
+        c->since = mono_now ();
+        mesh_auth_nonce (c->ns, NONCE);
+        put_hdr (c->head, RDZV_HELLO);
+        memcpy (c->head + HDR, c->ns, NONCE);
+        queue (c, HELLO_SZ);
+        if (conn_flush (c) < 0)
+            conn_close (c);
+        s->c[s->nc++] = c;
+    }
+}
+
+/* Drop closed connections and those silent too long. */
+static void sweep (struct rserver *s, double now)
+{
+    int j = 0;
+
+    for (int i = 0; i < s->nc; i++) {
+        struct rconn *c = s->c[i];
+        int idle = (c->state != C_JOINED) && !(c->state == C_LISTED && out_pending (c));
+
+        if (c->fd >= 0 && idle && now - c->since > RDZV_IDLE_S) {
+            if (c->state == C_HELLO)
+                log_debug ("%s: dropped a connection that sent no JOIN in %.0f s",
+                           s->where,
+                           RDZV_IDLE_S);
+            conn_close (c);
+        }
+        if (c->fd < 0)
+            free (c);
+        else
+            s->c[j++] = c;
+    }
+    s->nc = j;
+}
+
+/* At the deadline, or when this member's own client gave up: tell every
+ * member still waiting why, give it a second to go out, close. */
+static void server_fail (struct rserver *s, const char *text)
+{
+    double until = mono_now () + 1.0;
+    int left;
+
+    for (int i = 0; i < s->nc; i++)
+        if (s->c[i]->fd >= 0 && s->c[i]->state == C_JOINED)
+            queue_fail (s->c[i], text);
+    do {
+        struct pollfd pfd[1];
+
+        left = 0;
+        for (int i = 0; i < s->nc; i++) {
+            struct rconn *c = s->c[i];
+
+            if (c->fd < 0 || c->state != C_CLOSING)
+                continue;
+            if (conn_flush (c) < 0 || !out_pending (c)) {
+                conn_close (c);
+                continue;
+            }
+            left++;
+            pfd[0].fd = c->fd;
+            pfd[0].events = POLLOUT;
+            (void)poll (pfd, 1, 10);
+        }
+    } while (left > 0 && mono_now () < until);
+}
+
+static void server_timed_out (struct rserver *s)
+{
+    char missing[128], text[FAIL_MAX + 1];
+
+    if (s->njoined == s->nnodes) {
+        format_missing (s->acked, s->nnodes, missing, sizeof (missing));
+        log_warn ("%s: %d of %d nodes confirmed the list within %g s (not: %s)",
+                  s->where,
+                  s->nacked,
+                  s->nnodes,
+                  s->timeout,
+                  missing);
+        return;
+    }
+    format_missing (s->joined, s->nnodes, missing, sizeof (missing));
+    snprintf (text,
+              sizeof (text),
+              "%d of %d nodes joined within %g s (missing node ranks: %s)",
+              s->njoined,
+              s->nnodes,
+              s->timeout,
+              missing);
+    s->rc = errprintf (&s->err, "%s: %s", s->where, text);
+    server_fail (s, text);
+}
+
+static void server_loop (struct rserver *s)
+{
+    struct pollfd *pfd = NULL;
+    int npfd = 0;
+
+    while (s->nacked < s->nnodes && s->rc == 0) {
+        double now = mono_now (), next = s->deadline;
+        int n = 0, ms;
+
+        if (now >= s->deadline) {
+            server_timed_out (s);
+            break;
+        }
+        sweep (s, now);
+        if (npfd < s->nc + 2) {
+            struct pollfd *np = realloc (pfd, (size_t)(s->nc + 16) * sizeof (*np));
+
+            if (!np) {
+                s->rc = errprintf (&s->err, "%s: out of memory", s->where);
+                break;
+            }
+            pfd = np;
+            npfd = s->nc + 16;
+        }
+        pfd[n].fd = s->stopfd;
+        pfd[n++].events = POLLIN;
+        pfd[n].fd = now >= s->accept_pause ? s->lfd : -1;
+        pfd[n++].events = POLLIN;
+        if (now < s->accept_pause && s->accept_pause < next)
+            next = s->accept_pause;
+        for (int i = 0; i < s->nc; i++) {
+            struct rconn *c = s->c[i];
+
+            pfd[n].fd = c->fd;
+            pfd[n++].events = (short)(POLLIN | (out_pending (c) ? POLLOUT : 0));
+            if (c->state != C_JOINED && c->since + RDZV_IDLE_S < next)
+                next = c->since + RDZV_IDLE_S + 0.01;
+        }
+        ms = poll_ms (next);
+        if (poll (pfd, (nfds_t)n, ms) < 0) {
+            if (errno == EINTR)
+                continue;
+            s->rc = errprintf (&s->err, "%s: poll: %s", s->where, strerror (errno));
+            break;
+        }
+        if (pfd[0].revents) {
+            char text[FAIL_MAX + 1];
+            ssize_t r = read (s->stopfd, text, FAIL_MAX);
+
+            text[r > 0 ? r : 0] = '\0';
+            s->rc = errprintf (&s->err, "%s: %s", s->where, text);
+            server_fail (s, text);
+            break;
+        }
+        if (pfd[1].revents)
+            accept_all (s);
+        for (int i = 2; i < n; i++) {
+            struct rconn *c = s->c[i - 2];
+
+            if (!pfd[i].revents || c->fd < 0)
+                continue;
+            if ((pfd[i].revents & POLLOUT) && conn_flush (c) < 0) {
+                conn_close (c);
+                continue;
+            }
+            if (c->state == C_CLOSING) {
+                if (!out_pending (c))
+                    conn_close (c);
+                else if (pfd[i].revents & (POLLERR | POLLHUP))
+                    conn_close (c);
+                continue;
+            }
+            if (pfd[i].revents & (POLLIN | POLLERR | POLLHUP))
+                conn_read (s, c);
+        }
+    }
+    free (pfd);
+}
+
+static void server_destroy (struct rserver *s)
+{
+    if (!s)
+        return;
+    for (int i = 0; i < s->nc; i++) {
+        conn_close (s->c[i]);
+        free (s->c[i]);
+    }
+    free (s->c);
+    for (int i = 0; s->addr && i < s->nnodes; i++)
+        free (s->addr[i]);
+    free (s->addr);
+    free (s->joined);
+    free (s->acked);
+    free (s->list);
+    if (s->lfd >= 0)
+        close (s->lfd);
+    sodium_memzero (s->kr, sizeof (s->kr));
+    free (s);
+}
+
+static void *server_main (void *arg)
+{
+    struct rserver *s = arg;
+
+    server_loop (s);
+    close (s->lfd); /* no more members: late ones are refused by the kernel */
+    s->lfd = -1;
+    log_debug ("%s: the rendezvous server is done (%d of %d confirmed)",
+               s->where,
+               s->nacked,
+               s->nnodes);
+    return NULL;
+}
+
+/* ---- election ------------------------------------------------------------- */
+
+/* Try to serve the endpoint.  Returns a listening socket, -2 when another
+ * process (or another host) serves it, or -1 with err. */
+static int try_serve (const char *where, const char *host, int port, elastic_error_t *err)
+{
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
+    struct addrinfo *res = NULL;
+    char serv[16];
+    int rc, fd = -2, one = 1;
+
+    snprintf (serv, sizeof (serv), "%d", port);
+    if ((rc = getaddrinfo (host, serv, &hints, &res)) != 0)
+        return errprintf (
+            err, "%s: cannot resolve '%s': %s", where, host, gai_strerror (rc));
+    for (struct addrinfo *ai = res; ai && fd == -2; ai = ai->ai_next) {
+        int s = socket (ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+
+        if (s < 0)
+            continue;
+        (void)setsockopt (s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof (one));
+        if (bind (s, ai->ai_addr, ai->ai_addrlen) == 0 && listen (s, 4096) == 0 &&
+            set_nonblock (s) == 0) {
+            fd = s;
+            break;
+        }
+        if (errno != EADDRINUSE && errno != EADDRNOTAVAIL && errno != EAFNOSUPPORT) {
+            fd = errprintf (err, "%s: cannot listen there: %s", where, strerror (errno));
+            close (s);
+            break;
+        }
+        close (s);
+    }
+    freeaddrinfo (res);
+    return fd;
+}
+
+/* ---- the client ------------------------------------------------------------ */
+
+struct rclient {
+    const char *where;
+    const char *host;
+    int port;
+    uint32_t rank, nnodes;
+    const char *self; /* "addr:port" */
+    uint8_t kr[32];
+    double timeout, deadline;
+    char last[160]; /* why the last try did not reach a server */
+};
+
+/* Connect to the endpoint within until.  Returns the socket or -1 (last). */
+static int client_connect (struct rclient *cl, double until)
+{
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
+    struct addrinfo *res = NULL;
+    char serv[16];
+    int rc, fd = -1;
+
+    snprintf (serv, sizeof (serv), "%d", cl->port);
+    if ((rc = getaddrinfo (cl->host, serv, &hints, &res)) != 0) {
+        snprintf (cl->last,
+                  sizeof (cl->last),
+                  "cannot resolve '%s': %s",
+                  cl->host,
+                  gai_strerror (rc));
+        return -1;
+    }
+    for (struct addrinfo *ai = res; ai && fd < 0; ai = ai->ai_next) {
+        struct pollfd pfd;
+        int e = 0;
+        socklen_t elen = sizeof (e);
+
+        fd = socket (ai->ai_family,
+                     ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
+                     ai->ai_protocol);
+        if (fd < 0)
+            continue;
+        if (connect (fd, ai->ai_addr, ai->ai_addrlen) == 0)
+            break;
+        e = errno;
+        if (e == EINPROGRESS) {
+            pfd.fd = fd;
+            pfd.events = POLLOUT;
+            while ((rc = poll (&pfd, 1, poll_ms (until))) < 0 && errno == EINTR)
+                ;
+            e = ETIMEDOUT;
+            if (rc > 0 && getsockopt (fd, SOL_SOCKET, SO_ERROR, &e, &elen) == 0 && e == 0)
+                break;
+        }
+        snprintf (cl->last, sizeof (cl->last), "connect: %s", strerror (e));
+        close (fd);
+        fd = -1;
+    }
+    freeaddrinfo (res);
+    return fd;
+}
+
+/* Read len bytes by until.  Returns 0, -1 on EOF or error, -2 on timeout. */
+static int read_full (int fd, uint8_t *p, size_t len, double until)
+{
+    size_t got = 0;
+
+    while (got < len) {
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        ssize_t n;
+        int rc;
+
+        if (mono_now () >= until)
+            return -2;
+        if ((rc = poll (&pfd, 1, poll_ms (until))) < 0 && errno != EINTR)
+            return -1;
+        if (rc <= 0)
+            continue;
+        n = recv (fd, p + got, len - got, 0);
+        if (n == 0)
+            return -1;
+        if (n < 0) {
+            if (errno == EINTR || errno == EAGAIN)
+                continue;
+            return -1;
+        }
+        got += (size_t)n;
+    }
+    return 0;
+}
+
+static int write_full (int fd, const uint8_t *p, size_t len, double until)
+{
+    size_t off = 0;
+
+    while (off < len) {
+        struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+        ssize_t n;
+
+        if (mono_now () >= until)
+            return -2;
+        if (poll (&pfd, 1, poll_ms (until)) < 0 && errno != EINTR)
+            return -1;
+        n = send (fd, p + off, len - off, MSG_NOSIGNAL);
+        if (n < 0) {
+            if (errno == EINTR || errno == EAGAIN)
+                continue;
+            return -1;
+        }
+        off += (size_t)n;
+    }
+    return 0;
+}
+
+/* The LIST after its header: check, verify, split.  Returns 0 with
+ * list[nnodes] (malloc'ed strings), or -1 with err. */
+static int client_list (struct rclient *cl,
+                        int fd,
+                        const uint8_t *head,
+                        const uint8_t *nc,
+                        double until,
+                        char ***list,
+                        elastic_error_t *err)
+{
+    uint32_t n = get32 (head + HDR), size = get32 (head + HDR + 4);
+    uint8_t *body = NULL, digest[32], want[MAC];
+    char **l = NULL;
+    size_t off = 0;
+    int rc;
+
+    if (n != cl->nnodes)
+        return errprintf (err,
+                          "%s: the server's list has %u nodes (expected %u)",
+                          cl->where,
+                          n,
+                          cl->nnodes);
+    if (size < 3 * (uint64_t)n || size > (uint64_t)n * (2 + RDZV_ADDR_MAX))
+        return errprintf (
+            err, "%s: the server's list has a bad size %u", cl->where, size);
+    if (!(body = malloc ((size_t)size + MAC)))
+        return errprintf (err, "%s: out of memory", cl->where);
+    if ((rc = read_full (fd, body, (size_t)size + MAC, until)) < 0) {
+        errprintf (err,
+                   "%s: the list %s",
+                   cl->where,
+                   rc == -2 ? "did not come in time" : "was cut off");
+        goto error;
+    }
+    list_digest (head, body, size, digest);
+    list_mac (cl->kr, nc, digest, want);
+    if (sodium_memcmp (want, body + size, MAC) != 0) {
+        errprintf (err,
+                   "%s: the list's MAC does not verify (not the same mesh secret?)",
+                   cl->where);
+        goto error;
+    }
+    if (!(l = calloc (n, sizeof (*l)))) {
+        errprintf (err, "%s: out of memory", cl->where);
+        goto error;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        char host[RDZV_ADDR_MAX + 1], what[48];
+        size_t len = off + 2 <= size ? get16 (body + off) : 0;
+
+        snprintf (what, sizeof (what), "%s: node rank %u", cl->where, i);
+        if (off + 2 + len > size ||
+            addr_check (what, body + off + 2, len, host, err) < 0) {
+            if (off + 2 + len > size)
+                errprintf (err,
+                           "%s: the server's list is cut short at node rank %u",
+                           cl->where,
+                           i);
+            goto error;
+        }
+        if (!(l[i] = strndup ((const char *)body + off + 2, len))) {
+            errprintf (err, "%s: out of memory", cl->where);
+            goto error;
+        }
+        off += 2 + len;
+    }
+    if (off != size) {
+        errprintf (err,
+                   "%s: the server's list has %zu bytes too many",
+                   cl->where,
+                   (size_t)size - off);
+        goto error;
+    }
+    if (strcmp (l[cl->rank], cl->self) != 0) {
+        errprintf (err,
+                   "%s: the list gives node rank %u as %s, not this member's %s",
+                   cl->where,
+                   cl->rank,
+                   l[cl->rank],
+                   cl->self);
+        goto error;
+    }
+    free (body);
+    *list = l;
+    return 0;
+error:
+    free (body);
+    rdzv_tcp_addrs_free (l, (int)n);
+    return -1;
+}
+
+/* The server's FAIL after its header: its text into err. */
+static int client_fail (struct rclient *cl, int fd, double until, elastic_error_t *err)
+{
+    uint8_t lenb[2], text[FAIL_MAX + 1];
+    size_t len;
+
+    if (read_full (fd, lenb, 2, until) < 0 || (len = get16 (lenb)) > FAIL_MAX ||
+        read_full (fd, text, len, until) < 0)
+        return errprintf (err,
+                          "%s: the server refused node rank %u (no reason came)",
+                          cl->where,
+                          cl->rank);
+    for (size_t i = 0; i < len; i++)
+        if (text[i] < ' ' || text[i] > '~')
+            text[i] = '?';
+    text[len] = '\0';
+    return errprintf (err, "%s: %s", cl->where, (char *)text);
+}
+
+/* One connection.  Returns 0 with *list, -1 with err (final), or 1 to try
+ * again (cl->last says why). */
+static int client_session (struct rclient *cl, int fd, char ***list, elastic_error_t *err)
+{
+    uint8_t hello[HELLO_SZ], join[JOIN_MAX], head[LIST_FIX], ack[ACK_SZ], nc[NONCE];
+    size_t alen = strlen (cl->self);
+    double until;
+    int rc, type;
+
+    if ((rc = read_full (fd, hello, HELLO_SZ, cl->deadline)) < 0) {
+        snprintf (cl->last,
+                  sizeof (cl->last),
+                  "%s",
+                  rc == -2 ? "no HELLO from the server" : "closed before its HELLO");
+        return 1;
+    }
+    if (hdr_type (hello) != RDZV_HELLO)
+        return errprintf (err,
+                          "%s: not an elastic rendezvous server (version %d) there",
+                          cl->where,
+                          RDZV_VERSION);
+    mesh_auth_nonce (nc, NONCE);
+    put_hdr (join, RDZV_JOIN);
+    put32 (join + HDR, cl->rank);
+    put32 (join + HDR + 4, cl->nnodes);
+    memcpy (join + HDR + 8, nc, NONCE);
+    put16 (join + HDR + 8 + NONCE, (uint32_t)alen);
+    memcpy (join + JOIN_FIX, cl->self, alen);
+    join_mac (cl->kr, hello + HDR, join, JOIN_FIX + alen, join + JOIN_FIX + alen);
+    if (write_full (fd, join, JOIN_FIX + alen + MAC, cl->deadline) < 0) {
+        snprintf (cl->last, sizeof (cl->last), "the JOIN could not be sent");
+        return 1;
+    }
+    /* joined: the server answers when all have (or at its own timeout) */
+    until = cl->deadline + RDZV_GRACE_S;
+    if ((rc = read_full (fd, head, HDR, until)) == -2)
+        return errprintf (err,
+                          "%s: node rank %u joined, but no list came within %g s",
+                          cl->where,
+                          cl->rank,
+                          cl->timeout + RDZV_GRACE_S);
+    if (rc < 0) {
+        snprintf (cl->last, sizeof (cl->last), "the server closed after the JOIN");
+        return 1;
+    }
+    type = hdr_type (head);
+    if (type == RDZV_FAIL)
+        return client_fail (cl, fd, until, err);
+    if (type != RDZV_LIST)
+        return errprintf (
+            err, "%s: the server's answer is not a rendezvous message", cl->where);
+    if (read_full (fd, head + HDR, LIST_FIX - HDR, until) < 0 ||
+        client_list (cl, fd, head, nc, until, list, err) < 0) {
+        if (!err || !err->text[0])
+            errprintf (err, "%s: the list was cut off", cl->where);
+        return -1;
+    }
+    put_hdr (ack, RDZV_ACK);
+    put32 (ack + HDR, cl->rank);
+    ack_mac (cl->kr, hello + HDR, nc, cl->rank, ack + HDR + 4);
+    (void)write_full (fd, ack, ACK_SZ, mono_now () + 2.0); /* best effort */
+    return 0;
+}
+
+static int client_run (struct rclient *cl, char ***list, elastic_error_t *err)
+{
+    int connected = 0;
+    double left;
+
+    snprintf (cl->last, sizeof (cl->last), "no server");
+    while (mono_now () < cl->deadline) {
+        int fd = client_connect (cl, cl->deadline), rc;
+
+        if (fd >= 0) {
+            connected = 1;
+            if (err)
+                err->text[0] = '\0';
+            rc = client_session (cl, fd, list, err);
+            close (fd);
+            if (rc <= 0)
+                return rc;
+        }
+        left = cl->deadline - mono_now ();
+        sleep_s (left < 0.1 ? left : 0.1);
+    }
+    if (connected)
+        return errprintf (err,
+                          "%s: node rank %u could not join within %g s (last: %s)",
+                          cl->where,
+                          cl->rank,
+                          cl->timeout,
+                          cl->last);
+    return errprintf (err,
+                      "%s: no rendezvous server answered within %g s (last: %s)",
+                      cl->where,
+                      cl->timeout,
+                      cl->last);
+}
+
+/* ---- the exchange ---------------------------------------------------------- */
+
+/* This host's address toward the endpoint: a UDP socket connect()ed there. */
+static int self_address (const char *where,
+                         const char *host,
+                         int port,
+                         char *buf,
+                         size_t size,
+                         elastic_error_t *err)
+{
+    struct addrinfo hints = {.ai_socktype = SOCK_DGRAM, .ai_flags = AI_NUMERICSERV};
+    struct addrinfo *res = NULL;
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof (ss);
+    char serv[16];
+    int rc, fd = -1, e = 0;
+
+    snprintf (serv, sizeof (serv), "%d", port);
+    if ((rc = getaddrinfo (host, serv, &hints, &res)) != 0)
+        return errprintf (
+            err, "%s: cannot resolve '%s': %s", where, host, gai_strerror (rc));
+    for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+        if ((fd = socket (ai->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0) {
+            e = errno;
+            continue;
+        }
+        if (connect (fd, ai->ai_addr, ai->ai_addrlen) == 0 &&
+            getsockname (fd, (struct sockaddr *)&ss, &sl) == 0)
+            break;
+        e = errno;
+        close (fd);
+        fd = -1;
+    }
+    freeaddrinfo (res);
+    if (fd < 0)
+        return errprintf (err,
+                          "%s: cannot find this host's address toward it: %s",
+                          where,
+                          strerror (e));
+    close (fd);
+    rc = getnameinfo (
+        (struct sockaddr *)&ss, sl, buf, (socklen_t)size, NULL, 0, NI_NUMERICHOST);
+    if (rc != 0)
+        return errprintf (err, "%s: getnameinfo: %s", where, gai_strerror (rc));
+    return 0;
+}
+
+void rdzv_tcp_addrs_free (char **addrs, int n)
+{
+    for (int i = 0; addrs && i < n; i++)
+        free (addrs[i]);
+    free (addrs);
+}
+
+static int check_args (const struct jobmap *m,
+                       const uint8_t *key,
+                       int self_port,
+                       double timeout,
+                       char ***addrs,
+                       elastic_error_t *err)
+{
+    if (!m || !key || !addrs)
+        return errprintf (err, "rendezvous: no job map, key or result given");
+    if (!m->rdzv_host[0] || m->rdzv_port < 1 || m->rdzv_port > 65535)
+        return errprintf (err, "rendezvous: the job map has no --rdzv-endpoint");
+    if (m->nnodes < 1 || m->nnodes > JOBMAP_MAX_NODES || m->node_id < 0 ||
+        m->node_id >= m->nnodes)
+        return errprintf (
+            err, "rendezvous: node rank %d is not in 0..%d", m->node_id, m->nnodes - 1);
+    if (self_port < 1 || self_port > 65535)
+        return errprintf (
+            err, "rendezvous: mesh port %d is not accepted (1..65535)", self_port);
+    if (!(timeout > 0) || !isfinite (timeout))
+        return errprintf (err, "rendezvous: timeout %g is not accepted (> 0 s)", timeout);
+    return 0;
+}
+
+static struct rserver *
+server_create (const struct rclient *cl, int lfd, int stopfd, int nnodes)
+{
+    struct rserver *s = calloc (1, sizeof (*s));
+
+    if (!s)
+        return NULL;
+    s->lfd = lfd;
+    s->stopfd = stopfd;
+    s->nnodes = nnodes;
+    memcpy (s->kr, cl->kr, 32);
+    s->start = mono_now ();
+    s->timeout = cl->timeout;
+    s->deadline = cl->deadline;
+    s->maxconn = nnodes * 2 + 64;
+    snprintf (s->where, sizeof (s->where), "%s", cl->where);
+    if (!(s->addr = calloc ((size_t)nnodes, sizeof (char *))) ||
+        !(s->joined = calloc ((size_t)nnodes, 1)) ||
+        !(s->acked = calloc ((size_t)nnodes, 1))) {
+        s->lfd = -1;
+        server_destroy (s);
+        return NULL;
+    }
+    return s;
+}
+
+/* Serve in a thread while this member joins like the others. */
+static int serve_and_join (
+    struct rclient *cl, int lfd, int nnodes, char ***list, elastic_error_t *err)
+{
+    struct rserver *s = NULL;
+    pthread_t tid;
+    int pfd[2] = {-1, -1}, rc;
+
+    if (pipe2 (pfd, O_CLOEXEC) < 0 || !(s = server_create (cl, lfd, pfd[0], nnodes))) {
+        close (lfd);
+        rc = errprintf (
+            err, "%s: cannot start the server: %s", cl->where, strerror (errno));
+        goto out;
+    }
+    if ((rc = pthread_create (&tid, NULL, server_main, s)) != 0) {
+        rc = errprintf (err, "%s: cannot start the server: %s", cl->where, strerror (rc));
+        goto out;
+    }
+    log_debug ("%s: serving the rendezvous of %d nodes", cl->where, nnodes);
+    rc = client_run (cl, list, err);
+    if (rc < 0) {
+        char text[FAIL_MAX + 1];
+
+        snprintf (text,
+                  sizeof (text),
+                  "node rank %u, the server, gave up: %.200s",
+                  cl->rank,
+                  err ? err->text : "error");
+        (void)!write (pfd[1], text, strlen (text));
+    }
+    pthread_join (tid, NULL);
+out:
+    server_destroy (s);
+    if (pfd[0] >= 0)
+        close (pfd[0]);
+    if (pfd[1] >= 0)
+        close (pfd[1]);
+    return rc;
+}
+
+int rdzv_tcp_exchange (struct jobmap *m,
+                       const uint8_t key[32],
+                       const char *self_addr,
+                       int self_port,
+                       double timeout,
+                       char ***addrs,
+                       elastic_error_t *err)
+{
+    struct rclient cl = {0};
+    char where[RDZV_ADDR_MAX + 32], self[RDZV_ADDR_MAX + 8], ahost[RDZV_ADDR_MAX + 1];
+    char host[RDZV_ADDR_MAX + 1];
+    char **list = NULL;
+    int lfd, v6, rc = -1;
+
+    if (check_args (m, key, self_port, timeout, addrs, err) < 0)
+        return -1;
+    if (mesh_auth_init (err) < 0)
+        return -1;
+    v6 = strchr (m->rdzv_host, ':') != NULL;
+    snprintf (where,
+              sizeof (where),
+              "rdzv-endpoint %s%s%s:%d",
+              v6 ? "[" : "",
+              m->rdzv_host,
+              v6 ? "]" : "",
+              m->rdzv_port);
+    if (self_addr)
+        snprintf (ahost, sizeof (ahost), "%s", self_addr);
+    else if (self_address (
+                 where, m->rdzv_host, m->rdzv_port, ahost, sizeof (ahost), err) < 0)
+        return -1;
+    v6 = strchr (ahost, ':') != NULL;
+    snprintf (
+        self, sizeof (self), "%s%s%s:%d", v6 ? "[" : "", ahost, v6 ? "]" : "", self_port);
+    if (addr_check ("this member's mesh address",
+                    (const uint8_t *)self,
+                    strlen (self),
+                    host,
+                    err) < 0)
+        return -1;
+    cl.where = where;
+    cl.host = m->rdzv_host;
+    cl.port = m->rdzv_port;
+    cl.rank = (uint32_t)m->node_id;
+    cl.nnodes = (uint32_t)m->nnodes;
+    cl.self = self;
+    cl.timeout = timeout;
+    cl.deadline = mono_now () + timeout;
+    rdzv_key (key, cl.kr);
+    if ((lfd = try_serve (where, m->rdzv_host, m->rdzv_port, err)) == -1)
+        goto out;
+    if (lfd >= 0)
+        rc = serve_and_join (&cl, lfd, m->nnodes, &list, err);
+    else
+        rc = client_run (&cl, &list, err);
+    if (rc < 0)
+        goto out;
+    for (int i = 0; i < m->nnodes; i++) {
+        char what[48];
+
+        snprintf (what, sizeof (what), "node rank %d", i);
+        if (addr_check (what, (const uint8_t *)list[i], strlen (list[i]), host, err) <
+                0 ||
+            jobmap_set_host (m, i, host, err) < 0) {
+            errprefix (err, "%s", where);
+            rc = -1;
+            goto out;
+        }
+    }
+    *addrs = list;
+    list = NULL;
+    rc = 0;
+out:
+    rdzv_tcp_addrs_free (list, m->nnodes);
+    sodium_memzero (cl.kr, sizeof (cl.kr));
+    return rc;
+}

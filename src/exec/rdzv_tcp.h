@@ -1,0 +1,91 @@
+/* rdzv_tcp.h - the bootstrap rendezvous of a torchrun-style launch
+ *
+ * Outside Slurm (issue 14: `elastic-exec --nnodes N --node-rank K
+ * --rdzv-endpoint HOST:PORT --nproc-per-node P ./app` on every node) no
+ * launcher tells a member where the others are.  This exchange does, once,
+ * before the mesh starts: every member learns every member's mesh address
+ * ("addr:port"); afterwards the mesh takes over and the rendezvous is gone
+ * (no single point of failure after the start).
+ *
+ * Server election (as torchrun's c10d store: the agent on the endpoint's
+ * host hosts it): every member tries to bind and listen on the endpoint
+ * (SO_REUSEADDR).  The one that succeeds serves, in a thread of its own;
+ * the others (EADDRINUSE, EADDRNOTAVAIL) and the server itself, through its
+ * own connection, are clients, which connect and retry until the timeout
+ * (the server may start later).  The election happens once per exchange:
+ * if the serving member dies before the list is out, the others fail at
+ * the timeout (as torchrun's static c10d store does).
+ *
+ * Wire format (version 1; integers big-endian; every message starts with
+ * the 3 bytes "ERZ", the version byte and a type byte):
+ *   HELLO   S->C  nonce_s[32]
+ *   JOIN    C->S  rank u32 | nnodes u32 | nonce_c[32] | len u16 | addr[len]
+ *                 | mac[32]       (len 1..RDZV_ADDR_MAX, "addr:port")
+ *   LIST    S->C  nnodes u32 | size u32 | size bytes: nnodes times
+ *                 (len u16 | addr[len]), in node-rank order | mac[32]
+ *   ACK     C->S  rank u32 | mac[32]
+ *   FAIL    S->C  len u16 | text[len]  (why; the server closes after it)
+ * The MACs (libsodium's HMAC-SHA-512-256, mesh/auth.c's mesh_auth_msg_mac
+ * with the message type as its counter) are under a rendezvous key
+ * derived from the mesh key (keyed BLAKE2b, label "elastic-rdzv-v1"): a
+ * JOIN's covers the server's fresh nonce and the JOIN; a LIST's covers the
+ * client's fresh nonce and a BLAKE2b digest of the LIST; an ACK's both
+ * nonces and the rank.  A replayed JOIN, LIST or ACK does not verify on
+ * another connection.  FAIL is not authenticated: it only ends the
+ * exchange with the server's reason, which a stranger that can close the
+ * connection could do anyway.
+ *
+ * The server refuses (FAIL, then closes) a JOIN whose MAC does not verify
+ * (another secret), whose nnodes differs from its own, whose rank is out
+ * of range, whose address is not HOST:PORT, or a second JOIN of a rank
+ * with a different address (the same address again is the same member
+ * reconnecting); it drops garbage, oversized messages and a connection
+ * that sends no JOIN within RDZV_IDLE_S seconds, and never waits on one
+ * connection.  When all nnodes have joined it sends every one the LIST,
+ * keeps serving (a member that lost its connection rejoins and gets it)
+ * until every member ACKed it, then closes; at its timeout it sends FAIL
+ * ("2 of 3 nodes joined within 60 s (missing node ranks: 2)") to those
+ * waiting.
+ */
+#ifndef ELASTIC_EXEC_RDZV_TCP_H
+#define ELASTIC_EXEC_RDZV_TCP_H
+
+#include <stdint.h>
+
+#include "common/error.h"
+#include "jobmap.h"
+
+#define RDZV_VERSION  1
+#define RDZV_ADDR_MAX 300  /* longest "addr:port" ("[v6%scope]:65535") */
+#define RDZV_IDLE_S   5.0  /* a connection silent this long is dropped */
+#define RDZV_GRACE_S  10.0 /* a joined client waits its timeout + this */
+
+enum {
+    RDZV_HELLO = 1,
+    RDZV_JOIN = 2,
+    RDZV_LIST = 3,
+    RDZV_ACK = 4,
+    RDZV_FAIL = 5,
+};
+
+/* Exchange mesh addresses with the other members of the torchrun map m
+ * (m->rdzv_host:m->rdzv_port, m->node_id, m->nnodes), authenticated with
+ * key (the mesh key, 32 bytes).  self_addr/self_port: this member's mesh
+ * address (self_port 1..65535: the port its mesh socket is bound to);
+ * self_addr NULL: the address this host uses to reach the endpoint.
+ * Waits up to timeout seconds (> 0).  On success sets every node's host
+ * (jobmap_set_host), *addrs = a malloc'ed array of m->nnodes malloc'ed
+ * "addr:port" strings (node-rank order), and returns 0; else -1 with one
+ * line in err naming the endpoint and what went wrong. */
+int rdzv_tcp_exchange (struct jobmap *m,
+                       const uint8_t key[32],
+                       const char *self_addr,
+                       int self_port,
+                       double timeout,
+                       char ***addrs,
+                       elastic_error_t *err);
+
+/* Free what rdzv_tcp_exchange returned in *addrs (NULL-safe). */
+void rdzv_tcp_addrs_free (char **addrs, int n);
+
+#endif /* ELASTIC_EXEC_RDZV_TCP_H */

@@ -1,0 +1,676 @@
+/* t5112-rdzv-tcp - the torchrun-style rendezvous (src/exec/rdzv_tcp.c)
+ *
+ * Members are forked processes on 127.0.0.1, each with its own mesh port,
+ * the endpoint on 127.0.0.1:<free port>.  To make the serving member the
+ * last one started, the test first holds the endpoint itself (listening):
+ * every member started then loses the election and
+ * connects to the test, which keeps each connection until all have come
+ * (so they are the members, not retries), then lets go and starts the
+ * member that serves; the others retry until it is there.
+ *
+ * Cases: 3 and 5 members (all get the same list, in node-rank order, and
+ * the job map's hosts); garbage, an oversized JOIN, a JOIN with a bad MAC
+ * and a silent connection to the server while a member is still missing
+ * do not stop the others; a wrong key is refused at once with a clear
+ * error; a duplicate node rank is refused; a member with another --nnodes
+ * is refused; a member that never comes times every joined member out
+ * naming it, and a silent connection is dropped before that; no server at
+ * all; self_addr NULL; bad arguments.
+ */
+#if HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "exec/jobmap.h"
+#include "exec/mesh/auth.h"
+#include "exec/rdzv_tcp.h"
+#include "lib/tap.h"
+
+#define WAIT_S 60.0 /* the longest any event may take (generous, never slept) */
+
+static int ep_port;
+static char ep[64];
+
+struct member {
+    int rank, nnodes;
+    const char *secret; /* NULL: the job's */
+    int port;           /* its mesh port */
+    double timeout;
+    /* the result */
+    pid_t pid;
+    int fd;
+    char out[4096];
+    size_t outlen;
+    int done, ok;
+    double elapsed;
+};
+
+/* A free TCP port on 127.0.0.1. */
+static int free_port (void)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    socklen_t sl = sizeof (sa);
+    int fd = socket (AF_INET, SOCK_STREAM, 0), port;
+
+    sa.sin_addr.s_addr = htonl (INADDR_LOOPBACK);
+    if (fd < 0 || bind (fd, (struct sockaddr *)&sa, sizeof (sa)) < 0 ||
+        getsockname (fd, (struct sockaddr *)&sa, &sl) < 0) {
+        perror ("free_port");
+        exit (1);
+    }
+    port = ntohs (sa.sin_port);
+    close (fd);
+    return port;
+}
+
+static void new_endpoint (void)
+{
+    ep_port = free_port ();
+    snprintf (ep, sizeof (ep), "127.0.0.1:%d", ep_port);
+}
+
+static struct jobmap *torchrun_map (int nnodes, int rank, const char *endpoint)
+{
+    struct jobmap_torchrun t = {
+        .nnodes = nnodes,
+        .node_rank = rank,
+        .nproc_per_node = 1,
+        .rdzv_endpoint = endpoint,
+        .run_id = "t5112",
+    };
+    elastic_error_t err;
+    struct jobmap *m = jobmap_from_torchrun (&t, &err);
+
+    if (!m)
+        diag ("jobmap_from_torchrun: %s", err.text);
+    return m;
+}
+
+static void key_of (const char *secret, uint8_t key[32])
+{
+    elastic_error_t err;
+
+    if (mesh_auth_key_derive ("t5112", secret, strlen (secret), key, &err) < 0) {
+        diag ("key: %s", err.text);
+        exit (1);
+    }
+}
+
+/* The child: one exchange; writes "OK a0 a1 ...", or "ERR text"; then
+ * " T=<seconds>". */
+static void member_main (struct member *mb, int fd)
+{
+    struct jobmap *m = torchrun_map (mb->nnodes, mb->rank, ep);
+    elastic_error_t err = {{0}};
+    uint8_t key[32];
+    char **addrs = NULL, buf[4096];
+    size_t off = 0;
+    double t0 = mono_now ();
+    int rc;
+
+    if (!m)
+        _exit (2);
+    key_of (mb->secret ? mb->secret : "the job's secret", key);
+    rc = rdzv_tcp_exchange (m, key, "127.0.0.1", mb->port, mb->timeout, &addrs, &err);
+    if (rc == 0) {
+        off += (size_t)snprintf (buf + off, sizeof (buf) - off, "OK");
+        for (int i = 0; i < m->nnodes; i++) {
+            if (!m->node[i].name || strcmp (m->node[i].name, "127.0.0.1") != 0) {
+                off = (size_t)snprintf (buf, sizeof (buf), "ERR host %d not set", i);
+                break;
+            }
+            off += (size_t)snprintf (buf + off, sizeof (buf) - off, " %s", addrs[i]);
+        }
+        rdzv_tcp_addrs_free (addrs, m->nnodes);
+    } else
+        off += (size_t)snprintf (buf + off, sizeof (buf) - off, "ERR %s", err.text);
+    snprintf (buf + off, sizeof (buf) - off, " T=%.2f", mono_now () - t0);
+    if (write (fd, buf, strlen (buf)) < 0)
+        _exit (3);
+    jobmap_destroy (m);
+    _exit (rc == 0 ? 0 : 1);
+}
+
+static void start (struct member *mb)
+{
+    int p[2];
+
+    if (mb->timeout == 0)
+        mb->timeout = 30;
+    if (pipe (p) < 0 || (mb->pid = fork ()) < 0) {
+        perror ("start");
+        exit (1);
+    }
+    if (mb->pid == 0) {
+        /* only the pipe: not the test's hold on the endpoint, nor its
+         * other members' pipes */
+        for (int fd = 3; fd < 1024; fd++)
+            if (fd != p[1])
+                close (fd);
+        member_main (mb, p[1]);
+    }
+    close (p[1]);
+    mb->fd = p[0];
+}
+
+/* Wait for member mb's result (by until).  Returns 1 when it is done. */
+static int finish (struct member *mb, double until)
+{
+    while (!mb->done) {
+        struct pollfd pfd = {.fd = mb->fd, .events = POLLIN};
+        ssize_t n;
+        int st;
+
+        if (mono_now () >= until) {
+            kill (mb->pid, SIGKILL);
+            waitpid (mb->pid, NULL, 0);
+            close (mb->fd);
+            mb->done = 1;
+            snprintf (mb->out, sizeof (mb->out), "HUNG");
+            return 1;
+        }
+        if (poll (&pfd, 1, 200) <= 0)
+            continue;
+        n = read (mb->fd, mb->out + mb->outlen, sizeof (mb->out) - 1 - mb->outlen);
+        if (n > 0) {
+            mb->outlen += (size_t)n;
+            mb->out[mb->outlen] = '\0';
+            continue;
+        }
+        close (mb->fd);
+        waitpid (mb->pid, &st, 0);
+        mb->done = 1;
+        mb->ok = WIFEXITED (st) && WEXITSTATUS (st) == 0 && !strncmp (mb->out, "OK", 2);
+        if (strstr (mb->out, " T="))
+            mb->elapsed = atof (strstr (mb->out, " T=") + 3);
+    }
+    return 1;
+}
+
+/* Wait until any of mb[0..n-1] finishes; its index, or -1 by until. */
+static int finish_any (struct member *mb, int n, double until)
+{
+    while (mono_now () < until) {
+        struct pollfd pfd[16];
+        int k = 0, idx[16];
+
+        for (int i = 0; i < n; i++)
+            if (!mb[i].done) {
+                pfd[k].fd = mb[i].fd;
+                pfd[k].events = POLLIN;
+                idx[k++] = i;
+            }
+        if (k == 0 || poll (pfd, (nfds_t)k, 200) <= 0)
+            continue;
+        for (int j = 0; j < k; j++)
+            if (pfd[j].revents) {
+                /* read what is there; done on EOF */
+                struct member *m = &mb[idx[j]];
+                ssize_t r =
+                    read (m->fd, m->out + m->outlen, sizeof (m->out) - 1 - m->outlen);
+                if (r > 0) {
+                    m->outlen += (size_t)r;
+                    m->out[m->outlen] = '\0';
+                } else {
+                    int st;
+
+                    close (m->fd);
+                    waitpid (m->pid, &st, 0);
+                    m->done = 1;
+                    m->ok = WIFEXITED (st) && WEXITSTATUS (st) == 0 &&
+                            !strncmp (m->out, "OK", 2);
+                    return idx[j];
+                }
+            }
+    }
+    return -1;
+}
+
+/* The test holds the endpoint: it listens there. */
+static int hold_endpoint (void)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_port = htons ((uint16_t)ep_port)};
+    int fd = socket (AF_INET, SOCK_STREAM, 0), one = 1;
+
+    /* SO_REUSEADDR does not let a member bind while this listens, but
+     * lets the server bind over the TIME_WAIT of the connections closed
+     * here (they inherit it) */
+    sa.sin_addr.s_addr = htonl (INADDR_LOOPBACK);
+    (void)setsockopt (fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof (one));
+    if (fd < 0 || bind (fd, (struct sockaddr *)&sa, sizeof (sa)) < 0 ||
+        listen (fd, 64) < 0) {
+        perror ("hold_endpoint");
+        exit (1);
+    }
+    return fd;
+}
+
+/* Accept n connections (members that lost the election), keeping each
+ * open so that none counts twice; then let go of all.  Returns n or less. */
+static int release_endpoint (int lfd, int n)
+{
+    int fds[64], got = 0;
+    double until = mono_now () + WAIT_S;
+
+    while (got < n && mono_now () < until) {
+        struct pollfd pfd = {.fd = lfd, .events = POLLIN};
+
+        if (poll (&pfd, 1, 200) > 0 && (fds[got] = accept (lfd, NULL, NULL)) >= 0)
+            got++;
+    }
+    for (int i = 0; i < got; i++)
+        close (fds[i]);
+    close (lfd);
+    return got;
+}
+
+static int connect_ep (void)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_port = htons ((uint16_t)ep_port)};
+    int fd = socket (AF_INET, SOCK_STREAM, 0);
+    double until = mono_now () + WAIT_S;
+
+    sa.sin_addr.s_addr = htonl (INADDR_LOOPBACK);
+    while (connect (fd, (struct sockaddr *)&sa, sizeof (sa)) < 0) {
+        struct timespec ts = {0, 20 * 1000 * 1000};
+
+        if (mono_now () > until) {
+            perror ("connect_ep");
+            exit (1);
+        }
+        close (fd);
+        fd = socket (AF_INET, SOCK_STREAM, 0);
+        nanosleep (&ts, NULL);
+    }
+    return fd;
+}
+
+/* Read from fd until EOF (or until, or size); returns the bytes read, and
+ * *eof whether the peer closed. */
+static size_t read_until_eof (int fd, uint8_t *buf, size_t size, double until, int *eof)
+{
+    size_t got = 0;
+
+    *eof = 0;
+    while (mono_now () < until && got < size) {
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        ssize_t n;
+
+        if (poll (&pfd, 1, 200) <= 0)
+            continue;
+        n = read (fd, buf + got, size - got);
+        if (n <= 0) {
+            *eof = 1;
+            break;
+        }
+        got += (size_t)n;
+    }
+    return got;
+}
+
+static void
+want_list (struct member *mb, int n, struct member *all, int nall, const char *what)
+{
+    char want[4096];
+    size_t off = (size_t)snprintf (want, sizeof (want), "OK");
+    int good = 1, nok = 0;
+
+    for (int r = 0; r < n; r++)
+        for (int i = 0; i < nall; i++)
+            if (all[i].rank == r && all[i].ok) {
+                off += (size_t)snprintf (
+                    want + off, sizeof (want) - off, " 127.0.0.1:%d", all[i].port);
+                break;
+            }
+    for (int i = 0; i < nall; i++) {
+        if (!mb[i].ok)
+            continue;
+        nok++;
+        if (strncmp (mb[i].out, want, off) != 0 || strncmp (mb[i].out + off, " T=", 3))
+            good = 0;
+    }
+    if (!ok (good && nok == n,
+             "%s: every member has the same list, in node-rank order",
+             what))
+        for (int i = 0; i < nall; i++)
+            diag ("member %d: %s (want %s)", i, mb[i].out, want);
+}
+
+/* n members; server (a node rank) started last, after the others lost the
+ * election. */
+static void case_all_join (int n, int server, int port0)
+{
+    struct member mb[8] = {{0}};
+    double until;
+    int lfd, nok = 0;
+    char what[64];
+
+    snprintf (what, sizeof (what), "%d members", n);
+    new_endpoint ();
+    lfd = hold_endpoint ();
+    for (int i = 0; i < n; i++) {
+        mb[i].rank = i;
+        mb[i].nnodes = n;
+        mb[i].port = port0 + i;
+        if (i != server)
+            start (&mb[i]);
+    }
+    is_int (release_endpoint (lfd, n - 1),
+            n - 1,
+            "%s: the %d others lost the election and connected",
+            what,
+            n - 1);
+    start (&mb[server]);
+    until = mono_now () + WAIT_S;
+    for (int i = 0; i < n; i++) {
+        finish (&mb[i], until);
+        nok += mb[i].ok;
+        if (!mb[i].ok)
+            diag ("node rank %d: %s", i, mb[i].out);
+    }
+    is_int (
+        nok, n, "%s: all joined (the server, node rank %d, started last)", what, server);
+    want_list (mb, n, mb, n, what);
+}
+
+/* 5 members; while node rank 4 has not come, strangers try the server. */
+static void case_strangers (void)
+{
+    struct member mb[5] = {{0}};
+    uint8_t buf[512], join[512];
+    int lfd, g[4], eof, nok = 0;
+    size_t n;
+    double until;
+
+    new_endpoint ();
+    lfd = hold_endpoint ();
+    for (int i = 0; i < 5; i++) {
+        mb[i].rank = i;
+        mb[i].nnodes = 5;
+        mb[i].port = 21000 + i;
+    }
+    for (int i = 1; i <= 3; i++)
+        start (&mb[i]);
+    is_int (release_endpoint (lfd, 3), 3, "strangers: 3 members lost the election");
+    start (&mb[0]); /* the server */
+    until = mono_now () + WAIT_S;
+
+    /* garbage: HELLO comes, then the server closes */
+    g[0] = connect_ep ();
+    memset (buf, 0x5a, 64);
+    if (write (g[0], buf, 64) < 0)
+        perror ("write");
+    n = read_until_eof (g[0], buf, sizeof (buf), until, &eof);
+    ok (eof && n == 37 && !memcmp (buf, "ERZ\x01\x01", 5),
+        "garbage: the server sent its HELLO and closed (%zu bytes, eof %d)",
+        n,
+        eof);
+
+    /* an oversized JOIN: refused with a reason */
+    g[1] = connect_ep ();
+    memset (join, 0, sizeof (join));
+    memcpy (join, "ERZ\x01\x02", 5);
+    join[45] = 0xff;
+    join[46] = 0xff;
+    if (write (g[1], join, 47) < 0)
+        perror ("write");
+    n = read_until_eof (g[1], buf, sizeof (buf) - 1, until, &eof);
+    buf[n] = '\0';
+    ok (eof && n > 37 + 7 && buf[37 + 4] == RDZV_FAIL &&
+            strstr ((char *)buf + 37 + 7, "65535 bytes (at most 300)"),
+        "oversized JOIN: refused (%s)",
+        n > 44 ? (char *)buf + 44 : "");
+
+    /* a JOIN for the missing node rank 4 with a MAC under no key */
+    g[2] = connect_ep ();
+    n = read_until_eof (g[2], buf, 37, until, &eof);
+    memcpy (join, "ERZ\x01\x02", 5);
+    join[5 + 3] = 4;     /* rank 4 */
+    join[5 + 4 + 3] = 5; /* nnodes 5 */
+    join[45] = 0;
+    join[46] = 11;
+    memcpy (join + 47, "127.0.0.1:1", 11);
+    memset (join + 58, 0x11, 32);
+    if (write (g[2], join, 90) < 0)
+        perror ("write");
+    n = read_until_eof (g[2], buf, sizeof (buf) - 1, until, &eof);
+    buf[n] = '\0';
+    ok (eof && n > 7 && buf[4] == RDZV_FAIL &&
+            strstr ((char *)buf + 7, "MAC does not verify"),
+        "forged JOIN for node rank 4: refused (%s)",
+        n > 7 ? (char *)buf + 7 : "");
+
+    /* a silent one, kept open */
+    g[3] = connect_ep ();
+
+    start (&mb[4]);
+    for (int i = 0; i < 5; i++) {
+        finish (&mb[i], until);
+        nok += mb[i].ok;
+        if (!mb[i].ok)
+            diag ("node rank %d: %s", i, mb[i].out);
+    }
+    is_int (nok, 5, "strangers: all 5 members joined anyway");
+    want_list (mb, 5, mb, 5, "strangers");
+    for (int i = 0; i < 4; i++)
+        close (g[i]);
+}
+
+/* Node rank 1 holds another secret. */
+static void case_wrong_key (void)
+{
+    struct member mb[3] = {{0}};
+    int lfd;
+    double until;
+
+    new_endpoint ();
+    lfd = hold_endpoint ();
+    for (int i = 0; i < 3; i++) {
+        mb[i].rank = i;
+        mb[i].nnodes = 3;
+        mb[i].port = 22000 + i;
+        mb[i].timeout = 6;
+    }
+    mb[1].secret = "another secret";
+    start (&mb[1]);
+    start (&mb[2]);
+    is_int (release_endpoint (lfd, 2), 2, "wrong key: 2 members lost the election");
+    start (&mb[0]);
+    until = mono_now () + WAIT_S;
+    finish (&mb[1], until);
+    ok (!mb[1].ok && strstr (mb[1].out, "node rank 1: the JOIN's MAC does not verify") &&
+            strstr (mb[1].out, ep),
+        "wrong key: node rank 1 is refused, naming the endpoint (%s)",
+        mb[1].out);
+    ok (mb[1].elapsed > 0 && mb[1].elapsed < 5.0,
+        "wrong key: refused at once, not at the timeout (%.2f s)",
+        mb[1].elapsed);
+    for (int i = 0; i <= 2; i += 2) {
+        finish (&mb[i], until);
+        ok (!mb[i].ok && strstr (mb[i].out,
+                                 "2 of 3 nodes joined within 6 s (missing "
+                                 "node ranks: 1)"),
+            "wrong key: node rank %d times out naming node rank 1 (%s)",
+            i,
+            mb[i].out);
+    }
+}
+
+/* Two members say --node-rank 1; node rank 2 comes once one was refused. */
+static void case_duplicate (void)
+{
+    struct member mb[4] = {{0}};
+    int lfd, loser, winner, nok = 0;
+    double until;
+
+    new_endpoint ();
+    lfd = hold_endpoint ();
+    for (int i = 0; i < 4; i++) {
+        mb[i].nnodes = 3;
+        mb[i].port = 23000 + i;
+    }
+    mb[0].rank = 0;
+    mb[1].rank = 1;
+    mb[2].rank = 1; /* the duplicate */
+    mb[3].rank = 2;
+    start (&mb[1]);
+    start (&mb[2]);
+    is_int (
+        release_endpoint (lfd, 2), 2, "duplicate: both node ranks 1 lost the election");
+    start (&mb[0]);
+    until = mono_now () + WAIT_S;
+    loser = finish_any (&mb[1], 2, until);
+    ok (loser >= 0 && !mb[1 + loser].ok &&
+            strstr (mb[1 + loser].out, "node rank 1 already joined as 127.0.0.1:2300") &&
+            strstr (mb[1 + loser].out, "two members with --node-rank 1?"),
+        "duplicate: the second node rank 1 is refused (%s)",
+        loser >= 0 ? mb[1 + loser].out : "none finished");
+    if (loser < 0)
+        return;
+    winner = 1 + !loser;
+    start (&mb[3]);
+    for (int i = 0; i < 4; i++) {
+        finish (&mb[i], until);
+        nok += mb[i].ok;
+    }
+    is_int (nok, 3, "duplicate: the other three joined");
+    {
+        struct member sel[3] = {mb[0], mb[winner], mb[3]};
+        want_list (sel, 3, sel, 3, "duplicate");
+    }
+}
+
+/* Node rank 2 never comes; a member with another --nnodes is refused; a
+ * silent connection is dropped before the timeout. */
+static void case_timeout (void)
+{
+    struct member mb[3] = {{0}};
+    uint8_t buf[64];
+    int lfd, silent, eof;
+    double until, t0;
+
+    new_endpoint ();
+    lfd = hold_endpoint ();
+    mb[0] = (struct member){.rank = 0, .nnodes = 3, .port = 24000, .timeout = 10};
+    mb[1] = (struct member){.rank = 1, .nnodes = 3, .port = 24001, .timeout = 10};
+    mb[2] = (struct member){.rank = 4, .nnodes = 5, .port = 24004, .timeout = 10};
+    start (&mb[1]);
+    is_int (release_endpoint (lfd, 1), 1, "timeout: node rank 1 lost the election");
+    start (&mb[0]);
+    until = mono_now () + WAIT_S;
+    silent = connect_ep ();
+    t0 = mono_now ();
+    start (&mb[2]);
+    finish (&mb[2], until);
+    ok (!mb[2].ok && strstr (mb[2].out,
+                             "node rank 4 says --nnodes 5; the endpoint's "
+                             "server has 3"),
+        "timeout: a member with --nnodes 5 is refused (%s)",
+        mb[2].out);
+    (void)read_until_eof (silent, buf, sizeof (buf), until, &eof);
+    ok (eof && mono_now () - t0 < 9.0,
+        "timeout: a silent connection is dropped after %.0f s (%.1f s), before the "
+        "timeout",
+        RDZV_IDLE_S,
+        mono_now () - t0);
+    close (silent);
+    for (int i = 0; i < 2; i++) {
+        finish (&mb[i], until);
+        ok (!mb[i].ok && strstr (mb[i].out, ep) &&
+                strstr (mb[i].out,
+                        "2 of 3 nodes joined within 10 s (missing node "
+                        "ranks: 2)"),
+            "timeout: node rank %d fails naming the missing node rank (%s)",
+            i,
+            mb[i].out);
+        ok (mb[i].elapsed < 10 + RDZV_GRACE_S,
+            "timeout: node rank %d within its bound",
+            i);
+    }
+}
+
+/* No member can serve (the test binds the endpoint, listening nowhere). */
+static void case_no_server (void)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    struct member mb = {.rank = 1, .nnodes = 2, .port = 25001, .timeout = 2};
+    int fd;
+
+    new_endpoint ();
+    fd = socket (AF_INET, SOCK_STREAM, 0);
+    sa.sin_port = htons ((uint16_t)ep_port);
+    sa.sin_addr.s_addr = htonl (INADDR_LOOPBACK);
+    if (bind (fd, (struct sockaddr *)&sa, sizeof (sa)) < 0)
+        perror ("bind");
+    start (&mb);
+    finish (&mb, mono_now () + WAIT_S);
+    ok (!mb.ok && strstr (mb.out, "no rendezvous server answered within 2 s") &&
+            strstr (mb.out, "Connection refused"),
+        "no server: a clear error at the timeout (%s)",
+        mb.out);
+    close (fd);
+}
+
+/* One node, in this process: it serves itself; self_addr NULL finds
+ * 127.0.0.1 toward a 127.0.0.1 endpoint. */
+static void case_single (void)
+{
+    struct jobmap *m;
+    elastic_error_t err = {{0}};
+    uint8_t key[32];
+    char **addrs = NULL, want[64];
+    int rc;
+
+    new_endpoint ();
+    m = torchrun_map (1, 0, ep);
+    key_of ("the job's secret", key);
+    rc = rdzv_tcp_exchange (m, key, NULL, 26000, 10, &addrs, &err);
+    ok (rc == 0, "single: one member serves itself (%s)", rc ? err.text : "ok");
+    if (rc == 0) {
+        is_str (addrs[0], "127.0.0.1:26000", "single: self_addr NULL found 127.0.0.1");
+        is_str (m->node[0].name, "127.0.0.1", "single: the map's host is set");
+        rdzv_tcp_addrs_free (addrs, 1);
+    }
+    snprintf (want, sizeof (want), "mesh port 0 is not accepted");
+    rc = rdzv_tcp_exchange (m, key, "127.0.0.1", 0, 10, &addrs, &err);
+    ok (rc < 0 && strstr (err.text, want), "bad port: %s", err.text);
+    rc = rdzv_tcp_exchange (m, key, "a b", 1, 10, &addrs, &err);
+    ok (rc < 0 && strstr (err.text, "this member's mesh address"),
+        "bad address: %s",
+        err.text);
+    rc = rdzv_tcp_exchange (m, key, "127.0.0.1", 1, -1, &addrs, &err);
+    ok (rc < 0 && strstr (err.text, "timeout -1 is not accepted"),
+        "bad timeout: %s",
+        err.text);
+    jobmap_destroy (m);
+}
+
+int main (void)
+{
+    signal (SIGPIPE, SIG_IGN);
+    case_single ();
+    case_all_join (3, 0, 20000);
+    case_all_join (5, 2, 20100);
+    case_strangers ();
+    case_wrong_key ();
+    case_duplicate ();
+    case_timeout ();
+    case_no_server ();
+    return done_testing ();
+}
