@@ -170,6 +170,8 @@ static void start (struct member *mb)
 /* Wait for member mb's result (by until).  Returns 1 when it is done. */
 static int finish (struct member *mb, double until)
 {
+    if (mb->pid <= 0) /* never started */
+        return 0;
     while (!mb->done) {
         struct pollfd pfd = {.fd = mb->fd, .events = POLLIN};
         ssize_t n;
@@ -541,8 +543,11 @@ static void case_duplicate (void)
             strstr (mb[1 + loser].out, "two members with --node-rank 1?"),
         "duplicate: the second node rank 1 is refused (%s)",
         loser >= 0 ? mb[1 + loser].out : "none finished");
-    if (loser < 0)
+    if (loser < 0) {
+        for (int i = 0; i < 4; i++)
+            finish (&mb[i], 0); /* kills those still running */
         return;
+    }
     winner = 1 + !loser;
     start (&mb[3]);
     for (int i = 0; i < 4; i++) {

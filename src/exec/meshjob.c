@@ -288,6 +288,20 @@ struct meshjob *meshjob_create_torchrun (const struct meshjob_torchrun_opts *o,
                            &mj->addrs,
                            err) < 0)
         goto fail;
+    /* nodes that share an address (several "nodes" on one host, as in a
+     * test) get distinct names: Open MPI takes ranks on nodes of one name
+     * for neighbours on one machine */
+    for (int i = 0; i < mj->map->nnodes; i++)
+        for (int j = 0; j < i; j++)
+            if (!strcmp (mj->map->node[i].name, mj->map->node[j].name)) {
+                for (int k = 0; k < mj->map->nnodes; k++) {
+                    char name[300];
+                    snprintf (name, sizeof (name), "%s-%d", mj->map->node[k].name, k);
+                    if (jobmap_set_host (mj->map, k, name, err) < 0)
+                        goto fail;
+                }
+                i = j = mj->map->nnodes; /* done */
+            }
     snprintf (mj->nodedir, sizeof (mj->nodedir), "/nonexistent");
     mj->nfollowers = 0;
     return mj;
