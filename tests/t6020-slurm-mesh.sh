@@ -22,7 +22,9 @@
 #   6. neither a secret nor munged: one clear line and exit 2 before
 #      anything runs;
 #   7. preemption (scancel -s USR1): every member agrees on 75 (srun's
-#      exit, --status-file); the job resumes from HDF5 on 2 nodes.
+#      exit, --status-file); the job resumes from HDF5 on 2 nodes;
+#   8. the same job with torchrun's flags (--nnodes/--node-rank/
+#      --rdzv-endpoint) started in the nodes' namespaces, without Slurm.
 . "${srcdir:-.}/lib/slurm.sh"
 . "${srcdir:-.}/lib/slurm-mesh.sh"
 
@@ -159,6 +161,26 @@ is "$SRUN_RC" 0 "resume: srun -N2 (4 ranks) exit 0" || diag "$(show resume 30)"
 grep -aq '^resumed from step [1-9][0-9]* .*world [0-9]* -> 4' "$tmp/resume.out"
 ok $? "resume: resumed from the suspended step on 4 ranks" || diag "$(grep -a resumed "$tmp/resume.out")"
 is "$(sed -n 's/^checksum //p' "$tmp/resume.out")" "$ref3" "resume: the failure-free checksum"
+
+# 8. torchrun's flags inside the nodes' namespaces, without Slurm: each
+# node's elastic-exec started by hand (nsenter), the rendezvous at n1
+prefix=$(sed -n 's/^PREFIX=//p' "$CLUSTER_DIR/cluster.env")
+for k in 2 1 0; do
+    (
+        rc=0
+        timeout --kill-after=10 240 nsenter --net="/run/netns/$prefix-n$((k + 1))" "$EXEC" \
+            --nnodes 3 --node-rank $k --rdzv-endpoint 10.77.0.11:29400 --nproc-per-node 2 \
+            "${COMMON[@]}" "$HEAT" $HEAT_ARGS --steps 300 > "$tmp/tr.$k" 2>&1 || rc=$?
+        echo $rc > "$tmp/tr.$k.rc"
+    ) &
+done
+for k in 0 1 2; do wait_for_file "$tmp/tr.$k.rc" 240; done
+is "$(cat "$tmp"/tr.[012].rc | tr '\n' ' ')" "0 0 0 " \
+    "torchrun flags in the namespaces: the three elastic-exec exit 0" || diag "$(tail -n 5 "$tmp"/tr.[012])"
+is "$(cat "$tmp"/tr.[012] | sed -n 's/^checksum //p')" "$ref300" \
+    "torchrun flags in the namespaces: one job of 6 ranks across n1..n3, the failure-free checksum"
+grep -h '^elastic-exec: job torchrun\.' "$tmp"/tr.[012] | sort -u | grep -q '6 ranks on 3 nodes; 0 nodes lost'
+ok $? "torchrun flags in the namespaces: the same summary from every node"
 
 # 6. neither a secret nor munged
 (
