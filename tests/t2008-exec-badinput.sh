@@ -40,7 +40,7 @@ bad "bad boolean" "--virtual-local-rank: 'maybe' is not a boolean" --virtual-loc
 bad "in-place restarts need the hosted PMIx server" "--restart-policy: 'in-place' needs the hosted PMIx server" --restart-policy in-place --wireup none "$WORKER"
 bad "unknown restart policy" "--restart-policy: 'never' is not a restart policy (accepted: in-place, group)" --restart-policy never "$WORKER"
 bad "unknown wire-up" "--wireup: 'mpich' is not a wire-up (accepted: pmix, none, inherit)" --wireup mpich "$WORKER"
-bad "unknown BTL" "--mpi-btl: 'ib' is not accepted (sm, tcp)" --mpi-btl ib "$WORKER"
+bad "unknown BTL" "--mpi-btl: 'ib' is not accepted (sm, tcp, sm,tcp)" --mpi-btl ib "$WORKER"
 bad "init timeout without the hosted server" "--init-timeout: only the hosted PMIx server sees MPI_Init" --init-timeout 5 --wireup none "$WORKER"
 bad "bad init timeout" "--init-timeout: 'soon' is" --init-timeout soon "$WORKER"
 ELASTIC_WIREUP=bogus bad "bad ELASTIC_WIREUP" "ELASTIC_WIREUP: 'bogus' is not a wire-up (accepted: pmix, none, inherit)" "$WORKER"

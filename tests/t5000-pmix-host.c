@@ -712,7 +712,7 @@ int main (int argc, char **argv)
     o.nranks = 2;
     o.btl = "ib";
     ok (!pmixhost_job_create (h, &o, &err) &&
-            strstr (err.text, "btl: 'ib' is not accepted (sm, tcp)"),
+            strstr (err.text, "btl: 'ib' is not accepted (sm, tcp, sm,tcp)"),
         "an unknown btl is refused with the accepted values");
     diag ("%s", err.text);
     o.btl = NULL;

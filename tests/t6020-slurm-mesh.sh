@@ -11,7 +11,8 @@
 #      members authenticate each other with munge;
 #   2. one task per rank (--ntasks-per-node=2): the node's task 0 starts
 #      its ranks, the other task follows it; the same checksum and line;
-#   3. a rank SIGKILLed on n2: one reshard 6 -> 5 on every survivor, the
+#   3. a rank SIGKILLed on n2 (the step started with --mpi=pmix, whose
+#      variables the ranks ignore): one reshard 6 -> 5 on every survivor, the
 #      failure-free checksum, srun exit 0, every member reports one rank
 #      lost and "completed after in-place recovery"; the other members'
 #      event logs have rank_failed for it;
@@ -37,7 +38,8 @@ ref300=$(ref 300)
     exit 1
 }
 mesh_cluster_up 3
-COMMON=(--oversubscribe --mpi-btl tcp --node-timeout 1)
+# the ranks' BTLs are mesh mode's default: sm within a node, tcp between
+COMMON=(--oversubscribe --node-timeout 1)
 
 # 1. one task per node; no secret: the members authenticate with munge
 # (the cluster's munged, found through AuthInfo in $SLURM_CONF)
@@ -68,7 +70,8 @@ is "$leftover" "" "rank shape: the node directories of leaders and followers are
 # 3. a rank killed on n2
 STEPS=3000
 ref3=$(ref $STEPS)
-srun_bg kill -N3 --ntasks-per-node=1 "$EXEC" "${COMMON[@]}" --nproc-per-node 2 \
+# (with --mpi=pmix: Slurm's PMIx server runs, and the ranks ignore it)
+srun_bg kill --mpi=pmix -N3 --ntasks-per-node=1 "$EXEC" "${COMMON[@]}" --nproc-per-node 2 \
     --health-port 29555 --event-log "$tmp/ev.kill.%h" "$HEAT" $HEAT_ARGS --steps $STEPS \
     --progress 100 --sleep 1
 wait_for_grep '^step 300$' "$tmp/kill.out" 120

@@ -608,8 +608,8 @@ static int set_mpi_btl (struct elastic_agent_spec *s,
                         const char *v,
                         elastic_error_t *err)
 {
-    if (strcmp (v, "sm") != 0 && strcmp (v, "tcp") != 0)
-        return errprintf (err, "%s: '%s' is not accepted (sm, tcp)", key, v);
+    if (strcmp (v, "sm") != 0 && strcmp (v, "tcp") != 0 && strcmp (v, "sm,tcp") != 0)
+        return errprintf (err, "%s: '%s' is not accepted (sm, tcp, sm,tcp)", key, v);
     return set_string (&s->mpi_btl, v);
 }
 
@@ -782,7 +782,8 @@ const struct setting settings_table[] = {
      .arg = SETTING_VALUE,
      .env = "ELASTIC_MPI_BTL",
      .set = set_mpi_btl,
-     .help = "the ranks' Open MPI transport with --wireup pmix: sm or tcp (default: sm)"},
+     .help = "the ranks' Open MPI transport with --wireup pmix: sm, tcp or sm,tcp "
+             "(default: sm on one node, sm,tcp across nodes)"},
     {.name = "init-timeout",
      .arg = SETTING_VALUE,
      .env = "ELASTIC_INIT_TIMEOUT",

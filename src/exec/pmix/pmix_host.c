@@ -490,8 +490,10 @@ static int job_opts_check (const struct pmixhost_job_opts *opts,
         *btl = "self,sm";
     else if (!strcmp (opts->btl, "tcp"))
         *btl = "self,tcp";
+    else if (!strcmp (opts->btl, "sm,tcp"))
+        *btl = "self,sm,tcp";
     else {
-        errprintf (err, "btl: '%s' is not accepted (sm, tcp)", opts->btl);
+        errprintf (err, "btl: '%s' is not accepted (sm, tcp, sm,tcp)", opts->btl);
         errno = EINVAL;
         return -1;
     }

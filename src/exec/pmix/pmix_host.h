@@ -170,7 +170,9 @@ struct pmixhost_job_opts {
                            this node's have an environment, are started
                            and exit here.  A one-node map registers
                            exactly what NULL does. */
-    const char *btl;          /* "sm" (self,sm: default) or "tcp" (self,tcp) */
+    const char *btl;          /* "sm" (self,sm: default), "tcp" (self,tcp) or
+                                 "sm,tcp" (self,sm,tcp: sm within the node,
+                                 tcp between nodes) */
     int oversubscribed;       /* -1: when nranks > usable cores; 0/1: forced */
     int init_fences;          /* fences that make up MPI_Init; 0: Open MPI 5's 4
                                  (a modex and a barrier in ompi_mpi_instance_init,
