@@ -70,8 +70,11 @@ is "$leftover" "" "rank shape: the node directories of leaders and followers are
 # 3. a rank killed on n2
 STEPS=3000
 ref3=$(ref $STEPS)
-# (with --mpi=pmix: Slurm's PMIx server runs, and the ranks ignore it)
-srun_bg kill --mpi=pmix -N3 --ntasks-per-node=1 "$EXEC" "${COMMON[@]}" --nproc-per-node 2 \
+# (with --mpi=pmix where Slurm has it: its PMIx server runs, the ranks
+# ignore it)
+MPI_PMIX=()
+slurm_has_pmix && MPI_PMIX=(--mpi=pmix)
+srun_bg kill "${MPI_PMIX[@]}" -N3 --ntasks-per-node=1 "$EXEC" "${COMMON[@]}" --nproc-per-node 2 \
     --health-port 29555 --event-log "$tmp/ev.kill.%h" "$HEAT" $HEAT_ARGS --steps $STEPS \
     --progress 100 --sleep 1
 wait_for_grep '^step 300$' "$tmp/kill.out" 120
