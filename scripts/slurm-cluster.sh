@@ -229,6 +229,9 @@ write_conf() {
         echo "AccountingStorageType=accounting_storage/none"
         echo "JobCompType=jobcomp/none"
         echo "MpiDefault=none"
+        # ports srun reserves for a step with --resv-ports (the mesh's, in
+        # elastic-exec's mesh mode: SLURM_STEP_RESV_PORTS)
+        echo "MpiParams=ports=20000-20999"
         echo "SchedulerType=sched/backfill"
         # backfill every second (default 30 s): a requeued job released
         # with a start time a few seconds ahead starts soon after it

@@ -11,6 +11,7 @@
 #      members authenticate each other with munge;
 #   2. one task per rank (--ntasks-per-node=2): the node's task 0 starts
 #      its ranks, the other task follows it; the same checksum and line;
+#      the mesh on the ports Slurm reserved for the step (--resv-ports);
 #   3. a rank SIGKILLed on n2 (the step started with --mpi=pmix, whose
 #      variables the ranks ignore): one reshard 6 -> 5 on every survivor, the
 #      failure-free checksum, srun exit 0, every member reports one rank
@@ -59,11 +60,16 @@ grep -q '^0 job slurm\.[0-9]*\.0: 6 ranks on 3 nodes;' "$tmp/status" 2> /dev/nul
 ok $? "node shape: --status-file holds the agreed result (exit 0 first)" || diag "$(cat "$tmp/status" 2>&1)"
 
 # 2. one task per rank
-srun_fg rank -N3 --ntasks-per-node=2 "$EXEC" "${COMMON[@]}" "$HEAT" $HEAT_ARGS --steps 300
+# (on the ports Slurm reserves for the step: MpiParams=ports= in the
+# cluster's slurm.conf, srun --resv-ports)
+srun_fg rank --resv-ports=4 -N3 --ntasks-per-node=2 "$EXEC" "${COMMON[@]}" -v "$HEAT" $HEAT_ARGS --steps 300
 is "$SRUN_RC" 0 "rank shape: srun -N3 --ntasks-per-node=2 elastic-exec heat2d: exit 0" || diag "$(show rank)"
 is "$(sed -n 's/^checksum //p' "$tmp/rank.out")" "$ref300" "rank shape: the failure-free checksum"
 is "$(summaries rank | sort -u | wc -l) $(summaries rank | wc -l)" "1 6" \
     "rank shape: all 6 tasks (3 leaders, 3 followers) print the same summary line" || diag "$(summaries rank)"
+is "$(grep -a 'info: mesh mode: ' "$tmp/rank.out" | grep -c 'ports 2000[0-9],[0-9,]* (reserved)$')" 3 \
+    "rank shape: the 3 leaders listen on a port Slurm reserved (SLURM_STEP_RESV_PORTS)" ||
+    diag "$(grep -a 'mesh mode' "$tmp/rank.out")"
 leftover=$(ls -d /tmp/elastic-"$(id -u)".slurm.* 2> /dev/null)
 is "$leftover" "" "rank shape: the node directories of leaders and followers are gone"
 
