@@ -197,11 +197,25 @@ wait_line '^step 300$' "$work/mesh.out" 120 || {
     tail -n 20 "$work/mesh.out"
     exit 1
 }
+t_kill=$(date +%s.%N)
 "$top/scripts/slurm-cluster.sh" kill-node "$cluster" n2
 mark "    every process of node n2 SIGKILLed (slurmd, elastic-exec, its 2 ranks)"
 wait "$job_pid"
 job_pid=
-mark "    $(grep -a -m1 'mesh: node n2 (member 1) lost' "$work/mesh.out" | sed 's/^.*warn: //')"
+# when it was seen, from the members' log lines and libelastic's event
+t_lost=$(grep -a -m1 'mesh: node n2 (member 1) lost' "$work/mesh.out" | cut -d' ' -f1)
+t_lost=$(date -d "$t_lost" +%s.%N 2> /dev/null || echo "$t_kill")
+t_back=$(/usr/bin/python3 -c 'import calendar, json, sys, time
+for l in open(sys.argv[1]):
+    try: e = json.loads(l)
+    except ValueError: continue
+    if e.get("event") == "reshard_down":
+        t = e["time"].rstrip("Z")
+        base, ms = t.split(".")
+        print("%.3f" % (calendar.timegm(time.strptime(base, "%Y-%m-%dT%H:%M:%S")) + int(ms) / 1000.0))
+        break' "$work/mesh-events.jsonl" 2> /dev/null)
+say "    the other nodes lost n2 $(echo "($t_lost - $t_kill) * 1000 / 1" | bc) ms after the kill;" \
+    "its ranks declared failed, the survivors computing again (6 -> 4) $(echo "(${t_back:-$t_kill} - $t_kill) * 1000 / 1" | bc) ms after it"
 mark "    $(grep -a -m1 '^resharded at step' "$work/mesh.out")"
 got2=$(checksum_of "$work/mesh.out")
 rc2=$(cat "$work/mesh.rc")
