@@ -65,10 +65,11 @@ rank_pid() {
     for f in /proc/[0-9]*/environ; do
         p=${f#/proc/}
         p=${p%/environ}
-        { tr '\0' '\n' < "$f"; } 2> /dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1" || continue
-        { tr '\0' '\n' < "$f"; } 2> /dev/null | grep -qx "ELASTIC_SNAPSHOT_DIR=$ELASTIC_SNAPSHOT_DIR" || continue
+        grep -qxz -e "OMPI_COMM_WORLD_RANK=$1" "$f" 2> /dev/null || continue
+        grep -qxz -e "ELASTIC_SNAPSHOT_DIR=$ELASTIC_SNAPSHOT_DIR" "$f" 2> /dev/null || continue
         grep -q heat2d "/proc/$p/cmdline" 2> /dev/null && echo "$p" && return 0
     done
+    echo "no heat2d process of original rank $1 is running" >&2
     return 1
 }
 # wait_line PATTERN FILE [TIMEOUT]: wait for a line in FILE
