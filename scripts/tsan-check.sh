@@ -8,9 +8,10 @@
 # -fsanitize=thread (the agent and PMIx's threads share its state; the
 # ranks and libelastic are ordinary builds), runs the tests with
 # TSAN_OPTIONS pointing at tests/tsan.supp (every entry explained there),
-# and prints the number of reports.  The test programs link the runtime too
-# (LDFLAGS): those that link libmesh.la get its instrumented objects.  Exit status: 0 when the tests passed
-# and ThreadSanitizer reported nothing that the suppressions do not explain.
+# and prints the number of reports.  The test programs link the runtime
+# too (LDFLAGS): those that link libmesh.la get its instrumented objects.
+# Exit status: 0 when the tests passed and ThreadSanitizer reported nothing
+# that the suppressions do not explain.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=$top/build-tsan
