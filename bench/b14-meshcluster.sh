@@ -16,7 +16,8 @@
 #               (PRRTE, its daemons started through srun)
 #     rows: first_ms (first survivor), first_remote_ms (first survivor on
 #     another node than the victim), last_ms, shrink_ms, job_ms
-# (b) node: every process of n2 SIGKILLed (kill-node) or n2's link cut
+# (b) node: every process of n2 SIGKILLed (one kill(1) of the pids that
+#     `slurm-cluster.sh pids` lists, then kill-node) or n2's link cut
 #     (veth down) while heat2d (6 ranks, 2 per node) computes -> every
 #     survivor computing again.
 #       mesh-kill, mesh-cut  srun ... elastic-exec --node-timeout 1 heat2d:
@@ -240,11 +241,19 @@ node_one() {
         restore_n2
         return
     }
-    tk=$(now_ms)
-    case $v in
-        mesh-cut) ip -n "$PREFIX-ctl" link set veth2 down ;;
-        *) "$SLURM_CLUSTER_SH" kill-node "$CLUSTER_DIR" n2 > /dev/null 2>&1 ;;
-    esac
+    if [ "$v" = mesh-cut ]; then
+        tk=$(now_ms)
+        ip -n "$PREFIX-ctl" link set veth2 down
+    else
+        # the node's processes listed first, then SIGKILLed in one kill(1)
+        # (kill-node lists them itself, ~0.1 s here, before it kills);
+        # kill-node then gets any that started in between
+        x=$("$SLURM_CLUSTER_SH" pids "$CLUSTER_DIR" n2)
+        tk=$(now_ms)
+        # shellcheck disable=SC2086 # a list of pids
+        kill -KILL $x 2> /dev/null
+        "$SLURM_CLUSTER_SH" kill-node "$CLUSTER_DIR" n2 > /dev/null 2>&1
+    fi
     if [ "$v" = relaunch ]; then
         if wait_until 120 grep -saq '^\[n1:0\] resumed from step' "$out"; then
             t=$(now_ms)
