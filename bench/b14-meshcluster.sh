@@ -67,7 +67,6 @@ if [ "$MODE" = quick ]; then
 else
     NA=${TRIALS:-7} NB=${TRIALS:-3} NC=${TRIALS:-5} SIZES="2 4"
 fi
-[ "$NB" -lt 3 ] && [ "$MODE" = full ] && NB=3
 PATH=$(dirname "$MPIRUN"):$PATH
 export PATH
 export OMPI_MCA_btl=self,tcp OMPI_MCA_pml=ob1
@@ -218,7 +217,7 @@ iso_ms() { date -d "$1" +%s%3N; }
 node_one() {
     local v=$1 i=$2 out=$LOGDIR/node.$1.$2.log ev=$LOGDIR/node.$1.$2.ev rc=x tk t pid x
     rm -f "$ev"
-    rm -rf "$CLUSTER_DIR/run.$i" "$CLUSTER_DIR/snap.$i"
+    rm -rf "$CLUSTER_DIR/run.$v.$i" "$CLUSTER_DIR/snap.$v.$i"
     if [ "$v" = relaunch ]; then
         RUN_DIR=$CLUSTER_DIR/run.$v.$i ctl sbatch --parsable --no-kill -N3 --ntasks-per-node=2 \
             -o "$out" "$CLUSTER_DIR/em.sh" --np-min 4 -n 6 "$HEAT2D" "${HEAT_ARGS[@]}" \
