@@ -14,7 +14,7 @@
 #   --out DIR    results (default ./bench-results): one CSV per benchmark,
 #                summary.csv, results.md, plots/*.png, logs/
 #   --only LIST  comma-separated subset of B1,B2,B3,B4,B5,B6,B6L3,B7,B8,B9,B11
-#                (the default), or B12, B13 (run only when named)
+#                (the default), or B12, B13, B14 (run only when named)
 #   --no-build   build nothing, use the programs the build tree has (for
 #                `make check`, which builds them first)
 #
@@ -38,6 +38,11 @@
 #   B12 b12-diff.sh    differential snapshots vs full ones (only with --only)
 #   B13 b13-fastpath.sh  no-op maybe_snapshot/maybe_reshard_up calls: ns,
 #                      system calls, instructions (only with --only)
+#   B14 b14-meshcluster.sh  elastic-exec's mesh mode on the emulated 3-node
+#                      Slurm cluster: rank-loss notice vs mpirun --with-ft
+#                      ulfm, node loss in place vs elastic-mpirun's
+#                      relaunch, MPI_Init vs srun --mpi=pmix and mpirun
+#                      (root, Slurm; only with --only; OUT/meshcluster.md)
 # Exit status: 0 when every selected benchmark produced rows (targets met
 # or not: see summary.csv), 1 when one produced none, 2 on bad usage.
 set -u
@@ -63,8 +68,8 @@ while [ $# -gt 0 ]; do
 done
 for b in ${only//,/ }; do
     case $b in
-        B1 | B2 | B3 | B4 | B5 | B6 | B6L3 | B7 | B8 | B9 | B11 | B12 | B13) ;;
-        *) echo "run.sh: --only: '$b' is invalid (expected a comma-separated list of B1 ... B9, B6L3, B11, B12, B13)" >&2; exit 2 ;;
+        B1 | B2 | B3 | B4 | B5 | B6 | B6L3 | B7 | B8 | B9 | B11 | B12 | B13 | B14) ;;
+        *) echo "run.sh: --only: '$b' is invalid (expected a comma-separated list of B1 ... B9, B6L3, B11, B12, B13, B14)" >&2; exit 2 ;;
     esac
 done
 want() { [[ ",$only," == *",$1,"* ]]; }
@@ -78,10 +83,10 @@ bench_parse_args "$@"
 common=("$mode" --build "$BUILD" --out "$OUT")
 
 # fresh results (logs of earlier runs are replaced)
-for f in recovery restart snapshot l3 steady l3bg launch notice meshscale model summary diff fastpath; do
+for f in recovery restart snapshot l3 steady l3bg launch notice meshscale model summary diff fastpath meshcluster; do
     rm -f "$OUT/$f.csv"
 done
-rm -rf "$OUT/logs" "$OUT/plots" "$OUT/scratch" "$OUT/results.md" "$OUT/l3bg.md" "$OUT/model.md" "$OUT/meshscale.md" "$OUT/meta.txt"
+rm -rf "$OUT/logs" "$OUT/plots" "$OUT/scratch" "$OUT/results.md" "$OUT/l3bg.md" "$OUT/model.md" "$OUT/meshscale.md" "$OUT/meshcluster.md" "$OUT/meta.txt"
 mkdir -p "$OUT/logs"
 bench_log "building the benchmark programs in $BUILD"
 bench_build_programs
@@ -114,6 +119,7 @@ want B9 && drive B9 "$here/b9-notice.sh"
 want B11 && drive B11 "$here/b11-meshscale.sh"
 want B12 && drive B12 "$here/b12-diff.sh"
 want B13 && drive B13 "$here/b13-fastpath.sh"
+want B14 && drive B14 "$here/b14-meshcluster.sh"
 if want B8; then
     bench_log "== B8: models"
     "$PY" "$here/b8-model.py" "$OUT" || status=1
