@@ -82,7 +82,7 @@ ok $([ -n "$tf" ] && [ "$tf" = "$(env_of "$d" 0 0 ELASTIC_TIMER_FILE)" ]; echo $
 d=$tmp/slurm
 mkdir -p "$d"
 SLURM_JOB_ID=77 SLURM_STEP_ID=3 SLURM_PROCID=5 SLURM_STEP_NUM_TASKS=8 SLURM_LOCALID=1 SLURM_NODEID=2 \
-    SLURM_STEP_TASKS_PER_NODE="2(x2),4" "$EXEC" "$WORKER" "env:$d" 2> "$tmp/err"
+    SLURM_STEP_TASKS_PER_NODE="2(x2),4" "$EXEC" --wireup inherit "$WORKER" "env:$d" 2> "$tmp/err"
 is "$(for v in RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE GROUP_RANK GROUP_WORLD_SIZE ELASTIC_RUN_ID; do
     env_of "$d" 5 0 $v; done | tr '\n' ' ')" "5 8 1 4 5 8 slurm-77.3 " \
     "Slurm task 5 of 8 on the third node (2(x2),4 tasks per node): its rank, sizes and job id"
@@ -93,10 +93,17 @@ is "$(for v in RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE ELASTIC_RUN_ID; do en
     "2 3 0 1 kvs_42 " "MPICH Hydra's PMI_RANK/PMI_SIZE/MPI_LOCALRANKID"
 d=$tmp/sa
 mkdir -p "$d"
-SLURM_JOB_ID=77 SLURM_STEP_ID=3 SLURM_PROCID=5 SLURM_STEP_NUM_TASKS=8 "$EXEC" --nproc-per-node 2 "$WORKER" "env:$d" 2> "$tmp/err"
-is "$(env_of "$d" 1 0 WORLD_SIZE)" 2 "--nproc-per-node under a launcher is agent mode"
-grep -q "multi-node rendezvous is not in this version" "$tmp/err"
+SLURM_JOB_ID=77 SLURM_STEP_ID=3 SLURM_PROCID=5 SLURM_STEP_NUM_TASKS=8 "$EXEC" --standalone --nproc-per-node 2 "$WORKER" "env:$d" 2> "$tmp/err"
+is "$(env_of "$d" 1 0 WORLD_SIZE)" 2 "--standalone --nproc-per-node under a launcher is agent mode"
+grep -q "agent mode under Slurm with 8 tasks (--standalone, or --wireup inherit/none): each task runs its own single-node group" "$tmp/err"
 ok $? "with a warning that each task is its own group"
+# without --standalone a Slurm step of several tasks is mesh mode, which
+# needs the step's node list
+rc=0
+SLURM_JOB_ID=77 SLURM_STEP_ID=3 SLURM_PROCID=5 SLURM_STEP_NUM_TASKS=8 "$EXEC" --nproc-per-node 2 "$WORKER" "env:$d" 2> "$tmp/err" || rc=$?
+is "$rc" 2 "--nproc-per-node in a Slurm step of 8 tasks is mesh mode: without a node list, exit 2"
+grep -q "SLURM_STEP_NODELIST is not set" "$tmp/err"
+ok $? "naming the missing variable" || diag "$(cat "$tmp/err")"
 PMIX_RANK=0 "$EXEC" "$WORKER" 2> "$tmp/err"
 is "$?" 2 "PMIX_RANK without any world size is a usage error"
 done_testing

@@ -81,9 +81,11 @@ ep_check_clean "MPI_Abort"
 
 # 6. --restart-policy group: heat2d and sgd restart every rank; heat2d
 # persists an HDF5 snapshot every 10 steps, and the restarted group (which
-# gets ELASTIC_RESUME=1) resumes from the one of step 20
+# gets ELASTIC_RESUME=1) resumes from the one of step 20 (written
+# synchronously: a background write of step 20 would only be committed at
+# a later snapshot step)
 mkdir -p "$ep_root/snap"
-ELASTIC_PERSIST_PERIOD=10 ELASTIC_SNAPSHOT_DIR=$ep_root/snap \
+ELASTIC_PERSIST_PERIOD=10 ELASTIC_PERSIST_BACKGROUND=0 ELASTIC_SNAPSHOT_DIR=$ep_root/snap \
     ep_start group-heat 8 --restart-policy group --max-restarts 1 -- "$FIRST" "--fail 3:25" "${heat[@]}"
 ep_wait 180
 is "$EP_RC" 0 "group policy, heat2d: exit 0" || diag "$(ep_err)"

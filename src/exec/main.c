@@ -212,11 +212,10 @@ static int detect_mode (const struct cli *cli, struct launcher_info *li)
         return found;
     }
     if (!cli->print_binding && launcher_detect (li, &err) > 0 && li->size > 1)
-        log_warn (
-            "agent mode under %s with %d tasks: each task runs its own single-node group "
-            "(multi-node rendezvous is not in this version)",
-            li->name,
-            li->size);
+        log_warn ("agent mode under %s with %d tasks (--standalone, or --wireup "
+                  "inherit/none): each task runs its own single-node group",
+                  li->name,
+                  li->size);
     return 0;
 }
 
