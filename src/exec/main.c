@@ -533,7 +533,14 @@ int main (int argc, char **argv)
                       mj->map->key,
                       status);
         fprintf (stderr, "%s: %s\n", prog, mj->summary);
-        meshjob_publish (mj, status, spec->status_file);
+        /* the status file is the job's: only a member that heard every
+         * live member's outcome writes it (a member cut off from the
+         * others must not overwrite the survivors' result) */
+        if (spec->status_file && !mj->agreed)
+            log_warn ("status-file %s: not written (this member's result is not the "
+                      "job's)",
+                      spec->status_file);
+        meshjob_publish (mj, status, mj->agreed ? spec->status_file : NULL);
     }
 #endif
 out:

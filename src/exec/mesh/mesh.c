@@ -216,7 +216,12 @@ void mesh_mark_lost (struct mesh *m, uint32_t member, int cause)
 
 /* A partition's other side goes silent at once: only losses of the last
  * two node timeouts can be it; and none once the repaired tree around this
- * member is whole again (every neighbour linked): it was not cut off. */
+ * member is whole again (every neighbour linked and heard from within half
+ * a node timeout): it was not cut off.  A cut network leaves the TCP
+ * connections established, so a link that is up but silent does not count:
+ * a member cut off from two neighbours that are lost one tick apart would
+ * otherwise forget the first loss before it sees the second, and a cut
+ * root (member 0) would win the 1-1 tie against the majority. */
 static void expire_suspects (struct mesh *m, double now)
 {
     uint32_t up = 0, want = 0;
@@ -224,7 +229,7 @@ static void expire_suspects (struct mesh *m, double now)
     for (uint32_t i = 0; i < m->n; i++) {
         if (m->peers[i].neighbour) {
             want++;
-            up += link_is_up (m, i);
+            up += link_is_up (m, i) && now - m->peers[i].last_rx <= m->node_timeout / 2;
         }
     }
     if (want > 0 && up == want && m->rejoin_deadline == 0) {
