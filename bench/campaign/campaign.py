@@ -227,10 +227,14 @@ class Campaign:
             # n is the number of nodes; the run id comes from ELASTIC_RUN_ID
             # (the resume finds the snapshots by it); --max-restarts is
             # ignored in mesh mode
+            # each node its own TMPDIR (a node-local /tmp: its node
+            # directory and PMIx session directory) and event log
+            node = ('h=$(hostname); export TMPDIR="$CAMPAIGN_DIR/tmp/$h"; mkdir -p "$TMPDIR"; '
+                    'exec "$0" --event-log "$CAMPAIGN_DIR/events.$CAMPAIGN_TAG.$h" "$@"')
             return [self.csh, "ctl", self.cdir, "srun", "--no-kill", "-N%d" % n,
-                    "--ntasks-per-node=1", self.exec, "--oversubscribe", "--mpi-btl", "tcp",
-                    "--node-timeout", "1", "--nproc-per-node", str(self.a.nproc_per_node),
-                    "--event-log", os.path.join(d, "events.%s.%%h" % tag),
+                    "--ntasks-per-node=1", "/bin/sh", "-c", node, self.exec, "--oversubscribe",
+                    "--mpi-btl", "tcp", "--node-timeout", "1", "--nproc-per-node",
+                    str(self.a.nproc_per_node),
                     "--status-file", os.path.join(d, tag + ".status"), "--"] + app
         if hooks:
             app = ["/bin/sh", "-c", self.FIRST_ONLY] + app
@@ -255,7 +259,8 @@ class Campaign:
             # the nodes (elastic-exec's --mpi-btl), a per-campaign mesh secret
             env.pop("OMPI_MCA_btl", None)
             env.update({"OMPI_MCA_pml": "ob1", "PRTE_MCA_prte_silence_shared_fs": "1",
-                        "ELASTIC_MESH_SECRET": self.secret})
+                        "ELASTIC_MESH_SECRET": self.secret, "CAMPAIGN_DIR": d,
+                        "CAMPAIGN_TAG": tag})
             if self.a.spares:
                 env["ELASTIC_SPARE_RANKS"] = str(self.a.spares)
         env.update(env_extra or {})
@@ -299,7 +304,7 @@ class Campaign:
                        re.M)
         return m[-1].decode() if m else ""
 
-    def leftovers(self, d, mark, shm_before):
+    def leftovers(self, d, mark, shm_before, check_tmp=True):
         left = []
         for _ in range(200):  # 20 s for the teardown
             if not self.marked(mark):
@@ -314,9 +319,9 @@ class Campaign:
                 except OSError:
                     pass
         tmp = os.path.join(d, "tmp")
-        if os.path.isdir(tmp) and os.listdir(tmp):
+        if check_tmp and os.path.isdir(tmp) and os.listdir(tmp):
             left.append("TMPDIR entries %s" % sorted(os.listdir(tmp)))
-        new = self.own_shm(d, set(os.listdir("/dev/shm")) - shm_before)
+        new = self.own_shm(d, set(os.listdir("/dev/shm")) - shm_before) if check_tmp else []
         if new:
             left.append("/dev/shm %s" % new)
         return left
@@ -512,6 +517,22 @@ class Campaign:
         return None
 
     @staticmethod
+    def wait_step(p, d, tag, step, limit):
+        """Until the job's progress reaches step (a "step N" line with N >=
+        step), it ends or the time limit passes (the line's printer may be
+        gone); True when the job still runs."""
+        f = os.path.join(d, tag + ".out")
+        while time.time() < limit and p.poll() is None:
+            try:
+                got = re.findall(rb"^step (\d+)$", open(f, "rb").read(), re.M)
+                if got and int(got[-1]) >= step:
+                    break
+            except OSError:
+                pass
+            time.sleep(0.02)
+        return p.poll() is None
+
+    @staticmethod
     def agreed(d, tag):
         """(the exit status the members agreed on, their summary line): from
         --status-file, or, where the file holds a fenced member's own
@@ -549,8 +570,28 @@ class Campaign:
             ids.update(re.findall(r"job slurm\.(\d+)\.", open(f, errors="replace").read()))
         return ids
 
-    def leftovers_srun(self, d, mark, shm_before, tmp_before):
-        left = self.leftovers(d, mark, shm_before)
+    def leftovers_srun(self, d, mark, shm_before, tmp_before, lost=None):
+        """(left behind, left on the killed node only): the killed node's
+        TMPDIR and its ranks' segments have nobody alive on that node to
+        remove them (on a real cluster, its reboot would)."""
+        left = self.leftovers(d, mark, shm_before, check_tmp=False)
+        on_lost = []
+        for k in range(1, self.a.nodes + 1):
+            t = os.path.join(d, "tmp", "n%d" % k)
+            if os.path.isdir(t) and os.listdir(t):
+                e = "n%d's TMPDIR %s" % (k, sorted(os.listdir(t)))
+                (on_lost if lost == k else left).append(e)
+        # Open MPI's segments of the run's nodes (sm_segment.<host>.<uid>.<job>.<rank>)
+        # nobody maps or holds open any more, 2 s after the end
+        new = set(os.listdir("/dev/shm")) - shm_before
+        if new:
+            time.sleep(2)
+            used = self.in_use()
+            for f in sorted(new):
+                m = re.match(r"(?:sm|vader)_segment\.(n\d+)\.", f)
+                if m and os.path.exists("/dev/shm/" + f) and f not in used:
+                    (on_lost if lost is not None and m.group(1) == "n%d" % lost
+                     else left).append("/dev/shm " + f)
         for k in range(1, self.a.nodes + 1):
             procs = []
             for pid in self.ns_pids("n%d" % k):
@@ -571,7 +612,7 @@ class Campaign:
                      if any(".slurm.%s." % j in f for j in jobs))
         if new:
             left.append("/tmp %s" % new)
-        return left
+        return left, on_lost
 
     def one_srun(self, i, kind):
         a, rng = self.a, self.rng
@@ -597,31 +638,43 @@ class Campaign:
         if tc is None:
             log.append("the job never computed (no progress line)")
         elif kind == "kill":
-            times = sorted(rng.uniform(0.05, 0.9) * tcomp for _ in range(rng.randint(1, 2)))
-            self.inject_kills(p, mark, tc, times, log)
+            # at random steps (the machine's load changes a run's speed
+            # several times over: steps, not seconds); a kill whose step's
+            # line does not come (its printer was the first victim) falls
+            # due by the reference's time
+            steps = sorted(rng.randrange(5, 90) * a.steps // 100 for _ in range(rng.randint(1, 2)))
+            for s in steps:
+                if not self.wait_step(p, d, "run", s, tc + 2 * tcomp * s / a.steps + 5):
+                    log.append("job ended before step %d" % s)
+                    break
+                n0 = len(log)
+                self.inject_kills(p, mark, time.time(), [0], log)
+                if len(log) > n0:
+                    log[-1] = "step %d, %s" % (s, log[-1])
         else:
-            t = tc + rng.uniform(0.05, 0.85) * tcomp
+            s = rng.randrange(5, 86) * a.steps // 100
             k = rng.randrange(1, nn + 1)
-            while time.time() < t and p.poll() is None:
-                time.sleep(0.01)
-            if p.poll() is not None:
-                log.append("job ended before %.2f s" % (t - tc))
+            if not self.wait_step(p, d, "run", s, tc + 2 * tcomp * s / a.steps + 5):
+                log.append("job ended before step %d" % s)
                 if kind == "term":
                     want = {0}
             elif kind == "node":
                 victim = k
                 r = subprocess.run([self.csh, "kill-node", self.cdir, "n%d" % k],
                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
-                log.append("%.2f s: kill-node n%d (rc %d)" % (time.time() - tc, k, r.returncode))
+                log.append("step %d, %.2f s: kill-node n%d (rc %d)" % (s, time.time() - tc, k,
+                                                                       r.returncode))
             elif kind == "cut":
                 victim = k
                 rc = self.link(k, "down")
-                log.append("%.2f s: veth%d down (n%d cut, rc %d)" % (time.time() - tc, k, k, rc))
+                log.append("step %d, %.2f s: veth%d down (n%d cut, rc %d)" % (s, time.time() - tc,
+                                                                             k, k, rc))
             elif kind == "term":
                 rc, jobs = self.ctl("squeue", "-h", "-o", "%i")
                 job = (jobs.split() or ["none"])[0]
                 rc, _ = self.ctl("scancel", "-s", "USR1", job)
-                log.append("%.2f s: scancel -s USR1 %s (rc %d)" % (time.time() - tc, job, rc))
+                log.append("step %d, %.2f s: scancel -s USR1 %s (rc %d)" % (s, time.time() - tc,
+                                                                           job, rc))
         rc, secs = self.wait(p, t0, mark)
         got, summary = self.agreed(d, "run")
         ck = self.checksum(d, "run")
@@ -645,8 +698,9 @@ class Campaign:
             problems.append("unexplained exit: srun %d, the members agreed on %d" % (rc, got))
         if kind == "cut" and victim and rc is not None and "(n%d)" % victim in summary:
             fenced = False
-            for ev in glob.glob(os.path.join(d, "events.run.n%d" % victim)):
-                fenced |= '"event":"self_fence"' in open(ev, errors="replace").read()
+            for ev in glob.glob(os.path.join(d, "events.run.*")):
+                fenced |= any('"event":"self_fence"' in l and '"host":"n%d"' % victim in l
+                              for l in open(ev, errors="replace"))
             res["self_fenced"] = fenced
             if not fenced:
                 problems.append("the cut node n%d's member did not fence itself" % victim)
@@ -688,14 +742,19 @@ class Campaign:
             rb"^resharded at step \d+: world (\d+ -> \d+)$",
             open(os.path.join(d, "run.out"), "rb").read(), re.M)]
         res["restarts"], res["lost_in_place"] = None, None
-        left = self.leftovers_srun(d, mark, shm_before, tmp_before)
+        left, on_lost = self.leftovers_srun(d, mark, shm_before, tmp_before,
+                                            victim if kind == "node" else None)
         if left:
             problems.append("left behind: " + "; ".join(left))
+        if on_lost:
+            res["left_on_killed_node"] = on_lost
+            log.append("left on the killed node n%d: %s" % (victim, "; ".join(on_lost)))
         res["problems"] = problems
         res["ok"] = not problems
-        print("%3d %-6s %-6s exit %-4s %5.1f s %s (srun %s; %s)%s" % (
+        lost = re.search(r"nodes?; (.*?);", summary)
+        print("%3d %-6s %-6s exit %-4s %5.1f s %s (srun %s; %s; %s)%s" % (
             i, "srun", kind, got, secs, "ok" if not problems else "FAIL: " + "; ".join(problems),
-            rc, ", ".join(res["reshards"]) or "no reshard",
+            rc, lost.group(1) if lost else summary, ", ".join(res["reshards"]) or "no reshard",
             "" if not log else "  [" + "; ".join(log) + "]"), flush=True)
         if not problems:
             shutil.rmtree(d, ignore_errors=True)
@@ -968,9 +1027,15 @@ class Campaign:
                 s["hang"] += "hang" in p
                 s["exit"] += "unexplained exit" in p
                 s["left"] += p.startswith("left behind")
+        ranks = "%d ranks" % self.a.ranks
+        if "srun" in self.a.launchers:
+            ranks = ("%d ranks (elastic-exec, elastic-mpirun), " % self.a.ranks
+                     if len(self.a.launchers) > 1 else "") + "%d nodes x %d ranks (srun)" % (
+                         self.a.nodes, self.a.nproc_per_node)
         lines = ["# Fault campaign", "",
-                 "seed %d; heat2d %dx%d, %d steps, %d ranks, snapshot every %d, L3 every %d"
-                 % (self.seed, self.a.nx, self.a.nx, self.a.steps, self.a.ranks,
+                 "seed %d; heat2d %dx%d, %d steps%s, %s, snapshot every %d, L3 every %d"
+                 % (self.seed, self.a.nx, self.a.nx, self.a.steps,
+                    ", --sleep %d" % self.a.sleep if self.a.sleep else "", ranks,
                     self.a.snapshot_period, self.a.persist_period), "",
                  "| launcher | fault | runs | right | wrong result | hang | unexplained exit "
                  "| left behind | needed a group restart |",
@@ -992,7 +1057,9 @@ class Campaign:
                       "right; %d preempted (75) and %d of them resumed right on another "
                       "number of nodes; srun's own exit status differed from the members' "
                       "agreed one in %d of %d node/cut runs (Slurm's after a node loss); "
-                      "%d cut nodes' members fenced themselves"
+                      "%d cut nodes' members fenced themselves; %d node runs left files "
+                      "on the killed node only (its TMPDIR, its ranks' segments: nothing "
+                      "alive there to remove them)"
                       % (self.a.nodes, self.a.nproc_per_node,
                          ", %d spares" % self.a.spares if self.a.spares else "",
                          sum(r["exit"] == 76 for r in sr),
@@ -1002,7 +1069,8 @@ class Campaign:
                          sum(r["kind"] in ("node", "cut") and r["srun_exit"] is not None and
                              r["srun_exit"] != r["exit"] for r in sr),
                          sum(r["kind"] in ("node", "cut") for r in sr),
-                         sum(bool(r.get("self_fenced")) for r in sr))]
+                         sum(bool(r.get("self_fenced")) for r in sr),
+                         sum(bool(r.get("left_on_killed_node")) for r in sr))]
         dmg = [r for r in self.runs if "damage_detected" in r]
         if dmg:
             lines += ["", "Damaged newest snapshot: %d of %d reruns resumed from an older one "
