@@ -38,9 +38,11 @@ and munge needed) that the campaign brings up once: `srun --no-kill
 computation (after the first progress line: a failure before every rank
 passed MPI_Init fails a mesh job, doc/mesh.md "not yet"):
 
-  kill    1-2 SIGKILLs of random ranks (0, or 76 when a rank and its buddy
-          are both lost, then a rerun with ELASTIC_RESUME=1 that must
-          resume from L3 with the failure-free checksum);
+  kill    1-2 SIGKILLs of random ranks at random steps, two of them at
+          once one time in two (0, or 76 when a rank and its buddy are
+          both lost, then a rerun with ELASTIC_RESUME=1 on a random other
+          number of nodes that must resume from L3 with the failure-free
+          checksum);
   node    kill-node of a random node (n1 included: rank 0, the mesh's
           root): every process of it SIGKILLed; the others go on in place;
           afterwards its slurmd is started again and resumed in Slurm;
@@ -632,6 +634,7 @@ class Campaign:
         tmp_before = set(glob.glob("/tmp/elastic-*"))
         want = {"kill": {0, 76}, "node": {0}, "cut": {0}, "term": {75}}[kind]
         victim = None
+        self.killed = set()
         t0 = time.time()
         p = self.start("srun", nn, rid, d, mark, "run")
         tc = self.wait_computing(p, d, "run", t0 + a.timeout)
@@ -642,13 +645,19 @@ class Campaign:
             # several times over: steps, not seconds); a kill whose step's
             # line does not come (its printer was the first victim) falls
             # due by the reference's time
+            # Two kills come at two random steps or (one time in two) at
+            # once: a rank and its buddy lost together end the job with 76
+            # (nothing in memory holds their block), and the rerun must
+            # resume from L3
             steps = sorted(rng.randrange(5, 90) * a.steps // 100 for _ in range(rng.randint(1, 2)))
+            if len(steps) == 2 and rng.random() < 0.5:
+                steps[1] = steps[0]
             for s in steps:
                 if not self.wait_step(p, d, "run", s, tc + 2 * tcomp * s / a.steps + 5):
                     log.append("job ended before step %d" % s)
                     break
                 n0 = len(log)
-                self.inject_kills(p, mark, time.time(), [0], log)
+                self.inject_kills(p, mark, time.time(), [0], log, avoid=self.killed)
                 if len(log) > n0:
                     log[-1] = "step %d, %s" % (s, log[-1])
         else:
@@ -792,22 +801,27 @@ class Campaign:
             shutil.rmtree(d, ignore_errors=True)
         return self.ref[key]
 
-    def inject_kills(self, p, mark, t0, times, log, first=None):
+    def inject_kills(self, p, mark, t0, times, log, first=None, avoid=None):
         """SIGKILL a random live rank at each of the times (seconds after t0);
-        rank first (if not None) at the first time."""
+        rank first (if not None) at the first time; not a pid in avoid (a
+        set: killed ones are added; one killed a moment ago may still be
+        listed)."""
         for k, t in enumerate(times):
             while time.time() - t0 < t and p.poll() is None:
                 time.sleep(0.01)
             if p.poll() is not None:
                 log.append("job ended before %.2f s" % t)
                 return
-            live = self.ranks(mark)
+            live = {r: pid for r, pid in self.ranks(mark).items()
+                    if avoid is None or pid not in avoid}
             if not live:
                 log.append("%.2f s: no rank alive to kill" % (time.time() - t0))
                 continue
             r = first if k == 0 and first in live else self.rng.choice(sorted(live))
             try:
                 os.kill(live[r], signal.SIGKILL)
+                if avoid is not None:
+                    avoid.add(live[r])
                 log.append("%.2f s: SIGKILL rank %d (pid %d)" % (time.time() - t0, r, live[r]))
             except OSError:
                 pass
