@@ -1032,7 +1032,7 @@ class Campaign:
         for r in self.runs:
             k = (r["launcher"], r["kind"])
             s = rows.setdefault(k, {"runs": 0, "ok": 0, "wrong": 0, "hang": 0, "exit": 0, "left": 0,
-                                    "restarted": 0})
+                                    "other": 0, "restarted": 0})
             s["runs"] += 1
             s["restarted"] += bool(r.get("restarts"))
             s["ok"] += r["ok"]
@@ -1041,6 +1041,10 @@ class Campaign:
                 s["hang"] += "hang" in p
                 s["exit"] += "unexplained exit" in p
                 s["left"] += p.startswith("left behind")
+                # (a cut node that did not fence itself, no agreed result,
+                # a reused context id, a rerun that did not resume)
+                s["other"] += not any(x in p for x in ("wrong result", "hang", "unexplained exit",
+                                                       "left behind"))
         ranks = "%d ranks" % self.a.ranks
         if "srun" in self.a.launchers:
             ranks = ("%d ranks (elastic-exec, elastic-mpirun), " % self.a.ranks
@@ -1052,18 +1056,19 @@ class Campaign:
                     ", --sleep %d" % self.a.sleep if self.a.sleep else "", ranks,
                     self.a.snapshot_period, self.a.persist_period), "",
                  "| launcher | fault | runs | right | wrong result | hang | unexplained exit "
-                 "| left behind | needed a group restart |",
-                 "|---|---|---|---|---|---|---|---|---|"]
-        tot = {"runs": 0, "ok": 0, "wrong": 0, "hang": 0, "exit": 0, "left": 0, "restarted": 0}
+                 "| left behind | other | needed a group restart |",
+                 "|---|---|---|---|---|---|---|---|---|---|"]
+        tot = {"runs": 0, "ok": 0, "wrong": 0, "hang": 0, "exit": 0, "left": 0, "other": 0,
+               "restarted": 0}
         for (l, k), s in sorted(rows.items()):
-            lines.append("| %s | %s | %d | %d | %d | %d | %d | %d | %d |"
+            lines.append("| %s | %s | %d | %d | %d | %d | %d | %d | %d | %d |"
                          % (l, k, s["runs"], s["ok"], s["wrong"], s["hang"], s["exit"], s["left"],
-                            s["restarted"]))
+                            s["other"], s["restarted"]))
             for x in tot:
                 tot[x] += s[x]
-        lines.append("| all | all | %d | %d | %d | %d | %d | %d | %d |"
+        lines.append("| all | all | %d | %d | %d | %d | %d | %d | %d | %d |"
                      % (tot["runs"], tot["ok"], tot["wrong"], tot["hang"], tot["exit"], tot["left"],
-                        tot["restarted"]))
+                        tot["other"], tot["restarted"]))
         sr = [r for r in self.runs if r["launcher"] == "srun"]
         if sr:
             lines += ["", "srun (mesh mode, %d nodes x %d ranks%s, emulated cluster): "
