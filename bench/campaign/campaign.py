@@ -584,14 +584,20 @@ class Campaign:
                 e = "n%d's TMPDIR %s" % (k, sorted(os.listdir(t)))
                 (on_lost if lost == k else left).append(e)
         # Open MPI's segments of the run's nodes (sm_segment.<host>.<uid>.<job>.<rank>)
-        # nobody maps or holds open any more, 2 s after the end
+        # nobody maps or holds open any more, 2 s after the end, and still
+        # there 10 s later (another emulated cluster on the machine has
+        # nodes of the same names: its running job's segments go with it)
         new = set(os.listdir("/dev/shm")) - shm_before
-        if new:
+        cand = [f for f in sorted(new) if re.match(r"(?:sm|vader)_segment\.n\d+\.", f)]
+        if cand:
             time.sleep(2)
             used = self.in_use()
-            for f in sorted(new):
+            cand = [f for f in cand if f not in used]
+            if cand:
+                time.sleep(10)
+            for f in cand:
                 m = re.match(r"(?:sm|vader)_segment\.(n\d+)\.", f)
-                if m and os.path.exists("/dev/shm/" + f) and f not in used:
+                if m and os.path.exists("/dev/shm/" + f) and f not in self.in_use():
                     (on_lost if lost is not None and m.group(1) == "n%d" % lost
                      else left).append("/dev/shm " + f)
         for k in range(1, self.a.nodes + 1):
