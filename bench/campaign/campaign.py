@@ -113,6 +113,9 @@ def parse_args():
     p.add_argument("--nproc-per-node", type=int, default=2, help="srun: ranks per node")
     p.add_argument("--spares", type=int, default=0, help="srun: ELASTIC_SPARE_RANKS")
     p.add_argument("--sleep", type=int, default=0, help="heat2d --sleep MS per step")
+    p.add_argument("--buddy-pairs", type=float, default=0.0,
+                   help="srun kill: the chance that two kills at once are a rank and its "
+                        "buddy (libelastic's round-robin map; without spares), default 0")
     p.add_argument("--cluster-sh", default=None,
                    help="srun: the cluster fixture (default: the source tree's scripts/slurm-cluster.sh)")
     a = p.parse_args()
@@ -133,6 +136,8 @@ def parse_args():
     if a.spares < 0 or a.spares >= a.nodes * a.nproc_per_node - 1:
         p.error("--spares: '%d' is invalid (expected 0..%d)"
                 % (a.spares, a.nodes * a.nproc_per_node - 2))
+    if not 0.0 <= a.buddy_pairs <= 1.0:
+        p.error("--buddy-pairs: '%s' is invalid (expected a probability 0..1)" % a.buddy_pairs)
     if a.sleep < 0:
         p.error("--sleep: '%d' is invalid (expected milliseconds >= 0)" % a.sleep)
     a.launchers = a.launchers.split(",")
@@ -658,6 +663,28 @@ class Campaign:
             steps = sorted(rng.randrange(5, 90) * a.steps // 100 for _ in range(rng.randint(1, 2)))
             if len(steps) == 2 and rng.random() < 0.5:
                 steps[1] = steps[0]
+            if (len(steps) == 2 and steps[0] == steps[1] and not a.spares and
+                    rng.random() < a.buddy_pairs):
+                # a rank and the rank holding its copy (layout.c's buddies:
+                # round-robin over the nodes), at once: nothing holds its block
+                ppn = a.nproc_per_node
+                order = [k * ppn + j for j in range(ppn) for k in range(nn)]
+                r0 = rng.randrange(nn * ppn)
+                pair = [r0, order[(order.index(r0) + 1) % len(order)]]
+                if not self.wait_step(p, d, "run", steps[0], tc + 2 * tcomp * steps[0] / a.steps + 5):
+                    log.append("job ended before step %d" % steps[0])
+                else:
+                    live = self.ranks(mark)
+                    for r in pair:
+                        if r in live:
+                            try:
+                                os.kill(live[r], signal.SIGKILL)
+                                log.append("step %d, %.2f s: SIGKILL rank %d (pid %d)%s" % (
+                                    steps[0], time.time() - tc, r, live[r],
+                                    " (rank %d's buddy)" % pair[0] if r == pair[1] else ""))
+                            except OSError:
+                                pass
+                steps = []
             for s in steps:
                 if not self.wait_step(p, d, "run", s, tc + 2 * tcomp * s / a.steps + 5):
                     log.append("job ended before step %d" % s)
