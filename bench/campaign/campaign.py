@@ -1143,6 +1143,10 @@ class Campaign:
 
 
 def main():
+    # a SIGTERM or SIGHUP ends the campaign through sys.exit: the emulated
+    # cluster's teardown (atexit) runs
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda s, f: sys.exit(128 + s))
     a = parse_args()
     sys.exit(Campaign(a).run())
 
