@@ -52,6 +52,10 @@ passed MPI_Init fails a mesh job, doc/mesh.md "not yet"):
   term    scancel -s USR1 (75 from every member), then a rerun on a random
           other number of nodes with ELASTIC_RESUME=1 that must resume.
 
+--buddy-pairs P makes two kills at once a rank and its buddy (the rank
+that holds its copy: libelastic's round-robin map over the nodes) with
+probability P, for the 76-and-resume path that random pairs rarely hit.
+
 The job's result is the one its members agreed on (--status-file; srun's
 own exit status, Slurm's after a node loss, is recorded beside it); the
 leftover check covers every node: no process of the run (its mark, and no
@@ -621,8 +625,11 @@ class Campaign:
             if procs:
                 left.append("n%d: %s" % (k, ", ".join(procs)))
         jobs = self.jobs_of(d)
+        # (a node directory is elastic-<run id>-*, a PMIx session
+        # directory elastic-pmix.*: both belong in the node's TMPDIR)
         new = sorted(f for f in set(glob.glob("/tmp/elastic-*")) - tmp_before
-                     if any(".slurm.%s." % j in f for j in jobs))
+                     if any(".slurm.%s." % j in f for j in jobs) or
+                     os.path.basename(f).startswith("elastic-%s-" % mark))
         if new:
             left.append("/tmp %s" % new)
         return left, on_lost
