@@ -12,8 +12,11 @@
 # hang nowhere and leave nothing behind on any node (processes, TMPDIR,
 # /dev/shm, /tmp/elastic-*), the killed node's own files apart (nothing on
 # it is alive to remove them; counted in the report).  The seed is fixed:
-# the schedules are the same each time (their timing is not).  The long
-# version (>= 40 runs) and its figures: doc/reliability.md.
+# the schedules are the same each time (their timing is not).  The cut
+# run's two known defects (the cut-off member's own verdict: no fence, or
+# its failure written to the shared status file after the survivors') are
+# reported as TODO, anything else in it fails.  The long version (>= 40
+# runs) and its figures: doc/reliability.md.
 . "${srcdir:-.}/lib/slurm.sh"
 
 slurm_require
