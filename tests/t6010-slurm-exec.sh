@@ -65,7 +65,7 @@ srun_step -N2 --ntasks-per-node=4 --mpi=pmix "$EXEC" "$prefix" --bind core --ove
 is "$SRUN_RC" 0 "srun -N2 --ntasks-per-node=4 --mpi=pmix elastic-exec heat2d: exit 0" || diag "$(tail -n 20 "$tmp/out")"
 grep -q '^\[n1:0\] heat2d: 64x48 grid, 50 steps, 8 ranks' "$tmp/out"
 ok $? "8 ranks in one MPI job across n1, n2 (rank 0's line prefixed [n1:0])"
-is "$(sed -n 's/^\[n1:0\] checksum //p' "$tmp/out")" "$ref1" "the failure-free checksum ($ref1)"
+is "$(tr -d '\0' < "$tmp/out" | sed -n 's/^\[n1:0\] checksum //p')" "$ref1" "the failure-free checksum ($ref1)"
 
 # 2. binding from SLURM_LOCALID: what each worker really got is the plan
 cat > "$tmp/where" << 'EOF'
@@ -183,11 +183,11 @@ preempt 2 TERM
 wait_job_state "$jobid" COMPLETED 180
 ok $? "run 3 completed" || diag "$(tail -n 30 "$tmp/job.out" 2>&1)"
 grep '^\[n1:0\] \(suspended\|resumed\)' "$tmp/job.out" | sed 's/^/# /'
-s1=$(sed -n 's/^\[n1:0\] suspended at step \([0-9]*\)$/\1/p' "$tmp/job.out" | sed -n 1p)
-s2=$(sed -n 's/^\[n1:0\] suspended at step \([0-9]*\)$/\1/p' "$tmp/job.out" | sed -n 2p)
-r2=$(sed -n 's/^\[n1:0\] resumed from step \([0-9]*\) .*/\1/p' "$tmp/job.out" | sed -n 1p)
-r3=$(sed -n 's/^\[n1:0\] resumed from step \([0-9]*\) .*/\1/p' "$tmp/job.out" | sed -n 2p)
+s1=$(tr -d '\0' < "$tmp/job.out" | sed -n 's/^\[n1:0\] suspended at step \([0-9]*\)$/\1/p' | sed -n 1p)
+s2=$(tr -d '\0' < "$tmp/job.out" | sed -n 's/^\[n1:0\] suspended at step \([0-9]*\)$/\1/p' | sed -n 2p)
+r2=$(tr -d '\0' < "$tmp/job.out" | sed -n 's/^\[n1:0\] resumed from step \([0-9]*\) .*/\1/p' | sed -n 1p)
+r3=$(tr -d '\0' < "$tmp/job.out" | sed -n 's/^\[n1:0\] resumed from step \([0-9]*\) .*/\1/p' | sed -n 2p)
 ok $([ -n "$s1" ] && [ "$r2" = "$s1" ] && [ -n "$s2" ] && [ "$r3" = "$s2" ] && [ "$s2" -gt "$s1" ]; echo $?) \
     "each run resumed from the step the previous one suspended at ($s1, $s2)"
-is "$(sed -n 's/^\[n1:0\] checksum //p' "$tmp/job.out")" "$ref" "the preempted, requeued, resumed job ends with the failure-free checksum"
+is "$(tr -d '\0' < "$tmp/job.out" | sed -n 's/^\[n1:0\] checksum //p')" "$ref" "the preempted, requeued, resumed job ends with the failure-free checksum"
 done_testing

@@ -107,7 +107,7 @@ grep -q "hosts: .*; down: $down:2 (Slurm state down" "$tmp/C.out"
 ok $? "C: elastic-mpirun leaves $down out (Slurm state down)" || diag "$(show "$tmp/C.out")"
 grep -q "^\[n1:0\] heat2d: .* 4 ranks" "$tmp/C.out" && grep -q '^elastic-mpirun exit 0$' "$tmp/C.out"
 ok $? "C: the job ran with 4 ranks on the other two nodes and completed" || diag "$(show "$tmp/C.out" 20)"
-is "$(sed -n 's/^\[n1:0\] checksum //p' "$tmp/C.out")" \
+is "$(tr -d '\0' < "$tmp/C.out" | sed -n 's/^\[n1:0\] checksum //p')" \
     "$("$HEAT" --nx 64 --ny 48 --steps 200 2>&1 | sed -n 's/^checksum //p')" "C: the failure-free checksum"
 run_in_ctl scontrol update nodename="$down" state=resume
 wait_node_state "$down" IDLE 60
@@ -122,7 +122,7 @@ ok $? "A: rank 3's process on n2 SIGKILLed"
 finished A
 grep -q '^elastic-mpirun exit 0$' "$tmp/A.out"
 ok $? "A: elastic-mpirun exits 0" || diag "$(show "$tmp/A.out" 30)"
-is "$(sed -n 's/^\[n1:0\] checksum //p' "$tmp/A.out")" "$ref" "A: the failure-free checksum"
+is "$(tr -d '\0' < "$tmp/A.out" | sed -n 's/^\[n1:0\] checksum //p')" "$ref" "A: the failure-free checksum"
 grep -q 'summary: completed (exit 0) after 1 attempt ' "$tmp/A.out" \
     && grep -q 'failures: 1 in place .*, 0 relaunches' "$tmp/A.out"
 ok $? "A: one in-place recovery, no relaunch"
@@ -167,7 +167,7 @@ case_b() {
     ok $? "B: attempt 2 resumed from a persisted step with 6 ranks" || grep -a 'resumed' "$tmp/B.out" | sed 's/^/# /'
     n=$(grep -c '^\[n1:0\] resumed from step' "$tmp/B.out")
     # kill n3 once attempt 2 has persisted a snapshot of its own
-    s2=$(sed -n 's/^\[n1:0\] resumed from step \([0-9]*\) .*/\1/p' "$tmp/B.out" | head -n 1)
+    s2=$(tr -d '\0' < "$tmp/B.out" | sed -n 's/^\[n1:0\] resumed from step \([0-9]*\) .*/\1/p' | head -n 1)
     wait_for_grep "^\[n1:0\] step $((s2 + 150))\$" "$tmp/B.out" 120
     ok $? "B: attempt 2 computes (step $((s2 + 150)))" || return 1
     t0=$(now_ms)
@@ -182,8 +182,8 @@ case_b() {
     finished B || return 1
     grep -q '^elastic-mpirun exit 0$' "$tmp/B.out"
     ok $? "B: elastic-mpirun exits 0" || diag "$(show "$tmp/B.out" 40)"
-    is "$(sed -n 's/^\[n1:0\] checksum //p' "$tmp/B.out")" "$ref" "B: the failure-free checksum after two node losses"
-    s3=$(sed -n 's/^\[n1:0\] resumed from step \([0-9]*\) .*/\1/p' "$tmp/B.out" | sed -n 2p)
+    is "$(tr -d '\0' < "$tmp/B.out" | sed -n 's/^\[n1:0\] checksum //p')" "$ref" "B: the failure-free checksum after two node losses"
+    s3=$(tr -d '\0' < "$tmp/B.out" | sed -n 's/^\[n1:0\] resumed from step \([0-9]*\) .*/\1/p' | sed -n 2p)
     ok $([ -n "$s3" ] && [ "$s3" -gt "$s2" ]; echo $?) "B: attempt 3 resumed from a newer snapshot ($s3 > $s2)"
     sed -n '/summary:/,$p' "$tmp/B.out" | tr -d '\0' | sed 's/^/# /'
     grep -q 'attempt 1: .*6 ranks on n1,n2,n3: failed, relaunched .*n2 lost' "$tmp/B.out"

@@ -86,10 +86,10 @@ ok $? "run 2 of job $jobid resumed from its snapshot" || diag "$(tail -n 20 "$tm
 diag "from the high-priority job's end to the elastic job computing again: $(($(now_ms) - t1)) ms (Slurm holds a requeued job until released)"
 wait_job_state "$jobid" COMPLETED 300
 ok $? "job $jobid completed" || diag "$(tail -n 30 "$tmp/job.out" 2>&1)"
-s=$(sed -n 's/^\[n1:0\] suspended at step \([0-9]*\)$/\1/p' "$tmp/job.out")
-r=$(sed -n 's/^\[n1:0\] resumed from step \([0-9]*\) .*/\1/p' "$tmp/job.out")
+s=$(tr -d '\0' < "$tmp/job.out" | sed -n 's/^\[n1:0\] suspended at step \([0-9]*\)$/\1/p')
+r=$(tr -d '\0' < "$tmp/job.out" | sed -n 's/^\[n1:0\] resumed from step \([0-9]*\) .*/\1/p')
 ok $([ -n "$s" ] && [ "$r" = "$s" ]; echo $?) "run 2 resumed from the step run 1 suspended at ($s)"
 grep -q 'attempt 2: 4 ranks on n1,n2, resuming from the newest L3 snapshot' "$tmp/job.out"
 ok $? "elastic-mpirun saw that the job was suspended and resumed on its own"
-is "$(sed -n 's/^\[n1:0\] checksum //p' "$tmp/job.out")" "$ref" "the preempted and resumed job ends with the failure-free checksum"
+is "$(tr -d '\0' < "$tmp/job.out" | sed -n 's/^\[n1:0\] checksum //p')" "$ref" "the preempted and resumed job ends with the failure-free checksum"
 done_testing

@@ -50,7 +50,7 @@ is "$SRUN_RC" 0 "node shape: srun -N3 --ntasks-per-node=1 elastic-exec --nproc-p
     diag "$(show node)"
 grep -aq '^heat2d: 64x48 grid, 300 steps, 6 ranks' "$tmp/node.out"
 ok $? "node shape: one MPI job of 6 ranks across n1, n2, n3"
-is "$(sed -n 's/^checksum //p' "$tmp/node.out")" "$ref300" "node shape: the failure-free checksum ($ref300)"
+is "$(tr -d '\0' < "$tmp/node.out" | sed -n 's/^checksum //p')" "$ref300" "node shape: the failure-free checksum ($ref300)"
 is "$(summaries node | sort -u | wc -l) $(summaries node | wc -l)" "1 3" \
     "node shape: the 3 members print one and the same summary line" || diag "$(summaries node)"
 summaries node | head -n 1 | grep -q '6 ranks on 3 nodes; 0 nodes lost, 0 ranks lost; completed (exit 0)$'
@@ -64,7 +64,7 @@ ok $? "node shape: --status-file holds the agreed result (exit 0 first)" || diag
 # cluster's slurm.conf, srun --resv-ports)
 srun_fg rank --resv-ports=4 -N3 --ntasks-per-node=2 "$EXEC" "${COMMON[@]}" -v "$HEAT" $HEAT_ARGS --steps 300
 is "$SRUN_RC" 0 "rank shape: srun -N3 --ntasks-per-node=2 elastic-exec heat2d: exit 0" || diag "$(show rank)"
-is "$(sed -n 's/^checksum //p' "$tmp/rank.out")" "$ref300" "rank shape: the failure-free checksum"
+is "$(tr -d '\0' < "$tmp/rank.out" | sed -n 's/^checksum //p')" "$ref300" "rank shape: the failure-free checksum"
 is "$(summaries rank | sort -u | wc -l) $(summaries rank | wc -l)" "1 6" \
     "rank shape: all 6 tasks (3 leaders, 3 followers) print the same summary line" || diag "$(summaries rank)"
 is "$(grep -a 'info: mesh mode: ' "$tmp/rank.out" | grep -c 'ports 2000[0-9],[0-9,]* (reserved)$')" 3 \
@@ -103,7 +103,7 @@ kill_one_rank n2
 ok $? "kill: one heat2d rank on n2 SIGKILLed (its elastic-exec and the other rank live)"
 wait_for_file "$tmp/kill.rc" 240
 is "$(cat "$tmp/kill.rc" 2> /dev/null)" 0 "kill: srun exit 0" || diag "$(show kill 40)"
-is "$(sed -n 's/^checksum //p' "$tmp/kill.out")" "$ref3" "kill: the failure-free checksum ($ref3)"
+is "$(tr -d '\0' < "$tmp/kill.out" | sed -n 's/^checksum //p')" "$ref3" "kill: the failure-free checksum ($ref3)"
 grep -aq '^resharded at step [0-9]*: world 6 -> 5$' "$tmp/kill.out" && grep -aq '^final world 5' "$tmp/kill.out"
 ok $? "kill: the survivors resharded 6 -> 5 in place and finished" || diag "$(show kill 40)"
 is "$(summaries kill | sort -u | wc -l) $(summaries kill | wc -l)" "1 3" "kill: one summary line, from the 3 members"
@@ -138,7 +138,7 @@ node_case() {
         ok $? "$name: no rank is left on n2"
     fi
     if wait_for_file "$tmp/$name.rc" 90 && [ "$(cat "$tmp/$name.rc")" = 0 ] &&
-        [ "$(sed -n 's/^checksum //p' "$tmp/$name.out")" = "$ref3" ]; then
+        [ "$(tr -d '\0' < "$tmp/$name.out" | sed -n 's/^checksum //p')" = "$ref3" ]; then
         ok 0 "$name: the survivors recovered in place (6 -> 4) with the failure-free checksum"
     else
         ok 1 "$name: the survivors recovered in place (6 -> 4) with the failure-free checksum"
@@ -172,7 +172,7 @@ ELASTIC_RESUME=1 ELASTIC_RUN_ID=t6020pre srun_fg resume -N2 --ntasks-per-node=1 
 is "$SRUN_RC" 0 "resume: srun -N2 (4 ranks) exit 0" || diag "$(show resume 30)"
 grep -aq '^resumed from step [1-9][0-9]* .*world [0-9]* -> 4' "$tmp/resume.out"
 ok $? "resume: resumed from the suspended step on 4 ranks" || diag "$(grep -a resumed "$tmp/resume.out")"
-is "$(sed -n 's/^checksum //p' "$tmp/resume.out")" "$ref3" "resume: the failure-free checksum"
+is "$(tr -d '\0' < "$tmp/resume.out" | sed -n 's/^checksum //p')" "$ref3" "resume: the failure-free checksum"
 
 # 8. torchrun's flags inside the nodes' namespaces, without Slurm: each
 # node's elastic-exec started by hand (nsenter), the rendezvous at n1

@@ -26,7 +26,7 @@ COMMON=(--oversubscribe --mpi-btl tcp --node-timeout 1)
 finished() {
     local name=$1 want=$2
     wait_for_file "$tmp/$name.rc" 300
-    is "$(sed -n 's/^checksum //p' "$tmp/$name.out")" "$ref" "$name: the failure-free checksum ($ref)" ||
+    is "$(tr -d '\0' < "$tmp/$name.out" | sed -n 's/^checksum //p')" "$ref" "$name: the failure-free checksum ($ref)" ||
         diag "$(show "$name")"
     grep -aq "^final world $want," "$tmp/$name.out"
     ok $? "$name: $want working ranks finished the job" || diag "$(grep -a 'resharded\|final' "$tmp/$name.out")"

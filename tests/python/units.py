@@ -176,7 +176,11 @@ def main(tmp):
             obj["step"] = s
             m.maybe_snapshot(s)
         info = m.info()
-    ok(info.persist_step == 5, "persisted at step 5 (info.persist_step %d)" % info.persist_step)
+    # the persist of step 5 is written in the background (the default) and
+    # committed by the end of the with block at the latest
+    ok(info.persist_step in (0, 5) and os.path.exists(os.path.join(l3, "snap-000000000005.h5")),
+       "persisted at step 5 (info.persist_step %d before the end; the file after it)"
+       % info.persist_step)
 
     # ... and a resume restores into the same objects, in place
     events = []
