@@ -891,7 +891,7 @@ static int pmix_start (elastic_agent_t *agent, void *ctx, elastic_error_t *err)
     jo.attempt = pb->njobs;
     jo.nranks = pb->map ? 0 : pb->nranks;
     jo.map = pb->map;
-    jo.btl = spec->mpi_btl                      ? spec->mpi_btl
+    jo.btl = spec->mpi_btl                    ? spec->mpi_btl
              : pb->map && pb->map->nnodes > 1 ? "sm,tcp"
                                               : "sm";
     jo.oversubscribed = spec->binding.oversubscribe ? 1 : -1;
