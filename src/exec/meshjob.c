@@ -33,7 +33,6 @@ _Static_assert(MESHJOB_KEY_SIZE == MESH_KEY_SIZE, "the mesh's key size");
 
 int meshjob_detect (char *const envp[])
 {
-    const char *v;
     char *const *e;
     int tasks = 0, nodes = 0;
 
@@ -52,7 +51,6 @@ int meshjob_detect (char *const envp[])
         if (!strncmp (*e, "SLURM_STEP_NUM_NODES=", 21))
             nodes = atoi (*e + 21);
     }
-    (void)v;
     return tasks > 1 || nodes > 1;
 }
 

@@ -219,18 +219,9 @@ int persist_write (struct elastic_manager *m,
     dt = mono_now () - t0;
     persist_state_free (&st);
     if (rc == ELASTIC_OK) {
-        char name[64], path[PATH_MAX];
-        struct stat sb;
-        int64_t bytes = -1;
+        char path[PATH_MAX];
+        int64_t bytes = persist_committed (m, step, dt, path, sizeof (path));
 
-        l3_snap_name (name, sizeof (name), step, 0);
-        snprintf (path, sizeof (path), "%s/%s", m->snapshot_dir, name);
-        if (m->myslot == 0 && stat (path, &sb) == 0)
-            bytes = (int64_t)sb.st_size;
-        free (m->persist_file);
-        m->persist_file = strdup (path);
-        m->persist_step = step;
-        preempt_l3_time (m->pre, dt);
         *written = 1;
         if (m->myslot == 0)
             el_log (EL_INFO,
@@ -259,6 +250,24 @@ int persist_write (struct elastic_manager *m,
     }
     persist_failed (m, step, e.text, dt);
     return ELASTIC_OK;
+}
+
+int64_t persist_committed (
+    struct elastic_manager *m, int64_t step, double t, char *path, size_t size)
+{
+    char name[64];
+    struct stat sb;
+    int64_t bytes = -1;
+
+    l3_snap_name (name, sizeof (name), step, 0);
+    snprintf (path, size, "%s/%s", m->snapshot_dir, name);
+    if (m->myslot == 0 && stat (path, &sb) == 0)
+        bytes = (int64_t)sb.st_size;
+    free (m->persist_file);
+    m->persist_file = strdup (path);
+    m->persist_step = step;
+    preempt_l3_time (m->pre, t);
+    return bytes;
 }
 
 void persist_failed (struct elastic_manager *m, int64_t step, const char *why, double t)

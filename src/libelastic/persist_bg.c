@@ -82,18 +82,9 @@ static int commit (struct elastic_manager *m, struct persist_bg *j, elastic_erro
     dt = j->t_fg + t_done + (mono_now () - t0);
     bg_free (j);
     if (rc == ELASTIC_OK) {
-        char name[64], path[PATH_MAX];
-        struct stat sb;
-        int64_t size = -1;
+        char path[PATH_MAX];
+        int64_t size = persist_committed (m, step, dt, path, sizeof (path));
 
-        l3_snap_name (name, sizeof (name), step, 0);
-        snprintf (path, sizeof (path), "%s/%s", m->snapshot_dir, name);
-        if (m->myslot == 0 && stat (path, &sb) == 0)
-            size = (int64_t)sb.st_size;
-        free (m->persist_file);
-        m->persist_file = strdup (path);
-        m->persist_step = step;
-        preempt_l3_time (m->pre, dt);
         if (m->myslot == 0)
             el_log (EL_INFO,
                     "L3 snapshot of step %lld written in the background: %s (%.1f MiB; "

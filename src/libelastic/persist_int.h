@@ -37,6 +37,13 @@ void persist_describe (const struct elastic_manager *m,
                        elastic_error_t *e);
 void persist_state_free (struct l3_state *st);
 
+/* The L3 file of step was committed (t seconds, what the deadline's
+ * estimate uses): the manager's newest file and step; path (size bytes)
+ * gets the file's path.  Returns the file's size on working rank 0, -1
+ * elsewhere.  The caller logs and emits the persist event. */
+int64_t persist_committed (
+    struct elastic_manager *m, int64_t step, double t, char *path, size_t size);
+
 /* A persist step's write failed without a process failure: the warning
  * (working rank 0) and the persist_failed event; the job continues. */
 void persist_failed (struct elastic_manager *m, int64_t step, const char *why, double t);

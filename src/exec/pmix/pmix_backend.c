@@ -266,6 +266,7 @@ static void on_initialized (struct pmixb *pb, const struct pmixhost_event *ev)
 static void drain_events (struct pmixb *pb)
 {
     struct pmixhost_event ev;
+    int i;
 
     if (!pb->h)
         return;
@@ -274,9 +275,8 @@ static void drain_events (struct pmixb *pb)
             continue;
         switch (ev.type) {
             case PMIXHOST_EV_CONNECTED:
-                if (index_of (pb, ev.rank) >= 0 &&
-                    !pb->connected[index_of (pb, ev.rank)]) {
-                    pb->connected[index_of (pb, ev.rank)] = 1;
+                if ((i = index_of (pb, ev.rank)) >= 0 && !pb->connected[i]) {
+                    pb->connected[i] = 1;
                     pb->nconnected++;
                 }
                 log_debug ("rank %d connected (entered MPI_Init)", ev.rank);
