@@ -17,6 +17,11 @@ DEPS_DIR=${ELASTIC_DEPS_DIR:-/opt/elastic-deps}
 PREFIX=$DEPS_DIR/openmpi-$OMPI_VERSION-ulfm
 WORK=$DEPS_DIR/work
 LOGDIR=$DEPS_DIR/logs
+# our fixes to the bundled sources (each patch says what and why); the
+# build's stamp names them, so a changed set rebuilds
+PATCH_DIR=$(cd "$(dirname "$0")" && pwd)/patches
+PATCHES=("$PATCH_DIR"/openmpi-"$OMPI_VERSION"-*.patch)
+BUILD_ID="$OMPI_VERSION $(cat "${PATCHES[@]}" | sha256sum | cut -c1-16)"
 
 if [ "${1:-}" = "--print-prefix" ]; then
     echo "$PREFIX"
@@ -50,7 +55,7 @@ SUDO=
 [ "$(id -u)" = 0 ] || SUDO=sudo
 
 PACKAGES=(
-    build-essential autoconf automake libtool pkg-config
+    build-essential autoconf automake libtool pkg-config patch
     xz-utils ca-certificates
     hwloc libhwloc-dev libevent-dev
     libpmix-dev
@@ -173,6 +178,11 @@ build_openmpi() {
     rm -rf "$src"
     run_step "unpack $(basename "$tarball")" "$LOGDIR/unpack.log" tar -C "$WORK" -xf "$tarball"
     [ -d "$src" ] || die "unpacking $tarball did not create $src"
+    local p
+    for p in "${PATCHES[@]}"; do
+        (cd "$src" && run_step "apply $(basename "$p")" "$LOGDIR/patch-$(basename "$p" .patch).log" \
+            patch -p1 --forward --batch -i "$p")
+    done
     rm -rf "$PREFIX"
     (cd "$src" && run_step "configure Open MPI $OMPI_VERSION (ULFM)" "$LOGDIR/ompi-configure.log" \
         ./configure --prefix="$PREFIX" --with-ft=ulfm \
@@ -185,13 +195,13 @@ build_openmpi() {
         make -j"$(nproc)")
     (cd "$src" && run_step "make install into $PREFIX" "$LOGDIR/ompi-install.log" make install)
     rm -rf "$src"
-    echo "$OMPI_VERSION" > "$PREFIX/.elastic-bootstrap-version"
+    echo "$BUILD_ID" > "$PREFIX/.elastic-bootstrap-version"
 }
 
 main() {
     say "elastic bootstrap: packages, then Open MPI $OMPI_VERSION with ULFM in $PREFIX"
     install_packages
-    if [ -x "$PREFIX/bin/mpicc" ] && [ "$(cat "$PREFIX/.elastic-bootstrap-version" 2> /dev/null)" = "$OMPI_VERSION" ]; then
+    if [ -x "$PREFIX/bin/mpicc" ] && [ "$(cat "$PREFIX/.elastic-bootstrap-version" 2> /dev/null)" = "$BUILD_ID" ]; then
         say "Open MPI $OMPI_VERSION found in $PREFIX; running the ULFM smoke test"
         if ulfm_smoke; then
             say "ULFM smoke test passed; nothing to build"
@@ -199,6 +209,8 @@ main() {
             return 0
         fi
         say "ULFM smoke test failed on the cached build; rebuilding"
+    elif [ -x "$PREFIX/bin/mpicc" ]; then
+        say "the build in $PREFIX is not of this source and patch set ($BUILD_ID); rebuilding"
     fi
     build_openmpi
     say "running the ULFM smoke test on the new build"
