@@ -5,10 +5,14 @@
 # agreement over and over) and kills one random rank at a random moment:
 # from outside, 0-300 ms after it reported, or by itself, 0-200 ms into the
 # loop.  Every run must recover (3 survivors, right sum), end on its own,
-# and leave nothing behind.  PMIX_SOAK_RUNS (default 100) sets the count.
+# and leave nothing behind.  PMIX_SOAK_RUNS (default 20) sets the count;
+# the long soak (1000 runs and more) is bench/pmix-soak.sh.  A hung run is
+# reported with every rank's backtrace (gdb, where installed): Open MPI
+# 5.0.7's agreement (ERA) has hung here about once in 700-1300 runs,
+# doc/reliability.md.
 . "${srcdir:-.}/pmix/lib.sh"
 
-runs=${PMIX_SOAK_RUNS:-100}
+runs=${PMIX_SOAK_RUNS:-20}
 pass=0 hangs=0 t0=$(now_ms)
 for i in $(seq "$runs"); do
     victim=$((RANDOM % 4))

@@ -6,6 +6,8 @@
 #
 #   pl_start NAME N [launcher args] -- PROG ARGS...   start a job in the background
 #   pl_wait TIMEOUT                                   wait for it; sets PL_RC
+#                                                     (124: hung, reported with
+#                                                     the ranks' backtraces)
 #   pl_rank_pid RANK                                  PID of a rank (last attempt)
 #   pl_kill RANK... [-SIG]                            send a real signal (default KILL)
 #   pl_out / pl_log                                   the job's output / event log
@@ -55,6 +57,7 @@ pl_wait() {
     local timeout=${1:-120}
     if ! wait_for_exit "$pl_pid" "$timeout"; then
         diag "pmix-launch (pid $pl_pid) still running after $timeout s; killing the job"
+        pl_backtraces
         pl_kill_job
         wait "$pl_pid" 2> /dev/null
         PL_RC=124
@@ -63,6 +66,16 @@ pl_wait() {
     wait "$pl_pid"
     PL_RC=$?
     return 0
+}
+
+# pl_backtraces: every live rank's main-thread stack, as TAP comments (gdb)
+pl_backtraces() {
+    local p
+    command -v gdb > /dev/null || return 0
+    for p in $(pl_job_procs); do
+        diag "rank process $p: $(tr '\0' ' ' < "/proc/$p/cmdline" 2> /dev/null)" \
+            "$(timeout 60 gdb -p "$p" -batch -ex 'thread apply 1 bt' 2> /dev/null | grep '^#')"
+    done
 }
 
 pl_out() { cat "$pl_dir/out"; }
@@ -93,7 +106,7 @@ pl_kill() {
 pl_job_procs() {
     local f
     for f in /proc/[0-9]*/environ; do
-        tr '\0' '\n' < "$f" 2> /dev/null | grep -q "^PMIX_NAMESPACE=elastic\.$pl_run_id\." &&
+        tr '\0' '\n' 2> /dev/null < "$f" | grep -q "^PMIX_NAMESPACE=elastic\.$pl_run_id\." &&
             basename "$(dirname "$f")"
     done
 }
