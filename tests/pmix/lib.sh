@@ -73,7 +73,7 @@ pl_backtraces() {
     local p
     command -v gdb > /dev/null || return 0
     for p in $(pl_job_procs); do
-        diag "rank process $p: $(tr '\0' ' ' < "/proc/$p/cmdline" 2> /dev/null)" \
+        diag "rank process $p: $(tr '\0' ' ' 2> /dev/null < "/proc/$p/cmdline")" \
             "$(timeout 60 gdb -p "$p" -batch -ex 'thread apply 1 bt' 2> /dev/null | grep '^#')"
     done
 }
