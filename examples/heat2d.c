@@ -607,7 +607,8 @@ int main (int argc, char **argv)
             if ((rc = elastic_maybe_reshard_up (a.m, a.step, rebuild, &a, NULL, &err)) !=
                 ELASTIC_OK)
                 return finish (&a, rc, "reshard up", err.text);
-            inject_step (&inj, a.world_rank, a.step);
+            if ((mrc = inject_step (&inj, a.world_rank, a.step, a.comm)) != MPI_SUCCESS)
+                goto failed;
             if (progress > 0 && a.step % progress == 0 && a.rank == 0) {
                 printf ("step %lld\n", (long long)a.step);
                 fflush (stdout);
@@ -628,6 +629,7 @@ int main (int argc, char **argv)
                     return finish (&a, rc, "mpi-error", err.text);
             }
             if ((mrc = jacobi_step (&a)) != MPI_SUCCESS) {
+            failed:
                 if ((rc = elastic_maybe_reshard_down (a.m, mrc, rebuild, &a, &err)) !=
                     ELASTIC_OK)
                     return finish (&a, rc, "reshard down", err.text);

@@ -16,6 +16,8 @@
  *
  *   --fail-rank RANK --fail-step STEP   the same as --fail RANK:STEP (pairs)
  *
+ * Several "step" failures of one step die together (inject_step).
+ *
  * "snapshot", "recovery", "protect", "persist" and "finalize" are handed to libelastic
  * through its test hook, the ELASTIC_TEST_KILL environment variable, before the manager
  * is created.
@@ -29,6 +31,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <mpi.h>
 
 #define INJECT_MAX 64
 
@@ -138,19 +142,38 @@ static inline void inject_setenv (const struct inject *in)
         setenv ("ELASTIC_TEST_KILL", in->hook, 1);
 }
 
-/* Kill this process if it is to fail during this step. */
-static inline void inject_step (const struct inject *in, int world_rank, int64_t step)
+/* Kill this process if it is to fail during this step.  Where two or more
+ * processes are to be killed in the same step, every process of comm (the
+ * working communicator) first waits in a barrier, and a victim dies after it
+ * whatever it returned: no victim dies before all of them finished the step
+ * before, and none makes another MPI call, so the survivors see one failure
+ * of all of them.  (Without it, a victim still in the previous step's
+ * exchange when another dies takes part in that recovery and dies only in
+ * the next one; and a victim whose barrier fails because another left it
+ * and died first must not recover either.)  Returns the barrier's error to
+ * a survivor (recover as from the step's own), or MPI_SUCCESS. */
+static inline int
+inject_step (const struct inject *in, int world_rank, int64_t step, MPI_Comm comm)
 {
+    int kills = 0, victim = 0, rc = MPI_SUCCESS;
+
     for (int i = 0; i < in->n; i++) {
-        if (!in->spin[i] && in->rank[i] == world_rank && in->step[i] == step) {
-            fprintf (stderr,
-                     "rank %d: injected failure at step %lld (SIGKILL)\n",
-                     world_rank,
-                     (long long)step);
-            fflush (stderr);
-            kill (getpid (), SIGKILL);
+        if (!in->spin[i] && in->step[i] == step) {
+            kills++;
+            victim |= in->rank[i] == world_rank;
         }
     }
+    if (kills > 1)
+        rc = MPI_Barrier (comm);
+    if (victim) {
+        fprintf (stderr,
+                 "rank %d: injected failure at step %lld (SIGKILL)\n",
+                 world_rank,
+                 (long long)step);
+        fflush (stderr);
+        kill (getpid (), SIGKILL);
+    }
+    return rc;
 }
 
 /* Spin for ever if this process is to hang in this step (after the step's

@@ -51,8 +51,8 @@ grep -q 'rank 3: injected failure at step 40 (SIGKILL)' "$tmp/one-rank"
 ok $? "one-rank: rank 3 really killed itself at step 40"
 grep -q 'resharded at step 35: world 8 -> 7' "$tmp/one-rank"
 ok $? "one-rank: the Python handler ran on the new world"
-scenario same-step 8 6 "" --fail 2:40 --fail 5:40
-same_step_events same-step "$tmp/same-step.events" 35 8 2 5
+# killed at the same step: they die together (heat2d.py), one recovery
+scenario same-step 8 6 "reshard_down 35 8->6 failed=2,5 spares= attempts=1" --fail 2:40 --fail 5:40
 scenario in-snapshot 8 7 "reshard_down 35 8->7 failed=3 spares= attempts=1" --fail 3:42:snapshot
 scenario spare-takeover 8 7 "reshard_down 35 7->7 failed=3 spares=7 attempts=1" \
     -x ELASTIC_SPARE_RANKS=1 -- --fail 3:40

@@ -247,7 +247,18 @@ def main(argv):
                         return elastic.exit_code(elastic.SUSPENDED)
                     what = "reshard up"
                     m.maybe_reshard_up(step[0], app.rebuild)
-                    if (world_rank, int(step[0])) in kills:
+                    # the victims of one step die together (see examples/inject.h):
+                    # after a barrier, whatever it returned
+                    victim = (world_rank, int(step[0])) in kills
+                    try:
+                        if sum(1 for _, s in kills if s == step[0]) > 1:
+                            app.comm.Barrier()
+                    except MPI.Exception as e:
+                        if not victim:
+                            what = "reshard down"
+                            m.maybe_reshard_down(e, app.rebuild)
+                            continue
+                    if victim:
                         print("rank %d: injected failure at step %d (SIGKILL)"
                               % (world_rank, step[0]), file=sys.stderr, flush=True)
                         os.kill(os.getpid(), signal.SIGKILL)

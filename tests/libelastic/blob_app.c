@@ -206,7 +206,8 @@ int main (int argc, char **argv)
                 m, "items", a.mine, a.nmine * sizeof (struct item), NULL);
             if ((rc = elastic_maybe_snapshot (m, a.step, &err)) != ELASTIC_OK)
                 goto fail;
-            inject_step (&inj, a.world_rank, a.step);
+            if ((mrc = inject_step (&inj, a.world_rank, a.step, a.comm)) != MPI_SUCCESS)
+                goto failed;
             mine = 0;
             for (int i = 0; i < a.nmine; i++) {
                 a.mine[i].value = mix (a.mine[i].value ^ (uint64_t)a.mine[i].key);
@@ -214,6 +215,7 @@ int main (int argc, char **argv)
             }
             if ((mrc = MPI_Allreduce (&mine, &total, 1, MPI_UINT64_T, MPI_SUM, a.comm)) !=
                 MPI_SUCCESS) {
+            failed:
                 if ((rc = elastic_maybe_reshard_down (m, mrc, rebuild, &a, &err)) !=
                     ELASTIC_OK)
                     goto fail;

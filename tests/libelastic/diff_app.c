@@ -208,11 +208,13 @@ int main (int argc, char **argv)
         while (a.step < steps) {
             if ((rc = elastic_maybe_snapshot (m, a.step, &err)) != ELASTIC_OK)
                 goto fail;
-            inject_step (&inj, a.world_rank, a.step);
+            if ((mrc = inject_step (&inj, a.world_rank, a.step, a.comm)) != MPI_SUCCESS)
+                goto failed;
             apply_step (&a);
             mine = a.count;
             if ((mrc = MPI_Allreduce (&mine, &total, 1, MPI_UINT64_T, MPI_SUM, a.comm)) !=
                 MPI_SUCCESS) {
+            failed:
                 if ((rc = elastic_maybe_reshard_down (m, mrc, rebuild, &a, &err)) !=
                     ELASTIC_OK)
                     goto fail;

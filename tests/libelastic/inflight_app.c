@@ -237,8 +237,8 @@ int main (int argc, char **argv)
         while (a.step < steps) {
             if ((rc = elastic_maybe_snapshot (a.m, a.step, &err)) != ELASTIC_OK)
                 goto fail;
-            inject_step (&inj, a.world_rank, a.step);
-            if ((mrc = exchange (&a)) != MPI_SUCCESS) {
+            if ((mrc = inject_step (&inj, a.world_rank, a.step, a.comm)) != MPI_SUCCESS ||
+                (mrc = exchange (&a)) != MPI_SUCCESS) {
                 rc = elastic_maybe_reshard_down (a.m, mrc, rebuild, &a, &err);
                 wait_leftover (&a);
                 if (rc != ELASTIC_OK)
