@@ -525,9 +525,10 @@ static void test_partition_rule (void)
         "2 against 2, the lowest on the other side: fence");
 }
 
-/* a HELLO that carries a munge credential (MESH_F_CRED) */
-static size_t
-hello_cred (struct mesh_wbuf *b, unsigned flags, const char *cred, size_t len)
+/* a HELLO that carries a munge credential (MESH_F_CRED) and, port >= 0,
+ * the sender's listening port (MESH_F_PORT) */
+static size_t hello_msg (
+    struct mesh_wbuf *b, unsigned flags, const char *cred, size_t len, long long port)
 {
     uint8_t nonce[MESH_NONCE_SIZE];
     size_t off;
@@ -540,8 +541,63 @@ hello_cred (struct mesh_wbuf *b, unsigned flags, const char *cred, size_t len)
     mesh_put_bytes (b, nonce, sizeof (nonce));
     if (cred)
         mesh_put_blob (b, cred, len);
+    if (port >= 0)
+        mesh_put_u32 (b, (uint32_t)port);
     mesh_msg_end (b, off);
     return b->len;
+}
+
+static size_t
+hello_cred (struct mesh_wbuf *b, unsigned flags, const char *cred, size_t len)
+{
+    return hello_msg (b, flags, cred, len, -1);
+}
+
+/* a HELLO naming the port its sender listens on (candidate ports) */
+static void test_hello_port (void)
+{
+    static const char cred[] = "MUNGE:AwQFAAB1ZXN0:";
+    struct mesh_wbuf b = {0};
+    struct mesh_msg msg;
+    elastic_error_t err = {{0}};
+    size_t n = hello_msg (&b, MESH_F_PORT, NULL, 0, 17346), bad = 0;
+
+    ok (decode (b.buf, n, &msg, &err) == 0 && msg.u.hello.port == 17346 &&
+            msg.u.hello.cred == NULL && msg.u.hello.target == 1,
+        "hello with a port: decodes back (%s)",
+        err.text[0] ? err.text : "ok");
+    n = hello_msg (&b, MESH_F_CRED | MESH_F_PORT, cred, strlen (cred), 65535);
+    ok (decode (b.buf, n, &msg, &err) == 0 && msg.u.hello.port == 65535 &&
+            msg.u.hello.cred_len == strlen (cred),
+        "hello with a credential and a port: decodes back (%s)",
+        err.text[0] ? err.text : "ok");
+    for (size_t k = MESH_HDR_SIZE; k < n; k++) {
+        uint8_t *p = malloc (n);
+        memcpy (p, b.buf, n);
+        set_len (p, (uint32_t)(k - MESH_HDR_SIZE));
+        bad += decode (p, k, &msg, &err) == 0;
+        free (p);
+    }
+    ok (bad == 0,
+        "hello with a credential and a port: each of %zu truncations refused",
+        n - MESH_HDR_SIZE);
+    n = hello_msg (&b, 0, NULL, 0, -1);
+    ok (decode (b.buf, n, &msg, &err) == 0 && msg.u.hello.port == 0,
+        "hello without a port (an older member): port 0, decodes (%s)",
+        err.text[0] ? err.text : "ok");
+    n = hello_msg (&b, MESH_F_PORT, NULL, 0, 0);
+    expect_refused (b.buf, n, "listening port 0", "listening port 0");
+    n = hello_msg (&b, MESH_F_PORT, NULL, 0, 65536);
+    expect_refused (b.buf, n, "listening port 65536", "listening port 65536");
+    n = hello_msg (&b, MESH_F_PORT, NULL, 0, -1);
+    expect_refused (b.buf, n, "the port flag without a port", "");
+    n = hello_msg (&b, 0, NULL, 0, 4242);
+    expect_refused (b.buf, n, "a port without the flag", "");
+    b.len = 0;
+    encode (&b, MESH_HEARTBEAT);
+    b.buf[7] = MESH_F_PORT;
+    expect_refused (b.buf, b.len, "PORT flag on a heartbeat", "flags");
+    mesh_wbuf_free (&b);
 }
 
 static void test_hello_cred (void)
@@ -590,6 +646,7 @@ int main (void)
     test_truncations ();
     test_malformed ();
     test_hello_cred ();
+    test_hello_port ();
     test_auth ();
     test_tree ();
     test_partition_rule ();

@@ -18,6 +18,11 @@
  *       --munge: authenticate with munge credentials through munged's
  *       SOCKET (MESH_AUTH_MUNGE, job "mesh-test") instead of a secret.
  *
+ *   mesh-member --members N --self I --ports P0,P1,... [as above, no --dir]
+ *       The mesh's candidate ports instead of port files: every member is
+ *       at 127.0.0.1 on the first of them it can bind (mesh_config.ports);
+ *       "ready I port P" says which.
+ *
  *   mesh-member --probe PORT --to I --as J --members N [--silent|--garbage|--version]
  *       A peer that is not a good member: say nothing, send garbage, speak
  *       another protocol version, or (default) try to authenticate to
@@ -517,10 +522,12 @@ out:
 
 int main (int argc, char **argv)
 {
-    const char *dir = NULL, *mode = "auth", *munge = NULL;
+    const char *dir = NULL, *mode = "auth", *munge = NULL, *ports = NULL;
+    int cand[16];
+    uint32_t ncand = 0;
     double timeout = 1.0, join = 60;
     uint32_t radix = 2, as = 0, to = 0, fences = 0;
-    int probe_port = -1, port, lfd;
+    int probe_port = -1, port = 0, lfd;
     struct sockaddr_in sa = {0};
     socklen_t sl = sizeof (sa);
     struct mesh_config cfg = {0};
@@ -538,6 +545,8 @@ int main (int argc, char **argv)
             self = (uint32_t)atoi (v), i++;
         else if (!strcmp (a, "--dir"))
             dir = v, i++;
+        else if (!strcmp (a, "--ports"))
+            ports = v, i++;
         else if (!strcmp (a, "--timeout"))
             timeout = atof (v), i++;
         else if (!strcmp (a, "--join-timeout"))
@@ -572,9 +581,15 @@ int main (int argc, char **argv)
             probe_port, as, to, nmembers, strcmp (mode, "auth") ? mode : "munge", munge);
     if (probe_port > 0)
         return probe (probe_port, as, to, nmembers, mode);
-    if (!dir || nmembers == 0 || self >= nmembers) {
-        fprintf (stderr, "usage: mesh-member --members N --self I --dir DIR\n");
+    if ((!dir && !ports) || nmembers == 0 || self >= nmembers) {
+        fprintf (stderr,
+                 "usage: mesh-member --members N --self I --dir DIR|--ports LIST\n");
         return 2;
+    }
+    for (const char *s = ports; s && *s && ncand < 16;) {
+        char *end;
+        cand[ncand++] = (int)strtol (s, &end, 10);
+        s = *end == ',' ? end + 1 : end;
     }
     if (munge) {
         cfg.auth = MESH_AUTH_MUNGE;
@@ -583,6 +598,16 @@ int main (int argc, char **argv)
     } else if (mesh_auth_key_from_env ("mesh-test", key, &err) < 0) {
         fprintf (stderr, "mesh-member: %s\n", err.text);
         return 2;
+    }
+    if (ports) {
+        addrs = calloc (nmembers, sizeof (*addrs));
+        for (uint32_t i = 0; i < nmembers; i++)
+            if (asprintf (&addrs[i], "127.0.0.1:%d", cand[0]) < 0)
+                return 2;
+        lfd = -1;
+        cfg.ports = cand;
+        cfg.nports = ncand;
+        goto join;
     }
     lfd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sa.sin_family = AF_INET;
@@ -623,6 +648,7 @@ int main (int argc, char **argv)
         }
         usleep (20000);
     }
+join:
     if (pipe (fence_pipe) < 0)
         return 2;
     cfg.nmembers = nmembers;
@@ -643,6 +669,8 @@ int main (int argc, char **argv)
         return 2;
     }
     setvbuf (stdin, NULL, _IONBF, 0); /* poll(2) sees every line */
+    if (ports)
+        port = mesh_listen_port (mesh);
     say ("ready %u port %d", self, port);
     for (;;) {
         struct pollfd p[2] = {{0, POLLIN, 0}, {fence_pipe[0], POLLIN, 0}};

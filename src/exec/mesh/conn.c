@@ -57,6 +57,43 @@ int mesh_parse_addr (const char *s,
     return 0;
 }
 
+void mesh_addr_set_port (struct sockaddr_storage *ss, int port)
+{
+    if (ss->ss_family == AF_INET6)
+        ((struct sockaddr_in6 *)ss)->sin6_port = htons ((uint16_t)port);
+    else
+        ((struct sockaddr_in *)ss)->sin_port = htons ((uint16_t)port);
+}
+
+int mesh_addr_port (const struct sockaddr_storage *ss)
+{
+    if (ss->ss_family == AF_INET6)
+        return ntohs (((const struct sockaddr_in6 *)ss)->sin6_port);
+    return ntohs (((const struct sockaddr_in *)ss)->sin_port);
+}
+
+/* Look for member on candidate port k (mesh_config.ports). */
+static void use_port (struct mesh *m, uint32_t member, uint32_t k)
+{
+    m->peers[member].port_idx = k;
+    mesh_addr_set_port (&m->addr[member], m->ports[k]);
+}
+
+/* Our handshake with member failed on the candidate port we tried, and we
+ * never linked with it on one: try the next. */
+static void next_port (struct mesh *m, uint32_t member)
+{
+    struct peer *p = &m->peers[member];
+
+    if (m->nports < 2 || p->port_known)
+        return;
+    use_port (m, member, (p->port_idx + 1) % m->nports);
+    log_debug ("mesh %u: looking for member %u on port %d next",
+               m->self,
+               member,
+               m->ports[p->port_idx]);
+}
+
 static int set_nonblock (int fd)
 {
     int fl = fcntl (fd, F_GETFL);
@@ -142,12 +179,17 @@ static int send_hello (struct mesh *m, struct conn *c)
             return -1;
         }
     }
-    off = mesh_begin (m, &b, MESH_HELLO, cred ? MESH_F_CRED : 0);
+    off = mesh_begin (m,
+                      &b,
+                      MESH_HELLO,
+                      (cred ? MESH_F_CRED : 0) | (m->listen_port > 0 ? MESH_F_PORT : 0));
     mesh_put_u32 (&b, c->member);
     mesh_put_u32 (&b, m->n);
     mesh_put_bytes (&b, c->nonce_c, MESH_NONCE_SIZE);
     if (cred)
         mesh_put_blob (&b, cred, strlen (cred));
+    if (m->listen_port > 0)
+        mesh_put_u32 (&b, (uint32_t)m->listen_port);
     if (mesh_msg_end (&b, off) == 0)
         conn_send (m, c, b.buf, b.len);
     mesh_wbuf_free (&b);
@@ -177,6 +219,7 @@ int conn_connect (struct mesh *m, uint32_t member)
     if (rc < 0 && errno != EINPROGRESS) {
         p->refused = errno == ECONNREFUSED;
         close (fd);
+        next_port (m, member);
         return -1;
     }
     if (!(c = conn_new (m, fd, 1, CONN_CONNECTING))) {
@@ -266,8 +309,11 @@ void conn_close (struct mesh *m, struct conn *c, int bye_reason)
             break;
         }
     }
-    if (c->member != MESH_NONE && c->member < m->n && m->peers[c->member].conn == c)
+    if (c->member != MESH_NONE && c->member < m->n && m->peers[c->member].conn == c) {
         m->peers[c->member].conn = NULL;
+        if (c->outbound && c->state != CONN_UP) /* refused, or a stranger */
+            next_port (m, c->member);
+    }
     (void)epoll_ctl (m->epfd, EPOLL_CTL_DEL, c->fd, NULL);
     if (m->deaf) { /* a cut network carries no FIN either: keep it open */
         int *fds = realloc (m->mute_fds, (m->nmute + 1) * sizeof (*fds));
@@ -368,6 +414,7 @@ static int on_hello (struct mesh *m, struct conn *c, const struct mesh_msg *msg)
     if (check_credential (m, c, msg) < 0)
         return -1;
     c->member = from;
+    c->hello_port = msg->u.hello.port;
     memcpy (c->nonce_c, msg->u.hello.nonce, MESH_NONCE_SIZE);
     mesh_auth_nonce (c->nonce_s, MESH_NONCE_SIZE);
     off = mesh_begin (m, &b, MESH_CHALLENGE, 0);
@@ -416,6 +463,7 @@ static int on_challenge (struct mesh *m, struct conn *c, const struct mesh_msg *
     mesh_auth_session_keys (c->key, c->nonce_c, c->nonce_s, c->tx_key, c->rx_key);
     c->tx_sealed = c->rx_sealed = 1;
     c->state = CONN_UP;
+    m->peers[c->member].port_known = 1;
     mesh_link_up (m, c);
     return 0;
 }
@@ -441,6 +489,11 @@ static int on_auth (struct mesh *m, struct conn *c, const struct mesh_msg *msg)
     snprintf (c->name, sizeof (c->name), "member %u", c->member);
     c->tx_sealed = c->rx_sealed = 1;
     c->state = CONN_UP;
+    /* where it listens, as its HELLO said: where we look for it first (a
+     * hint, not checked by the handshake: next_port still moves on) */
+    for (uint32_t k = 0; k < m->nports && !m->peers[c->member].port_known; k++)
+        if (c->hello_port && (uint32_t)m->ports[k] == c->hello_port)
+            use_port (m, c->member, k);
     mesh_link_up (m, c);
     return 0;
 }
@@ -632,6 +685,23 @@ void conn_io (struct mesh *m, struct conn *c, int events)
         conn_flush (m, c);
 }
 
+/* The handshake timeout of c.  A member that becomes our neighbour in a
+ * repair, on a port we do not know yet (candidate ports), is looked for
+ * with a short one: a silent stranger on each other candidate then costs
+ * the search at most half a node timeout in all, well within the node
+ * timeout both sides give it (a slow member is found in the next round). */
+static double hs_timeout_of (const struct mesh *m, const struct conn *c)
+{
+    const struct peer *p;
+
+    if (!c->outbound || c->member >= m->n || m->nports < 2)
+        return m->hs_timeout;
+    p = &m->peers[c->member];
+    if (p->port_known || p->initial || p->ever_up)
+        return m->hs_timeout;
+    return m->node_timeout / (2.0 * m->nports);
+}
+
 /* Handshakes that take too long: a peer that connects and says nothing,
  * or a member that accepted (its kernel did) but is stopped. */
 void conn_tick (struct mesh *m, double now)
@@ -640,7 +710,7 @@ void conn_tick (struct mesh *m, double now)
 
     for (; c; c = next) {
         next = c->next;
-        if (c->closed || c->state == CONN_UP || now - c->created < m->hs_timeout)
+        if (c->closed || c->state == CONN_UP || now - c->created < hs_timeout_of (m, c))
             continue;
         if (c->outbound && c->member != MESH_NONE)
             m->peers[c->member].next_connect = now;

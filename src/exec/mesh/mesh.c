@@ -305,8 +305,11 @@ void mesh_link_up (struct mesh *m, struct conn *c)
     uint32_t member = c->member;
     struct peer *p = &m->peers[member];
 
-    if (p->conn && p->conn != c)
-        conn_close (m, p->conn, 0);
+    if (p->conn && p->conn != c) {
+        struct conn *old = p->conn;
+        p->conn = NULL; /* superseded, not failed: conn_close keeps its port */
+        conn_close (m, old, 0);
+    }
     p->conn = c;
     if (!m->live[member]) {
         log_info (
@@ -653,6 +656,51 @@ static struct cmd *cmd_new (int type, const void *data, size_t len)
     return c;
 }
 
+/* Listen on our address: on its port, or on the first candidate port that
+ * is not in use (mesh_config.ports).  Returns 0, or -1 with err. */
+static int listen_first_free (struct mesh *m, const char *addr, elastic_error_t *err)
+{
+    struct sockaddr_storage *ss = &m->addr[m->self];
+    uint32_t k = 0;
+    int one = 1, e;
+
+    for (;;) {
+        int fd = socket (ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd >= 0 &&
+            setsockopt (fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof (one)) == 0 &&
+            bind (fd, (struct sockaddr *)ss, m->addrlen[m->self]) == 0 &&
+            listen (fd, 128) == 0) {
+            m->listen_fd = fd;
+            break;
+        }
+        e = errno;
+        if (fd >= 0)
+            close (fd);
+        if (e != EADDRINUSE || k + 1 >= m->nports) {
+            char list[128] = "";
+            size_t used = 0;
+            for (uint32_t j = 0; j < m->nports && used < sizeof (list); j++)
+                used += (size_t)snprintf (
+                    list + used, sizeof (list) - used, "%s%d", j ? "," : "", m->ports[j]);
+            if (e == EADDRINUSE && m->nports > 1)
+                return errprintf (err,
+                                  "mesh: listen on %s: every candidate port is in use "
+                                  "here (%s)",
+                                  addr,
+                                  list);
+            return errprintf (err, "mesh: listen on %s: %s", addr, strerror (e));
+        }
+        mesh_addr_set_port (ss, m->ports[++k]);
+    }
+    if (k > 0)
+        log_info ("mesh %u: port %d is in use here; listening on port %d (candidate %u)",
+                  m->self,
+                  m->ports[0],
+                  m->ports[k],
+                  k + 1);
+    return 0;
+}
+
 struct mesh *mesh_create (const struct mesh_config *cfg, elastic_error_t *err)
 {
     struct mesh *m;
@@ -738,21 +786,33 @@ struct mesh *mesh_create (const struct mesh_config *cfg, elastic_error_t *err)
     }
     tree_parents (n, m->radix, m->live, m->parent);
     update_neighbours (m);
-    if (cfg->listen_fd >= 0) {
-        m->listen_fd = cfg->listen_fd;
-    } else {
-        int one = 1;
-        m->listen_fd = socket (m->addr[m->self].ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (m->listen_fd < 0 ||
-            setsockopt (m->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof (one)) < 0 ||
-            bind (m->listen_fd,
-                  (struct sockaddr *)&m->addr[m->self],
-                  m->addrlen[m->self]) < 0 ||
-            listen (m->listen_fd, 128) < 0) {
-            errprintf (
-                err, "mesh: listen on %s: %s", cfg->addrs[m->self], strerror (errno));
+    if (cfg->listen_fd < 0 && cfg->nports > 1) {
+        if (!(m->ports = calloc (cfg->nports, sizeof (*m->ports)))) {
+            errprintf (err, "mesh: out of memory");
             goto error;
         }
+        for (uint32_t k = 0; k < cfg->nports; k++) {
+            if (cfg->ports[k] < 1 || cfg->ports[k] > 65535) {
+                errprintf (
+                    err, "mesh: candidate port %d (expected 1-65535)", cfg->ports[k]);
+                goto error;
+            }
+            m->ports[k] = cfg->ports[k];
+        }
+        m->nports = cfg->nports;
+        for (uint32_t i = 0; i < n; i++)
+            mesh_addr_set_port (&m->addr[i], m->ports[0]);
+    }
+    if (cfg->listen_fd >= 0) {
+        m->listen_fd = cfg->listen_fd;
+    } else if (listen_first_free (m, cfg->addrs[m->self], err) < 0) {
+        goto error;
+    }
+    {
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof (ss);
+        if (getsockname (m->listen_fd, (struct sockaddr *)&ss, &sl) == 0)
+            m->listen_port = mesh_addr_port (&ss);
     }
     {
         int fl = fcntl (m->listen_fd, F_GETFL);
@@ -780,6 +840,11 @@ error_errno:
 error:
     mesh_destroy (m);
     return NULL;
+}
+
+int mesh_listen_port (const struct mesh *m)
+{
+    return m->listen_port;
 }
 
 int mesh_start (struct mesh *m, elastic_error_t *err)
@@ -847,6 +912,7 @@ void mesh_destroy (struct mesh *m)
     free (m->munge_socket);
     free (m->addr);
     free (m->addrlen);
+    free (m->ports);
     free (m->live);
     free (m->live_snapshot);
     free (m->rx_snapshot);

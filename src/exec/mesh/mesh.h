@@ -94,10 +94,18 @@ struct mesh_config {
     uint32_t self;
     const char *const *addrs; /* "host:port" of every member */
     int listen_fd;            /* >= 0: a bound, listening socket to use (taken) */
-    uint32_t radix;           /* tree fan-out; 0: 8 */
-    double node_timeout;      /* seconds; 0: 2.0; at least 0.2 */
-    double join_timeout;      /* first contact with a neighbour; 0: 60 */
-    const uint8_t *key;       /* MESH_KEY_SIZE bytes (auth.h); MESH_AUTH_MUNGE: unused */
+    /* nports > 1: candidate ports, the same for every member (the ports in
+     * addrs are not used): a member listens on the first it can bind, and
+     * a peer looks for it on each in turn (a refused connection, or one
+     * closed or timed out before it authenticated, moves on to the next)
+     * until it has once linked with it; a HELLO names the port its sender
+     * listens on, so a member connects there first.  Ignored with listen_fd */
+    const int *ports;
+    uint32_t nports;
+    uint32_t radix;      /* tree fan-out; 0: 8 */
+    double node_timeout; /* seconds; 0: 2.0; at least 0.2 */
+    double join_timeout; /* first contact with a neighbour; 0: 60 */
+    const uint8_t *key;  /* MESH_KEY_SIZE bytes (auth.h); MESH_AUTH_MUNGE: unused */
     struct mesh_ops ops;
     void *arg;
     /* how connections are authenticated (auth.h): MESH_AUTH_SECRET (0, the
@@ -112,6 +120,9 @@ enum { MESH_AUTH_SECRET = 0, MESH_AUTH_MUNGE = 1 };
 /* Create a mesh (binds its listening socket unless listen_fd is given; no
  * thread yet).  Returns NULL with err. */
 struct mesh *mesh_create (const struct mesh_config *cfg, elastic_error_t *err);
+
+/* The port this member listens on (with candidate ports: the one it got). */
+int mesh_listen_port (const struct mesh *m);
 
 /* Start the mesh thread.  Returns 0 or -1 with err. */
 int mesh_start (struct mesh *m, elastic_error_t *err);

@@ -39,7 +39,8 @@ struct conn {
     size_t inlen, incap;
     struct mesh_wbuf out;
     double created, last_rx, last_tx;
-    char name[64]; /* for log lines: "member 3" or "127.0.0.1:4242" */
+    char name[64];       /* for log lines: "member 3" or "127.0.0.1:4242" */
+    uint32_t hello_port; /* inbound: the port its HELLO says the peer listens on */
     struct conn *next;
 };
 
@@ -50,8 +51,10 @@ struct peer {
     double last_rx;           /* last message from it */
     double next_connect;      /* earliest retry of a refused connect */
     int ever_up;
-    int initial; /* a neighbour from the start: join_timeout to appear */
-    int refused; /* our last connect to it was refused (nobody listens) */
+    int initial;       /* a neighbour from the start: join_timeout to appear */
+    int refused;       /* our last connect to it was refused (nobody listens) */
+    uint32_t port_idx; /* mesh_config.ports: the candidate tried next */
+    int port_known;    /* we linked with it on that port: no more trying */
     int neighbour;
 };
 
@@ -107,6 +110,9 @@ struct mesh {
     void *arg;
     struct sockaddr_storage *addr;
     socklen_t *addrlen;
+    int *ports; /* mesh_config.ports (nports > 1), or NULL */
+    uint32_t nports;
+    int listen_port; /* ours, named in our HELLOs */
 
     int listen_fd, epfd, evfd;
     pthread_t thread;
@@ -168,6 +174,8 @@ void conn_flush (struct mesh *m, struct conn *c);
 void conn_send (struct mesh *m, struct conn *c, const uint8_t *p, size_t len);
 void conn_tick (struct mesh *m, double now);
 void conn_bury (struct mesh *m);
+void mesh_addr_set_port (struct sockaddr_storage *ss, int port);
+int mesh_addr_port (const struct sockaddr_storage *ss);
 int mesh_parse_addr (const char *s,
                      struct sockaddr_storage *ss,
                      socklen_t *len,

@@ -242,7 +242,7 @@ int mesh_hdr_decode (const uint8_t *buf,
         return errprintf (
             err, "unknown flags 0x%x in %s", hdr->flags, mesh_type_name (hdr->type));
     if (hdr->flags & ~(hdr->type == MESH_FENCE_UP ? MESH_F_RESULT
-                       : hdr->type == MESH_HELLO  ? MESH_F_CRED
+                       : hdr->type == MESH_HELLO  ? MESH_F_CRED | MESH_F_PORT
                                                   : 0u))
         return errprintf (
             err, "flags 0x%x on %s", hdr->flags, mesh_type_name (hdr->type));
@@ -311,6 +311,14 @@ static int decode_payload (struct rbuf *r, struct mesh_msg *m, elastic_error_t *
                 m->u.hello.cred = get_blob (r, &m->u.hello.cred_len);
                 if (!r->short_read && m->u.hello.cred_len == 0)
                     return errprintf (err, "hello: an empty credential");
+            }
+            m->u.hello.port = 0;
+            if (m->hdr.flags & MESH_F_PORT) {
+                m->u.hello.port = get_u32 (r);
+                if (!r->short_read && (m->u.hello.port == 0 || m->u.hello.port > 65535))
+                    return errprintf (err,
+                                      "hello: listening port %u (expected 1-65535)",
+                                      m->u.hello.port);
             }
             break;
         case MESH_CHALLENGE:

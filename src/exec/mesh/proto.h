@@ -48,7 +48,8 @@ enum mesh_type {
 /* flags */
 #define MESH_F_RESULT 0x1u /* FENCE_UP: the blobs are a completed result */
 #define MESH_F_CRED   0x2u /* HELLO: a u32-length munge credential follows */
-#define MESH_F_ALL    (MESH_F_RESULT | MESH_F_CRED)
+#define MESH_F_PORT   0x4u /* HELLO: then the sender's listening port (u32, 1-65535) */
+#define MESH_F_ALL    (MESH_F_RESULT | MESH_F_CRED | MESH_F_PORT)
 
 /* why a member was lost (MESH_LOST entries) */
 enum mesh_cause {
@@ -101,6 +102,7 @@ struct mesh_msg {
             uint8_t nonce[MESH_NONCE_SIZE];
             const uint8_t *cred; /* MESH_F_CRED: the munge credential (no NUL) */
             uint32_t cred_len;   /* 0 without the flag */
+            uint32_t port;       /* MESH_F_PORT: where the sender listens; else 0 */
         } hello;
         struct {
             uint8_t nonce[MESH_NONCE_SIZE];

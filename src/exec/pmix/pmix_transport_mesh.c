@@ -461,6 +461,10 @@ struct pmixhost_mesh *pmixhost_mesh_create (const struct pmixhost_mesh_opts *opt
     cfg.self = t->self;
     cfg.addrs = opts->addrs;
     cfg.listen_fd = opts->listen_fd;
+    if (opts->listen_fd < 0) { /* the job map's candidate ports (jobmap.h) */
+        cfg.ports = opts->map->port;
+        cfg.nports = (uint32_t)opts->map->nports;
+    }
     cfg.radix = opts->radix;
     cfg.node_timeout = opts->node_timeout;
     cfg.join_timeout = opts->join_timeout;
