@@ -15,7 +15,15 @@
  * error; a duplicate node rank is refused; a member with another --nnodes
  * is refused; a member that never comes times every joined member out
  * naming it, and a silent connection is dropped before that; no server at
- * all; self_addr NULL; bad arguments.
+ * all; a server of another version, or one that says nothing; self_addr
+ * NULL; bad arguments.
+ *
+ * First, without sockets, the wire format (src/exec/rdzv_proto.c): every
+ * message encoded and decoded back, and the decoders' refusals: truncated
+ * at every length, another version, a length not the message's own, an
+ * address too long, a MAC under another key or for another connection,
+ * a LIST of another node count, size or with a bad address, a message
+ * where none is expected, a FAIL too long; nothing decided on no bytes.
  */
 #if HAVE_CONFIG_H
 #include "config.h"
@@ -396,7 +404,7 @@ static void case_strangers (void)
 {
     struct member mb[5] = {{0}};
     uint8_t buf[512], join[512];
-    int lfd, g[4], eof, nok = 0;
+    int lfd, g[5], eof, nok = 0;
     size_t n;
     double until;
 
@@ -458,6 +466,17 @@ static void case_strangers (void)
         "forged JOIN for node rank 4: refused (%s)",
         n > 7 ? (char *)buf + 7 : "");
 
+    /* a JOIN of version 2: the server sends its HELLO and drops it */
+    g[4] = connect_ep ();
+    memcpy (join, "ERZ\x02\x02", 5);
+    if (write (g[4], join, 90) < 0)
+        perror ("write");
+    n = read_until_eof (g[4], buf, sizeof (buf), until, &eof);
+    ok (eof && n == 37,
+        "a JOIN of version 2: dropped after the HELLO, no answer (%zu bytes, eof %d)",
+        n,
+        eof);
+
     /* a silent one, kept open */
     g[3] = connect_ep ();
 
@@ -470,7 +489,7 @@ static void case_strangers (void)
     }
     is_int (nok, 5, "strangers: all 5 members joined anyway");
     want_list (mb, 5, mb, 5, "strangers");
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
         close (g[i]);
 }
 
@@ -632,6 +651,336 @@ static void case_no_server (void)
     close (fd);
 }
 
+/* ---- the wire format, without sockets ---------------------------------- */
+
+static uint8_t pkr[RDZV_KEY], pns[RDZV_NONCE], pnc[RDZV_NONCE];
+
+static size_t a_join (uint32_t rank, uint32_t nnodes, const char *addr, uint8_t *out)
+{
+    struct rdzv_join j = {
+        .rank = rank,
+        .nnodes = nnodes,
+        .addr = (const uint8_t *)addr,
+        .addr_len = strlen (addr),
+    };
+
+    memcpy (j.nonce, pnc, RDZV_NONCE);
+    return rdzv_join_encode (pkr, pns, &j, out);
+}
+
+static size_t a_list (char *const *addr, uint32_t n, const uint8_t *nc, uint8_t *out)
+{
+    uint8_t digest[32], *body = NULL;
+    size_t size = 0;
+
+    if (rdzv_list_encode (addr, n, out, &body, &size, digest, NULL) < 0)
+        return 0;
+    memcpy (out + RDZV_LIST_FIXED, body, size);
+    rdzv_list_mac (pkr, nc, digest, out + RDZV_LIST_FIXED + size);
+    free (body);
+    return RDZV_LIST_FIXED + size + RDZV_MAC;
+}
+
+/* rc < 0 with a reason that contains want */
+static void refused (int rc, const elastic_error_t *e, const char *want, const char *what)
+{
+    if (!ok (rc < 0 && strstr (e->text, want), "proto: %s: refused (%s)", what, e->text))
+        diag ("rc %d, want '%s'", rc, want);
+}
+
+static void case_proto_roundtrip (void)
+{
+    char *three[] = {"10.0.0.1:29500", "10.0.0.2:29500", "[fe80::1%eth0]:29502"};
+    uint8_t m[2048], n[RDZV_NONCE];
+    elastic_error_t e = {{0}};
+    struct rdzv_join j;
+    char **addrs = NULL, text[RDZV_FAIL_TEXT + 1];
+    size_t len, need;
+
+    rdzv_hello_encode (pns, m);
+    ok (rdzv_hello_decode (m, RDZV_HELLO_SIZE, n, &e) == 0 &&
+            !memcmp (n, pns, RDZV_NONCE),
+        "proto: a HELLO decodes to its nonce (%s)",
+        e.text);
+    len = a_join (2, 3, "[fe80::1%eth0]:29502", m);
+    is_int ((int)len, 47 + 20 + 32, "proto: a JOIN is 47 bytes, the address, the MAC");
+    ok (rdzv_join_decode (pkr, pns, m, len, &j, &e) == 0 && j.rank == 2 &&
+            j.nnodes == 3 && j.addr_len == 20 &&
+            !memcmp (j.addr, "[fe80::1%eth0]:29502", 20) &&
+            !memcmp (j.nonce, pnc, RDZV_NONCE),
+        "proto: the JOIN decodes to what was encoded (%s)",
+        e.text);
+    /* a reader's steps: the header, the fixed part, the whole */
+    ok (rdzv_msg_need (m, 0, RDZV_JOIN, 0, &need, &e) == 0 && need == 5 &&
+            rdzv_msg_need (m, 5, RDZV_JOIN, 0, &need, &e) == 0 && need == 47 &&
+            rdzv_msg_need (m, 47, RDZV_JOIN, 0, &need, &e) == 0 && need == len,
+        "proto: a reader of a JOIN asks for 5, 47, then %zu bytes",
+        len);
+    len = a_list (three, 3, pnc, m);
+    ok (rdzv_list_decode (pkr, pnc, m, len, 3, &addrs, &e) == 0 &&
+            !strcmp (addrs[0], three[0]) && !strcmp (addrs[1], three[1]) &&
+            !strcmp (addrs[2], three[2]),
+        "proto: a LIST decodes to its 3 addresses, in order (%s)",
+        e.text);
+    rdzv_addrs_free (addrs, 3);
+    rdzv_ack_encode (pkr, pns, pnc, 1, m);
+    ok (rdzv_ack_decode (pkr, pns, pnc, 1, m, RDZV_ACK_SIZE, &e) == 0,
+        "proto: an ACK verifies (%s)",
+        e.text);
+    len = rdzv_fail_encode ("bad\x01 news\n", m);
+    ok (rdzv_fail_decode (m, len, text, &e) == 0 && !strcmp (text, "bad? news?"),
+        "proto: a FAIL decodes, control bytes made '?' (%s)",
+        text);
+}
+
+static void case_proto_refusals (void)
+{
+    char *three[] = {"10.0.0.1:29500", "10.0.0.2:29500", "10.0.0.3:29500"};
+    char *noport[] = {"10.0.0.1:29500", "10.0.0.2", "10.0.0.3:29500"};
+    uint8_t m[2048], other[RDZV_KEY], n[RDZV_NONCE], big[400];
+    elastic_error_t e = {{0}};
+    struct rdzv_join j;
+    char **addrs = NULL, text[RDZV_FAIL_TEXT + 1], host[RDZV_ADDR_MAX + 1];
+    size_t len, need;
+    int cut_ok = 1, rc;
+
+    /* truncated at every length */
+    len = a_join (1, 3, "10.0.0.2:29500", m);
+    for (size_t i = 0; i < len; i++) {
+        e.text[0] = '\0';
+        if (rdzv_join_decode (pkr, pns, m, i, &j, &e) == 0 || !e.text[0])
+            cut_ok = 0;
+    }
+    ok (cut_ok,
+        "proto: a JOIN cut at any of its %zu lengths is refused with a reason",
+        len);
+    e.text[0] = '\0';
+    refused (rdzv_join_decode (pkr, pns, m, len - 1, &j, &e),
+             &e,
+             "a JOIN of 92 bytes is cut short (expected 93)",
+             "a JOIN one byte short");
+    refused (rdzv_join_decode (pkr, pns, m, 3, &j, &e),
+             &e,
+             "shorter than its 5-byte header",
+             "3 bytes");
+    /* a length that is not its own */
+    m[len] = 0;
+    refused (rdzv_join_decode (pkr, pns, m, len + 1, &j, &e),
+             &e,
+             "has 1 bytes too many",
+             "a JOIN with a byte more");
+    /* another version */
+    m[3] = 2;
+    refused (rdzv_join_decode (pkr, pns, m, len, &j, &e),
+             &e,
+             "rendezvous version 2 (this member speaks 1)",
+             "a JOIN of version 2");
+    ok (rdzv_msg_need (m, 5, RDZV_JOIN, 0, &need, &e) == -1,
+        "proto: a reader drops version 2 at its header");
+    m[3] = RDZV_VERSION;
+    memcpy (m, "ERY", 3);
+    refused (rdzv_join_decode (pkr, pns, m, len, &j, &e), &e, "no \"ERZ\"", "not ERZ");
+    /* bad authentication: another key, another connection's nonce */
+    len = a_join (1, 3, "10.0.0.2:29500", m);
+    memset (other, 7, sizeof (other));
+    refused (rdzv_join_decode (other, pns, m, len, &j, &e),
+             &e,
+             "node rank 1: the JOIN's MAC does not verify",
+             "a JOIN under another key");
+    memset (n, 0x11, sizeof (n));
+    refused (rdzv_join_decode (pkr, n, m, len, &j, &e),
+             &e,
+             "the JOIN's MAC does not verify",
+             "a JOIN replayed on another connection");
+    m[RDZV_HDR + 3] = 2; /* the rank, after the MAC was made */
+    refused (rdzv_join_decode (pkr, pns, m, len, &j, &e),
+             &e,
+             "node rank 2: the JOIN's MAC does not verify",
+             "a JOIN whose rank was changed");
+    /* an address too long: refused by the reader (the server says why) */
+    memset (big, 'a', sizeof (big));
+    big[sizeof (big) - 1] = '\0';
+    is_int (
+        (int)a_join (1, 3, (char *)big, m), 0, "proto: no JOIN is encoded for 399 bytes");
+    len = a_join (1, 3, "10.0.0.2:29500", m);
+    m[RDZV_JOIN_FIXED - 2] = 301 >> 8;
+    m[RDZV_JOIN_FIXED - 1] = 301 & 0xff;
+    rc = rdzv_msg_need (m, RDZV_JOIN_FIXED, RDZV_JOIN, 0, &need, &e);
+    ok (rc == -2 && strstr (e.text, "a JOIN with an address of 301 bytes (at most 300)"),
+        "proto: a JOIN with a 301-byte address is refused with a reason (%d: %s)",
+        rc,
+        e.text);
+    /* the address is the caller's to check */
+    len = a_join (1, 3, "10.0.0.2", m);
+    ok (rdzv_join_decode (pkr, pns, m, len, &j, &e) == 0,
+        "proto: a JOIN without a port decodes (the server checks its address)");
+    refused (rdzv_addr_check ("node rank 1", j.addr, j.addr_len, host, &e),
+             &e,
+             "node rank 1 '10.0.0.2' has no port",
+             "an address without a port");
+    refused (rdzv_addr_check ("node rank 1", (const uint8_t *)"a\tb:1", 5, host, &e),
+             &e,
+             "address has a byte 0x09",
+             "an address with a tab");
+    refused (rdzv_addr_check ("x", (const uint8_t *)"", 0, host, &e),
+             &e,
+             "address of 0 bytes",
+             "an empty address");
+
+    /* the LIST */
+    len = a_list (three, 3, pnc, m);
+    refused (rdzv_list_decode (pkr, pnc, m, len, 4, &addrs, &e),
+             &e,
+             "the server's list has 3 nodes (expected 4)",
+             "a LIST of 3 nodes for 4");
+    refused (rdzv_list_decode (pkr, n, m, len, 3, &addrs, &e),
+             &e,
+             "the list's MAC does not verify",
+             "a LIST for another client's nonce");
+    refused (rdzv_list_decode (other, pnc, m, len, 3, &addrs, &e),
+             &e,
+             "the list's MAC does not verify",
+             "a LIST under another key");
+    refused (rdzv_list_decode (pkr, pnc, m, len - 1, 3, &addrs, &e),
+             &e,
+             "is cut short",
+             "a LIST one byte short");
+    m[RDZV_HDR + 4] = 0x7f; /* size: more than 3 addresses can take */
+    refused (rdzv_list_decode (pkr, pnc, m, len, 3, &addrs, &e),
+             &e,
+             "the server's list has a bad size",
+             "a LIST of a size 3 addresses cannot take");
+    len = a_list (noport, 3, pnc, m);
+    refused (rdzv_list_decode (pkr, pnc, m, len, 3, &addrs, &e),
+             &e,
+             "node rank 1 '10.0.0.2' has no port",
+             "a LIST with an address without a port (MAC good)");
+    /* a signed LIST whose entries do not fill its size, or overrun it */
+    {
+        uint8_t digest[32];
+        size_t size;
+
+        len = a_list (three, 3, pnc, m);
+        size = len - RDZV_LIST_FIXED - RDZV_MAC;
+        m[RDZV_HDR + 7] = (uint8_t)(size + 2); /* two more bytes of body */
+        memmove (m + RDZV_LIST_FIXED + size + 2, m + RDZV_LIST_FIXED + size, RDZV_MAC);
+        m[RDZV_LIST_FIXED + size] = 0;
+        m[RDZV_LIST_FIXED + size + 1] = 0;
+        rdzv_list_digest (m, m + RDZV_LIST_FIXED, size + 2, digest);
+        rdzv_list_mac (pkr, pnc, digest, m + RDZV_LIST_FIXED + size + 2);
+        refused (rdzv_list_decode (pkr, pnc, m, len + 2, 3, &addrs, &e),
+                 &e,
+                 "the server's list has 2 bytes too many",
+                 "a signed LIST with bytes left over");
+        len = a_list (three, 3, pnc, m);
+        m[RDZV_LIST_FIXED + 2 * 16 + 1] = 200; /* node rank 2's length */
+        rdzv_list_digest (m, m + RDZV_LIST_FIXED, size, digest);
+        rdzv_list_mac (pkr, pnc, digest, m + RDZV_LIST_FIXED + size);
+        refused (rdzv_list_decode (pkr, pnc, m, len, 3, &addrs, &e),
+                 &e,
+                 "the server's list is cut short at node rank 2",
+                 "a signed LIST whose last address overruns it");
+    }
+
+    /* the ACK */
+    rdzv_ack_encode (pkr, pns, pnc, 1, m);
+    refused (rdzv_ack_decode (pkr, pns, pnc, 2, m, RDZV_ACK_SIZE, &e),
+             &e,
+             "an ACK of node rank 1 (expected 2)",
+             "an ACK of another rank");
+    refused (rdzv_ack_decode (pkr, n, pnc, 1, m, RDZV_ACK_SIZE, &e),
+             &e,
+             "the ACK's MAC does not verify",
+             "an ACK replayed on another connection");
+
+    /* the FAIL */
+    len = rdzv_fail_encode ("why", m);
+    m[RDZV_HDR] = 1; /* 256 bytes of text */
+    ok (rdzv_msg_need (m, len, RDZV_FAIL, 0, &need, &e) == -2 &&
+            strstr (e.text, "a FAIL text of 259 bytes (at most 255)"),
+        "proto: a FAIL text of 259 bytes is refused (%s)",
+        e.text);
+    refused (rdzv_fail_decode (m, len, text, &e), &e, "at most 255", "a long FAIL");
+
+    /* what a connection may send in its state: nothing, or the type expected */
+    rdzv_hello_encode (pns, m);
+    refused (rdzv_msg_need (m, RDZV_HDR, 0, 0, &need, &e),
+             &e,
+             "a rendezvous HELLO (type 1) where no message was expected",
+             "a message from a joined member");
+    refused (rdzv_msg_need (m, RDZV_HDR, RDZV_JOIN, 0, &need, &e),
+             &e,
+             "where JOIN was expected",
+             "a HELLO where a JOIN is expected");
+    m[4] = 9;
+    refused (rdzv_hello_decode (m, RDZV_HELLO_SIZE, n, &e),
+             &e,
+             "type 9",
+             "a message of an unknown type");
+    /* a peer that says nothing: nothing decided, the header asked for */
+    ok (rdzv_msg_need (m, 0, RDZV_JOIN, 0, &need, &e) == 0 && need == RDZV_HDR,
+        "proto: no bytes yet: the reader waits for the %d-byte header",
+        RDZV_HDR);
+}
+
+static void case_proto (void)
+{
+    uint8_t key[RDZV_KEY];
+
+    if (mesh_auth_init (NULL) < 0)
+        bail_out ("mesh_auth_init");
+    key_of ("the job's secret", key);
+    rdzv_key (key, pkr);
+    memset (pns, 0xa5, sizeof (pns));
+    memset (pnc, 0xc3, sizeof (pnc));
+    case_proto_roundtrip ();
+    case_proto_refusals ();
+}
+
+/* A server of another version, then one that accepts and says nothing:
+ * the test holds the endpoint and answers the member itself. */
+static void case_foreign_server (void)
+{
+    struct member mb = {.rank = 1, .nnodes = 2, .port = 25101, .timeout = 3};
+    uint8_t hello[RDZV_HELLO_SIZE] = "ERZ\x02\x01";
+    struct pollfd pfd;
+    int lfd, fd = -1;
+
+    new_endpoint ();
+    lfd = hold_endpoint ();
+    start (&mb);
+    pfd = (struct pollfd){.fd = lfd, .events = POLLIN};
+    if (poll (&pfd, 1, (int)(WAIT_S * 1000)) > 0 &&
+        (fd = accept (lfd, NULL, NULL)) >= 0 && write (fd, hello, sizeof (hello)) < 0)
+        perror ("write");
+    finish (&mb, mono_now () + WAIT_S);
+    ok (!mb.ok && strstr (mb.out, "not an elastic rendezvous server (version 1) there") &&
+            strstr (mb.out, "rendezvous version 2 (this member speaks 1)") &&
+            mb.elapsed < 2.0,
+        "a server of version 2: refused at once, saying so (%s)",
+        mb.out);
+    if (fd >= 0)
+        close (fd);
+    close (lfd);
+
+    mb = (struct member){.rank = 1, .nnodes = 2, .port = 25102, .timeout = 2};
+    new_endpoint ();
+    lfd = hold_endpoint ();
+    start (&mb);
+    fd = -1;
+    pfd = (struct pollfd){.fd = lfd, .events = POLLIN};
+    if (poll (&pfd, 1, (int)(WAIT_S * 1000)) > 0)
+        fd = accept (lfd, NULL, NULL); /* and never a HELLO */
+    finish (&mb, mono_now () + WAIT_S);
+    ok (!mb.ok && strstr (mb.out, "could not join within 2 s") &&
+            strstr (mb.out, "no HELLO from the server"),
+        "a server that says nothing: the member fails at its timeout (%s)",
+        mb.out);
+    if (fd >= 0)
+        close (fd);
+    close (lfd);
+}
+
 /* One node, in this process: it serves itself; self_addr NULL finds
  * 127.0.0.1 toward a 127.0.0.1 endpoint. */
 static void case_single (void)
@@ -669,6 +1018,7 @@ static void case_single (void)
 int main (void)
 {
     signal (SIGPIPE, SIG_IGN);
+    case_proto ();
     case_single ();
     case_all_join (3, 0, 20000);
     case_all_join (5, 2, 20100);
@@ -677,5 +1027,6 @@ int main (void)
     case_duplicate ();
     case_timeout ();
     case_no_server ();
+    case_foreign_server ();
     return done_testing ();
 }

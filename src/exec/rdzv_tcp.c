@@ -25,145 +25,20 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "mesh/auth.h"
+#include "rdzv_proto.h"
 #include "rdzv_tcp.h"
 
-#define NONCE    32
-#define MAC      32
-#define HDR      5                         /* "ERZ" | version | type */
-#define HELLO_SZ (HDR + NONCE)             /* 37 */
-#define JOIN_FIX (HDR + 4 + 4 + NONCE + 2) /* 47, then addr and mac */
-#define JOIN_MAX (JOIN_FIX + RDZV_ADDR_MAX + MAC)
-#define ACK_SZ   (HDR + 4 + MAC)      /* 41 */
-#define LIST_FIX (HDR + 4 + 4)        /* 13, then size bytes and mac */
-#define FAIL_MAX 255                  /* longest FAIL text */
-#define OUT_MAX  (HDR + 2 + FAIL_MAX) /* largest message but LIST's body */
+#define NONCE    RDZV_NONCE
+#define MAC      RDZV_MAC
+#define HDR      RDZV_HDR
+#define HELLO_SZ RDZV_HELLO_SIZE
+#define JOIN_MAX RDZV_JOIN_MAX
+#define ACK_SZ   RDZV_ACK_SIZE
+#define LIST_FIX RDZV_LIST_FIXED
+#define FAIL_MAX RDZV_FAIL_TEXT /* longest FAIL text */
+#define OUT_MAX  RDZV_FAIL_MAX  /* largest message but LIST's body */
 
-_Static_assert(crypto_auth_BYTES == MAC, "MAC size");
-_Static_assert(MESH_KEY_SIZE == 32, "key size");
-
-/* ---- wire helpers ------------------------------------------------------- */
-
-static void put16 (uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)(v >> 8);
-    p[1] = (uint8_t)v;
-}
-
-static void put32 (uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)(v >> 24);
-    p[1] = (uint8_t)(v >> 16);
-    p[2] = (uint8_t)(v >> 8);
-    p[3] = (uint8_t)v;
-}
-
-static uint32_t get16 (const uint8_t *p)
-{
-    return (uint32_t)p[0] << 8 | p[1];
-}
-
-static uint32_t get32 (const uint8_t *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static void put_hdr (uint8_t *p, int type)
-{
-    p[0] = 'E';
-    p[1] = 'R';
-    p[2] = 'Z';
-    p[3] = RDZV_VERSION;
-    p[4] = (uint8_t)type;
-}
-
-/* The header's type, or -1 when it is not "ERZ" of our version. */
-static int hdr_type (const uint8_t *p)
-{
-    if (p[0] != 'E' || p[1] != 'R' || p[2] != 'Z' || p[3] != RDZV_VERSION)
-        return -1;
-    return p[4];
-}
-
-/* The rendezvous key: keyed BLAKE2b of a label under the mesh key, so no
- * MAC of this protocol is ever one of the mesh's. */
-static void rdzv_key (const uint8_t key[32], uint8_t out[32])
-{
-    static const char label[] = "elastic-rdzv-v1";
-
-    crypto_generichash (out, 32, (const uint8_t *)label, sizeof (label), key, 32);
-}
-
-/* JOIN's MAC: nonce_s | the JOIN up to its mac. */
-static void join_mac (
-    const uint8_t kr[32], const uint8_t *ns, const uint8_t *msg, size_t len, uint8_t *mac)
-{
-    uint8_t t[NONCE + JOIN_MAX];
-
-    memcpy (t, ns, NONCE);
-    memcpy (t + NONCE, msg, len);
-    mesh_auth_msg_mac (kr, RDZV_JOIN, t, NONCE + len, mac);
-}
-
-/* LIST's MAC: nonce_c | BLAKE2b (the LIST up to its mac). */
-static void
-list_mac (const uint8_t kr[32], const uint8_t *nc, const uint8_t *digest, uint8_t *mac)
-{
-    uint8_t t[NONCE + 32];
-
-    memcpy (t, nc, NONCE);
-    memcpy (t + NONCE, digest, 32);
-    mesh_auth_msg_mac (kr, RDZV_LIST, t, sizeof (t), mac);
-}
-
-/* ACK's MAC: nonce_s | nonce_c | rank. */
-static void ack_mac (const uint8_t kr[32],
-                     const uint8_t *ns,
-                     const uint8_t *nc,
-                     uint32_t rank,
-                     uint8_t *mac)
-{
-    uint8_t t[2 * NONCE + 4];
-
-    memcpy (t, ns, NONCE);
-    memcpy (t + NONCE, nc, NONCE);
-    put32 (t + 2 * NONCE, rank);
-    mesh_auth_msg_mac (kr, RDZV_ACK, t, sizeof (t), mac);
-}
-
-static void
-list_digest (const uint8_t *head, const uint8_t *body, size_t size, uint8_t digest[32])
-{
-    crypto_generichash_state st;
-
-    crypto_generichash_init (&st, NULL, 0, 32);
-    crypto_generichash_update (&st, head, LIST_FIX);
-    crypto_generichash_update (&st, body, size);
-    crypto_generichash_final (&st, digest, 32);
-}
-
-/* 0 when s (len bytes, not NUL-terminated) is a "HOST:PORT" we accept;
- * host (RDZV_ADDR_MAX + 1 bytes) gets the host. */
-static int addr_check (
-    const char *what, const uint8_t *s, size_t len, char *host, elastic_error_t *err)
-{
-    char buf[RDZV_ADDR_MAX + 1];
-    int port;
-
-    if (len == 0 || len > RDZV_ADDR_MAX)
-        return errprintf (
-            err, "%s: address of %zu bytes (expected 1..%d)", what, len, RDZV_ADDR_MAX);
-    for (size_t i = 0; i < len; i++)
-        if (s[i] <= ' ' || s[i] > '~')
-            return errprintf (
-                err, "%s: address has a byte 0x%02x (expected HOST:PORT)", what, s[i]);
-    memcpy (buf, s, len);
-    buf[len] = '\0';
-    if (jobmap_parse_endpoint (what, buf, 0, host, RDZV_ADDR_MAX + 1, &port, err) < 0)
-        return -1;
-    if (port <= 0)
-        return errprintf (err, "%s '%s' has no port (expected HOST:PORT)", what, buf);
-    return 0;
-}
+_Static_assert(OUT_MAX >= HELLO_SZ && OUT_MAX >= LIST_FIX, "output head size");
 
 /* "2,5-7,9" of the members not in have[0..n-1], cut with ",..." */
 static void format_missing (const uint8_t *have, int n, char *buf, size_t size)
@@ -293,14 +168,7 @@ static void queue (struct rconn *c, size_t len)
 
 static void queue_fail (struct rconn *c, const char *text)
 {
-    size_t len = strlen (text);
-
-    if (len > FAIL_MAX)
-        len = FAIL_MAX;
-    put_hdr (c->head, RDZV_FAIL);
-    put16 (c->head + HDR, (uint32_t)len);
-    memcpy (c->head + HDR + 2, text, len);
-    queue (c, HDR + 2 + len);
+    queue (c, rdzv_fail_encode (text, c->head));
     c->state = C_CLOSING;
     c->since = mono_now ();
 }
@@ -308,7 +176,7 @@ static void queue_fail (struct rconn *c, const char *text)
 static void queue_list (struct rserver *s, struct rconn *c)
 {
     memcpy (c->head, s->listhead, LIST_FIX);
-    list_mac (s->kr, c->nc, s->digest, c->tail);
+    rdzv_list_mac (s->kr, c->nc, s->digest, c->tail);
     queue (c, LIST_FIX);
     c->body = s->list;
     c->seglen[1] = s->listsize;
@@ -350,32 +218,18 @@ static void conn_close (struct rconn *c)
     c->fd = -1;
 }
 
-static void build_list (struct rserver *s)
-{
-    size_t off = 0;
-
-    for (int i = 0; i < s->nnodes; i++)
-        s->listsize += 2 + strlen (s->addr[i]);
-    if (!(s->list = malloc (s->listsize ? s->listsize : 1)))
-        return;
-    for (int i = 0; i < s->nnodes; i++) {
-        size_t len = strlen (s->addr[i]);
-
-        put16 (s->list + off, (uint32_t)len);
-        memcpy (s->list + off + 2, s->addr[i], len);
-        off += 2 + len;
-    }
-    put_hdr (s->listhead, RDZV_LIST);
-    put32 (s->listhead + HDR, (uint32_t)s->nnodes);
-    put32 (s->listhead + HDR + 4, (uint32_t)s->listsize);
-    list_digest (s->listhead, s->list, s->listsize, s->digest);
-}
-
 static void everyone_joined (struct rserver *s)
 {
-    build_list (s);
-    if (!s->list) {
-        s->rc = errprintf (&s->err, "%s: out of memory building the list", s->where);
+    elastic_error_t e;
+
+    if (rdzv_list_encode (s->addr,
+                          (uint32_t)s->nnodes,
+                          s->listhead,
+                          &s->list,
+                          &s->listsize,
+                          s->digest,
+                          &e) < 0) {
+        s->rc = errprintf (&s->err, "%s: %s", s->where, e.text);
         return;
     }
     log_debug ("%s: all %d nodes joined; sending the list", s->where, s->nnodes);
@@ -386,74 +240,65 @@ static void everyone_joined (struct rserver *s)
 
 static void handle_join (struct rserver *s, struct rconn *c)
 {
-    const uint8_t *p = c->in;
-    uint32_t rank = get32 (p + HDR), nnodes = get32 (p + HDR + 4);
-    size_t alen = get16 (p + HDR + 8 + NONCE);
-    const uint8_t *addr = p + JOIN_FIX;
+    struct rdzv_join j;
     char what[64], host[RDZV_ADDR_MAX + 1], text[FAIL_MAX + 1];
-    uint8_t want[MAC];
     elastic_error_t e;
 
-    join_mac (s->kr, c->ns, p, JOIN_FIX + alen, want);
-    if (sodium_memcmp (want, addr + alen, MAC) != 0) {
-        snprintf (text,
-                  sizeof (text),
-                  "node rank %u: the JOIN's MAC does not verify (not the same mesh "
-                  "secret?)",
-                  rank);
-        goto refuse;
-    }
-    if (nnodes != (uint32_t)s->nnodes) {
-        snprintf (text,
-                  sizeof (text),
-                  "node rank %u says --nnodes %u; the endpoint's server has %d",
-                  rank,
-                  nnodes,
-                  s->nnodes);
-        goto refuse;
-    }
-    if (rank >= (uint32_t)s->nnodes) {
-        snprintf (text,
-                  sizeof (text),
-                  "node rank %u is out of range (0..%d)",
-                  rank,
-                  s->nnodes - 1);
-        goto refuse;
-    }
-    snprintf (what, sizeof (what), "node rank %u", rank);
-    if (addr_check (what, addr, alen, host, &e) < 0) {
+    if (rdzv_join_decode (s->kr, c->ns, c->in, c->inlen, &j, &e) < 0) {
         snprintf (text, sizeof (text), "%s", e.text);
         goto refuse;
     }
-    if (s->addr[rank] &&
-        (strlen (s->addr[rank]) != alen || memcmp (s->addr[rank], addr, alen) != 0)) {
+    if (j.nnodes != (uint32_t)s->nnodes) {
+        snprintf (text,
+                  sizeof (text),
+                  "node rank %u says --nnodes %u; the endpoint's server has %d",
+                  j.rank,
+                  j.nnodes,
+                  s->nnodes);
+        goto refuse;
+    }
+    if (j.rank >= (uint32_t)s->nnodes) {
+        snprintf (text,
+                  sizeof (text),
+                  "node rank %u is out of range (0..%d)",
+                  j.rank,
+                  s->nnodes - 1);
+        goto refuse;
+    }
+    snprintf (what, sizeof (what), "node rank %u", j.rank);
+    if (rdzv_addr_check (what, j.addr, j.addr_len, host, &e) < 0) {
+        snprintf (text, sizeof (text), "%s", e.text);
+        goto refuse;
+    }
+    if (s->addr[j.rank] && (strlen (s->addr[j.rank]) != j.addr_len ||
+                            memcmp (s->addr[j.rank], j.addr, j.addr_len) != 0)) {
         snprintf (text,
                   sizeof (text),
                   "node rank %u already joined as %s; this one says %.*s (two "
                   "members with --node-rank %u?)",
-                  rank,
-                  s->addr[rank],
-                  (int)alen,
-                  (const char *)addr,
-                  rank);
+                  j.rank,
+                  s->addr[j.rank],
+                  (int)j.addr_len,
+                  (const char *)j.addr,
+                  j.rank);
         goto refuse;
     }
-    if (!s->addr[rank]) {
-        if (!(s->addr[rank] = strndup ((const char *)addr, alen))) {
+    if (!s->addr[j.rank]) {
+        if (!(s->addr[j.rank] = strndup ((const char *)j.addr, j.addr_len))) {
             snprintf (text, sizeof (text), "out of memory");
             goto refuse;
         }
-        s->joined[rank] = 1;
+        s->joined[j.rank] = 1;
         s->njoined++;
         log_debug ("%s: node rank %u joined as %s (%d of %d)",
                    s->where,
-                   rank,
-                   s->addr[rank],
+                   j.rank,
+                   s->addr[j.rank],
                    s->njoined,
                    s->nnodes);
     }
-    c->rank = rank;
-    memcpy (c->nc, p + HDR + 8, NONCE);
+    c->rank = j.rank;
+    memcpy (c->nc, j.nonce, NONCE);
     c->state = C_JOINED;
     c->since = mono_now ();
     c->inlen = 0;
@@ -469,10 +314,10 @@ refuse:
 
 static void handle_ack (struct rserver *s, struct rconn *c)
 {
-    uint8_t want[MAC];
+    elastic_error_t e;
 
-    ack_mac (s->kr, c->ns, c->nc, c->rank, want);
-    if (get32 (c->in + HDR) != c->rank || sodium_memcmp (want, c->in + HDR + 4, MAC)) {
+    if (rdzv_ack_decode (s->kr, c->ns, c->nc, c->rank, c->in, c->inlen, &e) < 0) {
+        log_debug ("%s: dropped a connection: %s", s->where, e.text);
         conn_close (c);
         return;
     }
@@ -483,51 +328,37 @@ static void handle_ack (struct rserver *s, struct rconn *c)
     conn_close (c);
 }
 
-/* How many bytes the message in c->in needs in all (so far known), or 0
- * when what is there is not acceptable. */
-static size_t conn_need (const struct rserver *s, struct rconn *c)
+/* The message a connection may send in its state: a JOIN first, the ACK
+ * once the LIST is out; nothing else (0). */
+static int conn_expects (const struct rconn *c)
 {
-    int type;
-
-    if (c->inlen < HDR)
-        return HDR;
-    type = hdr_type (c->in);
-    if (c->state == C_HELLO && type == RDZV_JOIN) {
-        if (c->inlen < JOIN_FIX)
-            return JOIN_FIX;
-        if (get16 (c->in + JOIN_FIX - 2) > RDZV_ADDR_MAX)
-            return 0;
-        return JOIN_FIX + get16 (c->in + JOIN_FIX - 2) + MAC;
-    }
-    if (c->state == C_LISTED && type == RDZV_ACK && !out_pending (c))
-        return ACK_SZ;
-    (void)s;
+    if (c->state == C_HELLO)
+        return RDZV_JOIN;
+    if (c->state == C_LISTED && !out_pending (c))
+        return RDZV_ACK;
     return 0;
 }
 
 static void conn_read (struct rserver *s, struct rconn *c)
 {
     for (;;) {
-        size_t need = conn_need (s, c);
+        elastic_error_t e;
+        size_t need;
         ssize_t n;
+        int rc = rdzv_msg_need (c->in, c->inlen, conn_expects (c), 0, &need, &e);
 
-        if (need == 0) {
-            if (c->state == C_HELLO && c->inlen >= JOIN_FIX &&
-                hdr_type (c->in) == RDZV_JOIN) {
-                char text[128];
-
-                snprintf (text,
-                          sizeof (text),
-                          "a JOIN with an address of %u bytes (at most %d)",
-                          get16 (c->in + JOIN_FIX - 2),
-                          RDZV_ADDR_MAX);
-                log_warn ("%s: refused a connection: %s", s->where, text);
-                queue_fail (c, text);
-            } else {
-                log_debug ("%s: dropped a connection that sent no rendezvous message",
-                           s->where);
-                conn_close (c);
-            }
+        if (rc == 0 && need > sizeof (c->in)) /* never: JOIN_MAX is the longest */
+            rc = errprintf (&e, "a message of %zu bytes", need);
+        if (rc == -2) { /* a JOIN refused for its length: say why */
+            log_warn ("%s: refused a connection: %s", s->where, e.text);
+            queue_fail (c, e.text);
+            return;
+        }
+        if (rc < 0) {
+            log_debug ("%s: dropped a connection that sent no rendezvous message (%s)",
+                       s->where,
+                       e.text);
+            conn_close (c);
             return;
         }
         if (c->inlen == need) {
@@ -582,8 +413,7 @@ static void accept_all (struct rserver *s)
         c->state = C_HELLO;
         c->since = mono_now ();
         mesh_auth_nonce (c->ns, NONCE);
-        put_hdr (c->head, RDZV_HELLO);
-        memcpy (c->head + HDR, c->ns, NONCE);
+        rdzv_hello_encode (c->ns, c->head);
         queue (c, HELLO_SZ);
         if (conn_flush (c) < 0)
             conn_close (c);
@@ -935,7 +765,50 @@ static int write_full (int fd, const uint8_t *p, size_t len, double until)
     return 0;
 }
 
-/* The LIST after its header: check, verify, split.  Returns 0 with
+/* The rest of the server's answer of type type whose header is head
+ * (RDZV_HDR bytes), read by until.  Returns 0 with *msg (malloc'ed, the
+ * whole message, *len bytes); -1 with e when its length is refused; -2
+ * when it did not come in time; -3 when it was cut off. */
+static int read_answer (int fd,
+                        const uint8_t *head,
+                        int type,
+                        uint32_t nnodes,
+                        double until,
+                        uint8_t **msg,
+                        size_t *len,
+                        elastic_error_t *e)
+{
+    uint8_t *m = malloc (HDR), *nm;
+    size_t have = HDR, need;
+    int rc;
+
+    if (!m)
+        return errprintf (e, "out of memory");
+    memcpy (m, head, HDR);
+    for (;;) {
+        if (rdzv_msg_need (m, have, type, nnodes, &need, e) < 0) {
+            free (m);
+            return -1;
+        }
+        if (need <= have)
+            break;
+        if (!(nm = realloc (m, need))) {
+            free (m);
+            return errprintf (e, "out of memory");
+        }
+        m = nm;
+        if ((rc = read_full (fd, m + have, need - have, until)) < 0) {
+            free (m);
+            return rc == -2 ? -2 : -3;
+        }
+        have = need;
+    }
+    *msg = m;
+    *len = have;
+    return 0;
+}
+
+/* The LIST whose header is head: read, verify, split.  Returns 0 with
  * list[nnodes] (malloc'ed strings), or -1 with err. */
 static int client_list (struct rclient *cl,
                         int fd,
@@ -945,69 +818,23 @@ static int client_list (struct rclient *cl,
                         char ***list,
                         elastic_error_t *err)
 {
-    uint32_t n = get32 (head + HDR), size = get32 (head + HDR + 4);
-    uint8_t *body = NULL, digest[32], want[MAC];
+    uint8_t *msg = NULL;
+    size_t len = 0;
     char **l = NULL;
-    size_t off = 0;
-    int rc;
+    elastic_error_t e;
+    int rc = read_answer (fd, head, RDZV_LIST, cl->nnodes, until, &msg, &len, &e);
 
-    if (n != cl->nnodes)
+    if (rc == -1)
+        return errprintf (err, "%s: %s", cl->where, e.text);
+    if (rc < 0)
         return errprintf (err,
-                          "%s: the server's list has %u nodes (expected %u)",
+                          "%s: the list %s",
                           cl->where,
-                          n,
-                          cl->nnodes);
-    if (size < 3 * (uint64_t)n || size > (uint64_t)n * (2 + RDZV_ADDR_MAX))
-        return errprintf (
-            err, "%s: the server's list has a bad size %u", cl->where, size);
-    if (!(body = malloc ((size_t)size + MAC)))
-        return errprintf (err, "%s: out of memory", cl->where);
-    if ((rc = read_full (fd, body, (size_t)size + MAC, until)) < 0) {
-        errprintf (err,
-                   "%s: the list %s",
-                   cl->where,
-                   rc == -2 ? "did not come in time" : "was cut off");
-        goto error;
-    }
-    list_digest (head, body, size, digest);
-    list_mac (cl->kr, nc, digest, want);
-    if (sodium_memcmp (want, body + size, MAC) != 0) {
-        errprintf (err,
-                   "%s: the list's MAC does not verify (not the same mesh secret?)",
-                   cl->where);
-        goto error;
-    }
-    if (!(l = calloc (n, sizeof (*l)))) {
-        errprintf (err, "%s: out of memory", cl->where);
-        goto error;
-    }
-    for (uint32_t i = 0; i < n; i++) {
-        char host[RDZV_ADDR_MAX + 1], what[48];
-        size_t len = off + 2 <= size ? get16 (body + off) : 0;
-
-        snprintf (what, sizeof (what), "%s: node rank %u", cl->where, i);
-        if (off + 2 + len > size ||
-            addr_check (what, body + off + 2, len, host, err) < 0) {
-            if (off + 2 + len > size)
-                errprintf (err,
-                           "%s: the server's list is cut short at node rank %u",
-                           cl->where,
-                           i);
-            goto error;
-        }
-        if (!(l[i] = strndup ((const char *)body + off + 2, len))) {
-            errprintf (err, "%s: out of memory", cl->where);
-            goto error;
-        }
-        off += 2 + len;
-    }
-    if (off != size) {
-        errprintf (err,
-                   "%s: the server's list has %zu bytes too many",
-                   cl->where,
-                   (size_t)size - off);
-        goto error;
-    }
+                          rc == -2 ? "did not come in time" : "was cut off");
+    rc = rdzv_list_decode (cl->kr, nc, msg, len, cl->nnodes, &l, &e);
+    free (msg);
+    if (rc < 0)
+        return errprintf (err, "%s: %s", cl->where, e.text);
     if (strcmp (l[cl->rank], cl->self) != 0) {
         errprintf (err,
                    "%s: the list gives node rank %u as %s, not this member's %s",
@@ -1015,42 +842,46 @@ static int client_list (struct rclient *cl,
                    cl->rank,
                    l[cl->rank],
                    cl->self);
-        goto error;
+        rdzv_addrs_free (l, cl->nnodes);
+        return -1;
     }
-    free (body);
     *list = l;
     return 0;
-error:
-    free (body);
-    rdzv_tcp_addrs_free (l, (int)n);
-    return -1;
 }
 
-/* The server's FAIL after its header: its text into err. */
-static int client_fail (struct rclient *cl, int fd, double until, elastic_error_t *err)
+/* The server's FAIL whose header is head: its text into err. */
+static int client_fail (
+    struct rclient *cl, int fd, const uint8_t *head, double until, elastic_error_t *err)
 {
-    uint8_t lenb[2], text[FAIL_MAX + 1];
-    size_t len;
+    char text[RDZV_FAIL_TEXT + 1];
+    uint8_t *msg = NULL;
+    size_t len = 0;
+    int rc = read_answer (fd, head, RDZV_FAIL, 0, until, &msg, &len, NULL);
 
-    if (read_full (fd, lenb, 2, until) < 0 || (len = get16 (lenb)) > FAIL_MAX ||
-        read_full (fd, text, len, until) < 0)
+    if (rc == 0)
+        rc = rdzv_fail_decode (msg, len, text, NULL);
+    free (msg);
+    if (rc < 0)
         return errprintf (err,
                           "%s: the server refused node rank %u (no reason came)",
                           cl->where,
                           cl->rank);
-    for (size_t i = 0; i < len; i++)
-        if (text[i] < ' ' || text[i] > '~')
-            text[i] = '?';
-    text[len] = '\0';
-    return errprintf (err, "%s: %s", cl->where, (char *)text);
+    return errprintf (err, "%s: %s", cl->where, text);
 }
 
 /* One connection.  Returns 0 with *list, -1 with err (final), or 1 to try
  * again (cl->last says why). */
 static int client_session (struct rclient *cl, int fd, char ***list, elastic_error_t *err)
 {
-    uint8_t hello[HELLO_SZ], join[JOIN_MAX], head[LIST_FIX], ack[ACK_SZ], nc[NONCE];
-    size_t alen = strlen (cl->self);
+    uint8_t hello[HELLO_SZ], ns[NONCE], join[JOIN_MAX], head[HDR], ack[ACK_SZ];
+    struct rdzv_join j = {
+        .rank = cl->rank,
+        .nnodes = cl->nnodes,
+        .addr = (const uint8_t *)cl->self,
+        .addr_len = strlen (cl->self),
+    };
+    elastic_error_t e;
+    size_t jlen;
     double until;
     int rc, type;
 
@@ -1061,20 +892,17 @@ static int client_session (struct rclient *cl, int fd, char ***list, elastic_err
                   rc == -2 ? "no HELLO from the server" : "closed before its HELLO");
         return 1;
     }
-    if (hdr_type (hello) != RDZV_HELLO)
+    if (rdzv_hello_decode (hello, HELLO_SZ, ns, &e) < 0)
         return errprintf (err,
-                          "%s: not an elastic rendezvous server (version %d) there",
+                          "%s: not an elastic rendezvous server (version %d) there: %s",
                           cl->where,
-                          RDZV_VERSION);
-    mesh_auth_nonce (nc, NONCE);
-    put_hdr (join, RDZV_JOIN);
-    put32 (join + HDR, cl->rank);
-    put32 (join + HDR + 4, cl->nnodes);
-    memcpy (join + HDR + 8, nc, NONCE);
-    put16 (join + HDR + 8 + NONCE, (uint32_t)alen);
-    memcpy (join + JOIN_FIX, cl->self, alen);
-    join_mac (cl->kr, hello + HDR, join, JOIN_FIX + alen, join + JOIN_FIX + alen);
-    if (write_full (fd, join, JOIN_FIX + alen + MAC, cl->deadline) < 0) {
+                          RDZV_VERSION,
+                          e.text);
+    mesh_auth_nonce (j.nonce, NONCE);
+    if (!(jlen = rdzv_join_encode (cl->kr, ns, &j, join))) /* checked: never */
+        return errprintf (
+            err, "%s: this member's address %s is not accepted", cl->where, cl->self);
+    if (write_full (fd, join, jlen, cl->deadline) < 0) {
         snprintf (cl->last, sizeof (cl->last), "the JOIN could not be sent");
         return 1;
     }
@@ -1090,21 +918,22 @@ static int client_session (struct rclient *cl, int fd, char ***list, elastic_err
         snprintf (cl->last, sizeof (cl->last), "the server closed after the JOIN");
         return 1;
     }
-    type = hdr_type (head);
+    if (rdzv_hdr_decode (head, HDR, &type, &e) < 0)
+        return errprintf (err,
+                          "%s: the server's answer is not a rendezvous message (%s)",
+                          cl->where,
+                          e.text);
     if (type == RDZV_FAIL)
-        return client_fail (cl, fd, until, err);
+        return client_fail (cl, fd, head, until, err);
     if (type != RDZV_LIST)
-        return errprintf (
-            err, "%s: the server's answer is not a rendezvous message", cl->where);
-    if (read_full (fd, head + HDR, LIST_FIX - HDR, until) < 0 ||
-        client_list (cl, fd, head, nc, until, list, err) < 0) {
-        if (!err || !err->text[0])
-            errprintf (err, "%s: the list was cut off", cl->where);
+        return errprintf (err,
+                          "%s: the server's answer is not a rendezvous LIST or FAIL "
+                          "(type %d)",
+                          cl->where,
+                          type);
+    if (client_list (cl, fd, head, j.nonce, until, list, err) < 0)
         return -1;
-    }
-    put_hdr (ack, RDZV_ACK);
-    put32 (ack + HDR, cl->rank);
-    ack_mac (cl->kr, hello + HDR, nc, cl->rank, ack + HDR + 4);
+    rdzv_ack_encode (cl->kr, ns, j.nonce, cl->rank, ack);
     (void)write_full (fd, ack, ACK_SZ, mono_now () + 2.0); /* best effort */
     return 0;
 }
@@ -1193,9 +1022,7 @@ static int self_address (const char *where,
 
 void rdzv_tcp_addrs_free (char **addrs, int n)
 {
-    for (int i = 0; addrs && i < n; i++)
-        free (addrs[i]);
-    free (addrs);
+    rdzv_addrs_free (addrs, n > 0 ? (uint32_t)n : 0);
 }
 
 static int check_args (const struct jobmap *m,
@@ -1321,11 +1148,11 @@ int rdzv_tcp_exchange (struct jobmap *m,
     v6 = strchr (ahost, ':') != NULL;
     snprintf (
         self, sizeof (self), "%s%s%s:%d", v6 ? "[" : "", ahost, v6 ? "]" : "", self_port);
-    if (addr_check ("this member's mesh address",
-                    (const uint8_t *)self,
-                    strlen (self),
-                    host,
-                    err) < 0)
+    if (rdzv_addr_check ("this member's mesh address",
+                         (const uint8_t *)self,
+                         strlen (self),
+                         host,
+                         err) < 0)
         return -1;
     cl.where = where;
     cl.host = m->rdzv_host;
@@ -1348,8 +1175,8 @@ int rdzv_tcp_exchange (struct jobmap *m,
         char what[48];
 
         snprintf (what, sizeof (what), "node rank %d", i);
-        if (addr_check (what, (const uint8_t *)list[i], strlen (list[i]), host, err) <
-                0 ||
+        if (rdzv_addr_check (
+                what, (const uint8_t *)list[i], strlen (list[i]), host, err) < 0 ||
             jobmap_set_host (m, i, host, err) < 0) {
             errprefix (err, "%s", where);
             rc = -1;

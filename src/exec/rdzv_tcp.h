@@ -16,30 +16,16 @@
  * if the serving member dies before the list is out, the others fail at
  * the timeout (as torchrun's static c10d store does).
  *
- * Wire format (version 1; integers big-endian; every message starts with
- * the 3 bytes "ERZ", the version byte and a type byte):
- *   HELLO   S->C  nonce_s[32]
- *   JOIN    C->S  rank u32 | nnodes u32 | nonce_c[32] | len u16 | addr[len]
- *                 | mac[32]       (len 1..RDZV_ADDR_MAX, "addr:port")
- *   LIST    S->C  nnodes u32 | size u32 | size bytes: nnodes times
- *                 (len u16 | addr[len]), in node-rank order | mac[32]
- *   ACK     C->S  rank u32 | mac[32]
- *   FAIL    S->C  len u16 | text[len]  (why; the server closes after it)
- * The MACs (libsodium's HMAC-SHA-512-256, mesh/auth.c's mesh_auth_msg_mac
- * with the message type as its counter) are under a rendezvous key
- * derived from the mesh key (keyed BLAKE2b, label "elastic-rdzv-v1"): a
- * JOIN's covers the server's fresh nonce and the JOIN; a LIST's covers the
- * client's fresh nonce and a BLAKE2b digest of the LIST; an ACK's both
- * nonces and the rank.  A replayed JOIN, LIST or ACK does not verify on
- * another connection.  FAIL is not authenticated: it only ends the
- * exchange with the server's reason, which a stranger that can close the
- * connection could do anyway.
+ * The messages (HELLO, JOIN, LIST, ACK, FAIL; authenticated under a key
+ * derived from the mesh key) and their decoding are in rdzv_proto.h; this
+ * file moves them over TCP.
  *
- * The server refuses (FAIL, then closes) a JOIN whose MAC does not verify
- * (another secret), whose nnodes differs from its own, whose rank is out
- * of range, whose address is not HOST:PORT, or a second JOIN of a rank
- * with a different address (the same address again is the same member
- * reconnecting); it drops garbage, oversized messages and a connection
+ * The server refuses (FAIL, then closes) a JOIN whose address is longer
+ * than RDZV_ADDR_MAX, whose MAC does not verify (another secret), whose
+ * nnodes differs from its own, whose rank is out of range, whose address
+ * is not HOST:PORT, or a second JOIN of a rank with a different address
+ * (the same address again is the same member reconnecting); it drops
+ * garbage (another version included), any other message and a connection
  * that sends no JOIN within RDZV_IDLE_S seconds, and never waits on one
  * connection.  When all nnodes have joined it sends every one the LIST,
  * keeps serving (a member that lost its connection rejoins and gets it)
@@ -54,19 +40,10 @@
 
 #include "common/error.h"
 #include "jobmap.h"
+#include "rdzv_proto.h"
 
-#define RDZV_VERSION  1
-#define RDZV_ADDR_MAX 300  /* longest "addr:port" ("[v6%scope]:65535") */
-#define RDZV_IDLE_S   5.0  /* a connection silent this long is dropped */
-#define RDZV_GRACE_S  10.0 /* a joined client waits its timeout + this */
-
-enum {
-    RDZV_HELLO = 1,
-    RDZV_JOIN = 2,
-    RDZV_LIST = 3,
-    RDZV_ACK = 4,
-    RDZV_FAIL = 5,
-};
+#define RDZV_IDLE_S  5.0  /* a connection silent this long is dropped */
+#define RDZV_GRACE_S 10.0 /* a joined client waits its timeout + this */
 
 /* Exchange mesh addresses with the other members of the torchrun map m
  * (m->rdzv_host:m->rdzv_port, m->node_id, m->nnodes), authenticated with
