@@ -241,6 +241,26 @@ static void parse_reshard (struct events *ev, const char *line, const char *name
     }
 }
 
+/* rank_loaded, rank_initialized: a rank's MPI_Init as libelastic saw it.
+ * A state is never downgraded (a process that the rank started, linked
+ * with libelastic, inherits its environment and says "loaded" again). */
+static void parse_init (struct events *ev, const char *line, int done)
+{
+    unsigned char want = done ? EVENTS_INIT_DONE : EVENTS_INIT_LOADED, *st;
+    long long v;
+
+    if (get_int (line, "rank", 0, EVENTS_MAX_RANKS - 1, &v) < 0)
+        return;
+    st = &ev->rank_init[v];
+    if (*st >= want)
+        return;
+    if (*st == EVENTS_INIT_NONE)
+        ev->ninit_loaded++; /* a rank_initialized alone implies it loaded */
+    if (want == EVENTS_INIT_DONE)
+        ev->ninit_done++;
+    *st = want;
+}
+
 static void parse_line (struct events *ev, const char *line)
 {
     char name[64], host[256], state[32], sig[32];
@@ -296,6 +316,10 @@ static void parse_line (struct events *ev, const char *line)
         if (get_str (line, "host", f.host, sizeof (f.host)) < 0)
             f.host[0] = '\0';
         report_add (&ev->failed, &f);
+    } else if (strcmp (name, "rank_loaded") == 0) {
+        parse_init (ev, line, 0);
+    } else if (strcmp (name, "rank_initialized") == 0) {
+        parse_init (ev, line, 1);
     } else if (strcmp (name, "suspended") == 0) {
         ev->nsuspended++;
     } else if (strcmp (name, "suspend") == 0) {
