@@ -631,6 +631,22 @@ static void test_init_pending (void)
     is_int (initwatch_check (&w, &rep, 200, why, sizeof (why)), 0, "once");
     initwatch_clear (&w);
 
+    /* several deaths: the first to end is named, the others counted */
+    events_init (&ev);
+    report_init (&rep);
+    for (int r = 0; r < 4; r++) {
+        snprintf (line, sizeof (line), loaded, r);
+        events_parse (&ev, line);
+    }
+    events_parse (&ev,
+                  "{\"event\":\"worker_exit\",\"rank\":2,\"exitcode\":-9,\"signal\":"
+                  "\"SIGKILL\",\"state\":\"FAILED\",\"host\":\"h\"}\n"
+                  "{\"event\":\"worker_exit\",\"rank\":1,\"exitcode\":-9,\"signal\":"
+                  "\"SIGKILL\",\"state\":\"FAILED\",\"host\":\"h\"}\n");
+    ok (init_pending (&ev, &rep, 4, &p) == 1 && p.first_dead == 2 && p.ndead == 2,
+        "rank 2 ended first, then rank 1: rank 2 is the first death");
+    events_clear (&ev);
+
     /* the partial line completes: every live rank finished, disarmed */
     fprintf (f, "tialized\",\"rank\":0}\n");
     fprintf (f, done, 1);

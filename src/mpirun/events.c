@@ -20,6 +20,7 @@
 void events_init (struct events *ev)
 {
     memset (ev, 0, sizeof (*ev));
+    ev->first_exit = -1;
     report_init (&ev->failed);
 }
 
@@ -293,6 +294,8 @@ static void parse_line (struct events *ev, const char *line)
         if (get_num (line, "exitcode", &x) == 0 && get_num (line, "rank", &r) == 0 &&
             r >= 0 && r < EVENTS_MAX_RANKS) {
             unsigned char *kind = &ev->rank_exit[(int)r];
+            if (ev->first_exit < 0)
+                ev->first_exit = (int)r;
             if (*kind != EVENTS_EXIT_NONE)
                 ev->nexit[*kind]--; /* a second line for this rank */
             *kind = x == 0                        ? EVENTS_EXIT_ZERO

@@ -63,6 +63,7 @@ struct events {
      * counts), and how many ranks ended each way */
     unsigned char rank_exit[EVENTS_MAX_RANKS];
     int nexit[EVENTS_EXIT_KINDS];
+    int first_exit; /* the rank of the first worker_exit line, -1: none */
     /* what each rank's libelastic said of its MPI_Init (rank_loaded,
      * rank_initialized; never downgraded), and how many ranks said each */
     unsigned char rank_init[EVENTS_MAX_RANKS];

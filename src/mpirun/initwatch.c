@@ -56,6 +56,8 @@ int init_pending (const struct events *ev,
         if (ev->rank_init[r] == EVENTS_INIT_LOADED)
             p->nloaded++;
     }
+    if (ev->first_exit >= 0 && ev->first_exit < np)
+        p->first_dead = ev->first_exit;
     return p->ndead > 0 && p->nloaded > 0;
 }
 
@@ -180,6 +182,10 @@ int initwatch_check (
     }
     init_pending_ranks (&p, w->np, ranks, sizeof (ranks));
     describe_death (w, rep, p.first_dead, death, sizeof (death));
+    if (p.ndead > 1) {
+        size_t used = strlen (death);
+        snprintf (death + used, sizeof (death) - used, " and %d more", p.ndead - 1);
+    }
     if (!w->armed_at) {
         w->armed_at = now;
         log_info ("%s while %s had not finished MPI_Init: the attempt is stopped if "

@@ -29,7 +29,8 @@
 /* Who holds MPI_Init up at one moment (the pure part). */
 struct init_pending {
     int ndead;                    /* ranks that ended, and failures that name no rank */
-    int first_dead;               /* the lowest dead rank, -1: none known */
+    int first_dead;               /* the first to end by the event log, else the lowest
+                                     dead rank; -1: none known */
     int nwaiting;                 /* live ranks that have not said MPI_Init finished */
     int nloaded;                  /* of them, those whose libelastic said it loaded */
     int waiting[INITWATCH_SHOWN]; /* the first of them */
