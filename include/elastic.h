@@ -297,7 +297,10 @@ int elastic_record_error (const char *fmt, ...) __attribute__ ((format (printf, 
  *   ELASTIC_SNAPSHOT_OVERLAP (1, the default: see above; 0: synchronous);
  *   ELASTIC_LOG sets the log level.  Read as facts about the launch:
  *   ELASTIC_RESUME (0 or 1), SLURM_RESTART_COUNT, SLURM_JOB_ID,
- *   SLURM_JOB_END_TIME.
+ *   SLURM_JOB_END_TIME.  ELASTIC_REPORT_INIT=1 (set by elastic-mpirun): each
+ *   rank appends "rank_loaded" to ELASTIC_EVENT_LOG as the library loads and
+ *   "rank_initialized" once elastic_manager_create or elastic_progress finds
+ *   MPI initialized (elastic-mpirun's --init-timeout).
  * For tests only: ELASTIC_TEST_KILL=RANK:STEP:WHERE[,...] makes that
  * original rank SIGKILL itself inside a snapshot, a recovery, or (WHERE
  * persist) an L3 write after its data is written and before the commit, and

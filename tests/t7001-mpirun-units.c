@@ -1,7 +1,8 @@
 /* t7001-mpirun-units.c - elastic-mpirun's pure parts: host lists (hostfiles
  * with slots=, --host lists, Slurm lists and states), failed-host exclusion,
  * spare selection, world-size planning within --np-min/--np-max, mpirun's
- * exit report (Open MPI 5 and 4.1 texts), the event log, the command line.
+ * exit report (Open MPI 5 and 4.1 texts), the event log, the MPI_Init
+ * deadline's judgement (initwatch.h), the command line.
  */
 #if HAVE_CONFIG_H
 #include "config.h"
@@ -13,6 +14,7 @@
 #include "lib/tap.h"
 #include "mpirun/events.h"
 #include "mpirun/hostlist.h"
+#include "mpirun/initwatch.h"
 #include "mpirun/options.h"
 #include "mpirun/probe.h"
 #include "mpirun/report.h"
@@ -536,6 +538,131 @@ static void test_events_suspended (void)
     events_clear (&ev);
 }
 
+/* what the ranks' libelastic says of MPI_Init, and who holds it up */
+static void test_init_pending (void)
+{
+    static struct events ev;
+    static struct initwatch w;
+    struct init_pending p;
+    struct report rep;
+    char buf[512], why[512], path[] = "/tmp/t7001-initwatch-XXXXXX";
+    const char *loaded =
+        "{\"event\":\"rank_loaded\",\"rank\":%d,\"pid\":1,\"host\":\"h\"}\n";
+    const char *done = "{\"event\":\"rank_initialized\",\"rank\":%d,\"pid\":1}\n";
+    char line[256];
+    FILE *f;
+    int fd;
+
+    events_init (&ev);
+    report_init (&rep);
+    for (int r = 0; r < 4; r++) {
+        if (r == 2)
+            continue; /* rank 2 never started its program */
+        snprintf (line, sizeof (line), loaded, r);
+        events_parse (&ev, line);
+    }
+    is_int (ev.ninit_loaded, 3, "three ranks said they loaded");
+    is_int (init_pending (&ev, &rep, 4, &p), 0, "nobody dead: the deadline does not run");
+    is_int (p.nwaiting, 4, "though four ranks have not finished MPI_Init");
+    events_parse (&ev,
+                  "{\"event\":\"worker_exit\",\"rank\":1,\"exitcode\":-9,\"signal\":"
+                  "\"SIGKILL\",\"state\":\"FAILED\",\"host\":\"h\"}\n");
+    ok (init_pending (&ev, &rep, 4, &p) == 1 && p.ndead == 1 && p.first_dead == 1,
+        "rank 1 killed while the others wait: the deadline runs");
+    init_pending_ranks (&p, 4, buf, sizeof (buf));
+    is_str (buf, "ranks 0, 2, 3 of 4", "the live ranks that never said they finished");
+    snprintf (line, sizeof (line), done, 0);
+    events_parse (&ev, line);
+    snprintf (line, sizeof (line), loaded, 0);
+    events_parse (&ev, line);
+    ok (ev.rank_init[0] == EVENTS_INIT_DONE && ev.ninit_done == 1 && ev.ninit_loaded == 3,
+        "a later rank_loaded does not undo rank_initialized");
+    init_pending (&ev, &rep, 4, &p);
+    init_pending_ranks (&p, 4, buf, sizeof (buf));
+    is_str (buf, "ranks 2, 3 of 4", "rank 0 finished MPI_Init");
+    snprintf (line, sizeof (line), done, 3);
+    events_parse (&ev, line);
+    ok (init_pending (&ev, &rep, 4, &p) == 0 && p.nwaiting == 1,
+        "only rank 2 left, which never loaded libelastic: not judged");
+    events_clear (&ev);
+
+    /* a program without libelastic says nothing: never judged */
+    events_init (&ev);
+    events_parse (&ev, "{\"event\":\"worker_exit\",\"rank\":0,\"exitcode\":1}\n");
+    is_int (init_pending (&ev, &rep, 2, &p), 0, "without libelastic's lines: not judged");
+    /* a death that only mpirun's report names (no wrapper) */
+    snprintf (line, sizeof (line), loaded, 1);
+    events_parse (&ev, line);
+    events_clear (&ev);
+    events_init (&ev);
+    events_parse (&ev, line);
+    report_parse_block (&rep,
+                        "prterun noticed that process rank 0 with PID 27684 on node vm "
+                        "exited on signal 9 (Killed).");
+    ok (init_pending (&ev, &rep, 2, &p) == 1 && p.first_dead == 0 && p.nwaiting == 1,
+        "a death in mpirun's report counts too");
+    events_clear (&ev);
+
+    /* the watch over a real file: armed at the death, fired after the
+     * timeout, once */
+    ok ((fd = mkstemp (path)) >= 0 && (f = fdopen (fd, "w")), "a scratch event log");
+    for (int r = 0; r < 3; r++)
+        fprintf (f, loaded, r);
+    fflush (f);
+    report_init (&rep);
+    initwatch_init (&w, path, 0, 3, 5);
+    is_int (initwatch_check (&w, &rep, 100, why, sizeof (why)), 0, "no death: nothing");
+    fprintf (
+        f,
+        "{\"event\":\"worker_exit\",\"rank\":2,\"exitcode\":-9,\"signal\":\"SIGKILL\","
+        "\"state\":\"FAILED\",\"host\":\"n1\"}\n{\"event\":\"rank_ini");
+    fflush (f);
+    ok (initwatch_check (&w, &rep, 101, why, sizeof (why)) == 0 && w.armed_at == 101,
+        "the death arms the deadline");
+    is_int (
+        initwatch_check (&w, &rep, 105.9, why, sizeof (why)), 0, "not before it passed");
+    ok (initwatch_check (&w, &rep, 106, why, sizeof (why)) == 1 &&
+            strstr (why,
+                    "ranks 0, 1 of 3 never finished MPI_Init: still not 5.0 s after "
+                    "rank 2 on n1 killed by signal 9") &&
+            strstr (why, "(--init-timeout 5 s)"),
+        "after 5 s it fires: %s",
+        why);
+    is_int (initwatch_check (&w, &rep, 200, why, sizeof (why)), 0, "once");
+    initwatch_clear (&w);
+
+    /* several deaths: the first to end is named, the others counted */
+    events_init (&ev);
+    report_init (&rep);
+    for (int r = 0; r < 4; r++) {
+        snprintf (line, sizeof (line), loaded, r);
+        events_parse (&ev, line);
+    }
+    events_parse (&ev,
+                  "{\"event\":\"worker_exit\",\"rank\":2,\"exitcode\":-9,\"signal\":"
+                  "\"SIGKILL\",\"state\":\"FAILED\",\"host\":\"h\"}\n"
+                  "{\"event\":\"worker_exit\",\"rank\":1,\"exitcode\":-9,\"signal\":"
+                  "\"SIGKILL\",\"state\":\"FAILED\",\"host\":\"h\"}\n");
+    ok (init_pending (&ev, &rep, 4, &p) == 1 && p.first_dead == 2 && p.ndead == 2,
+        "rank 2 ended first, then rank 1: rank 2 is the first death");
+    events_clear (&ev);
+
+    /* the partial line completes: every live rank finished, disarmed */
+    fprintf (f, "tialized\",\"rank\":0}\n");
+    fprintf (f, done, 1);
+    fflush (f);
+    initwatch_init (&w, path, 0, 3, 5);
+    initwatch_check (&w, &rep, 100, why, sizeof (why));
+    ok (w.armed_at == 0 && w.ev.ninit_done == 2, "finished after all: not armed");
+    initwatch_clear (&w);
+    initwatch_init (&w, path, 0, 3, 0);
+    is_int (
+        initwatch_check (&w, &rep, 1000, why, sizeof (why)), 0, "--init-timeout 0: off");
+    initwatch_clear (&w);
+    fclose (f);
+    unlink (path);
+}
+
 static int parse (const char *line, struct options *o)
 {
     /* options keep pointers into argv: both live until the next call */
@@ -569,6 +696,20 @@ static void test_options (void)
         "the program keeps its own -n 3");
     options_free (&o);
 
+    ok (parse ("./app", &o) == 0 && o.init_timeout == 60,
+        "--init-timeout: 60 s by default");
+    options_free (&o);
+    ok (parse ("--init-timeout 500ms ./app", &o) == 0 && o.init_timeout == 0.5,
+        "--init-timeout 500ms");
+    options_free (&o);
+    ok (parse ("--init-timeout 0 ./app", &o) == 0 && o.init_timeout == 0,
+        "--init-timeout 0: off");
+    options_free (&o);
+    ok (parse ("--init-timeout soon ./app", &o) < 0 &&
+            strstr (err.text, "--init-timeout: 'soon' is not a duration"),
+        "a bad --init-timeout names its value (%s)",
+        err.text);
+    options_free (&o);
     ok (parse ("--max-relaunch 3 ./app", &o) < 0 &&
             strstr (err.text, "did you mean --max-relaunches"),
         "a typo of an elastic option: error with a suggestion (%s)",
@@ -650,6 +791,7 @@ int main (void)
     test_report ();
     test_events ();
     test_events_suspended ();
+    test_init_pending ();
     test_options ();
     test_version ();
     return done_testing ();

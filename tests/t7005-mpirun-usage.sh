@@ -29,6 +29,8 @@ usage_err() {
 usage_err "typo" "unknown option '--max-relaunch' (did you mean --max-relaunches?" --mpirun "$M5" --max-relaunch 3 ./app
 usage_err "unknown option" "unknown option '--frobnicate'.*--pass" --mpirun "$M5" --frobnicate ./app
 usage_err "bad value" "max-relaunches: 'many' is not an integer" --mpirun "$M5" --max-relaunches many ./app
+usage_err "bad --init-timeout" "init-timeout: 'soon' is not a duration" --mpirun "$M5" --init-timeout soon ./app
+usage_err "negative --init-timeout" "init-timeout: '-1' is out of range" --mpirun "$M5" --init-timeout -1 ./app
 usage_err "missing mpirun" "mpirun '/nonexistent/mpirun' is not executable" --mpirun /nonexistent/mpirun ./app
 ELASTIC_MPIRUN=/nonexistent/mpirun usage_err "missing mpirun (ELASTIC_MPIRUN)" "/nonexistent/mpirun' is not executable" ./app
 usage_err "not Open MPI" "is not Open MPI's mpirun" --mpirun "$tmp/other/bin/mpirun" --no-wrap ./app
@@ -61,6 +63,11 @@ has "$M5 --with-ft ulfm --mca pml ob1 --mca coll ^han --mca async_mpi_finalize 1
 has " ./app -n 3 --in 'a b'" "the program keeps its own arguments (quoted for the shell)"
 has "-x ELASTIC_EVENT_LOG -x ELASTIC_RUN_DIR -x ELASTIC_ATTEMPT" "the job's variables are exported to the ranks"
 hasnt "--oversubscribe" "one rank: no oversubscription"
+has "-x ELASTIC_RUN_ID -x ELASTIC_REPORT_INIT" "the ranks report MPI_Init (--init-timeout's default)"
+has "ELASTIC_REPORT_INIT=1" "the dry run shows ELASTIC_REPORT_INIT=1"
+
+dry_run "no MPI_Init deadline" --mpirun "$M5" --no-wrap --init-timeout 0 -n 1 ./app
+hasnt "ELASTIC_REPORT_INIT" "--init-timeout 0: the ranks do not report MPI_Init"
 
 dry_run "user overrides" --mpirun "$M5" --no-wrap -n 1 --mca coll tuned --with-ft ulfm --mca mpi_ft_detector true ./app
 hasnt "coll ^han" "the user's --mca coll replaces the default"

@@ -903,13 +903,14 @@ static void local_shutdown (elastic_agent_t *agent, void *ctx, int signum, doubl
     struct local *l = ctx;
 
     struct elastic_agent_stop req = {.signum = signum, .timeout = timeout};
-    const char *tmp = agent_temp_dir (agent);
 
     /* stops what still runs; sweeps the groups of what exited */
     local_stop (agent, ctx, &req);
     drain_finish (l);
-    if (l->guard && tmp)
-        guardian_remove_dir (l->guard, tmp); /* the agent removes it */
+    /* the guardian removes the temporary directory as it stops: forgotten
+     * here and removed by the agent later, it was left behind whenever
+     * the agent was killed in between (a wrapper that mpirun SIGKILLs
+     * 0.25 s after its SIGTERM) */
     guardian_stop (l->guard);
     l->guard = NULL;
     if (l->dup_out_fd >= 0)

@@ -21,6 +21,7 @@
 #include "common/clock.h"
 #include "common/heartbeat.h"
 #include "common/json.h"
+#include "initreport.h"
 #include "manager.h"
 
 static struct elastic_heartbeat *hb;
@@ -60,7 +61,10 @@ static struct elastic_heartbeat *heartbeat_attach (void)
 
 int elastic_progress (int64_t step)
 {
-    struct elastic_heartbeat *h = heartbeat_attach ();
+    struct elastic_heartbeat *h;
+
+    initreport_mpi_ready ();
+    h = heartbeat_attach ();
 
     if (!h)
         return ELASTIC_OK;

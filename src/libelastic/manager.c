@@ -18,6 +18,7 @@
 #include "ft.h"
 #include "layout.h"
 #include "log.h"
+#include "initreport.h"
 #include "manager.h"
 #include "diff.h"
 #include "preempt.h"
@@ -138,6 +139,7 @@ int elastic_manager_create (MPI_Comm comm,
     if (!initialized)
         return errcodef (
             err, ELASTIC_ERR_STATE, "elastic_manager_create: MPI is not initialized");
+    initreport_mpi_ready ();
     if (comm == MPI_COMM_NULL)
         return errcodef (
             err, ELASTIC_ERR_INVAL, "elastic_manager_create: comm is MPI_COMM_NULL");

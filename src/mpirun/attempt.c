@@ -28,6 +28,7 @@
 #include "common/log.h"
 #include "elastic.h"
 #include "events.h"
+#include "initwatch.h"
 #include "launch.h"
 #include "report.h"
 
@@ -97,10 +98,12 @@ void policy_after_attempt (const struct attempt_facts *f, struct decision *d)
      * ranks' wrappers were killed: mpirun exited 0, no rank completed) */
     /* an mpirun that stayed after its ranks and was killed lost its code:
      * the ranks' own account says whether they completed */
+    /* nor after the MPI_Init deadline stopped the attempt (whatever
+     * mpirun's code then): a failure, relaunched as any other */
     if ((f->exit_code == 0 || (f->lingered && f->ranks_completed)) && !f->lost_host &&
-        !f->library_fatal && !(f->lingered && f->suspended))
+        !f->library_fatal && !(f->lingered && f->suspended) && !f->init_stopped)
         decide (d, NEXT_DONE, OUT_COMPLETED, "completed", 0, "%s", "");
-    else if (f->suspended)
+    else if (f->suspended && !f->init_stopped)
         decide (d,
                 NEXT_SUSPEND_EXIT,
                 OUT_SUSPENDED,
@@ -418,6 +421,10 @@ static void set_attempt_env (struct job *j,
                 1);
     snprintf (r->num, sizeof (r->num), "%d", at->number);
     setenv ("ELASTIC_ATTEMPT", r->num, 1);
+    if (j->o.init_timeout > 0)
+        setenv ("ELASTIC_REPORT_INIT", "1", 1);
+    else
+        unsetenv ("ELASTIC_REPORT_INIT");
     if (r->resume)
         setenv ("ELASTIC_RESUME", "1", 1);
     else
@@ -439,10 +446,11 @@ static void print_dry_run (struct job *j, const struct attempt_run *r)
         hostlist_write (j->hl, stdout);
     }
     printf ("# environment: ELASTIC_EVENT_LOG=%s ELASTIC_RUN_DIR=%s "
-            "ELASTIC_ATTEMPT=%s%s\n",
+            "ELASTIC_ATTEMPT=%s%s%s\n",
             r->evlog,
             j->run_dir,
             r->num,
+            j->o.init_timeout > 0 ? " ELASTIC_REPORT_INIT=1" : "",
             r->resume ? " ELASTIC_RESUME=1" : "");
 }
 
@@ -557,6 +565,8 @@ static void analyse (struct job *j,
     merge_reports (all, &res->rep);
     merge_reports (all, &ev.failed);
     describe_failures (all, res->exit_code, at->why, sizeof (at->why));
+    if (res->watch_stopped) /* it names the death and who waited for it */
+        snprintf (at->why, sizeof (at->why), "%s", res->watch_why);
     if (ev.nfatal && ev.fatal[0]) {
         size_t used = strlen (at->why);
         snprintf (at->why + used, sizeof (at->why) - used, "; library: %s", ev.fatal);
@@ -583,6 +593,7 @@ static void analyse (struct job *j,
     f->preempt_signal = res->preempt_signal;
     f->forced = res->forced;
     f->lingered = res->lingered;
+    f->init_stopped = res->watch_stopped;
     if (f->lingered && f->ranks_completed && f->exit_code != 0)
         log_warn ("mpirun exited %d after it was stopped, but all %d ranks had exited 0: "
                   "the attempt counts as completed",
@@ -592,6 +603,13 @@ static void analyse (struct job *j,
     f->relaunch = r->k + 1;
     f->max_relaunches = j->o.max_relaunches;
     f->why = at->why;
+}
+
+/* launch_run's watch: the MPI_Init deadline (initwatch.h). */
+static int
+watch_init (void *arg, const struct report *rep, double now, char *why, size_t size)
+{
+    return initwatch_check (arg, rep, now, why, size);
 }
 
 /* Run one attempt and decide what comes next.  Returns 0 with d, -1 with d
@@ -604,6 +622,8 @@ static int run_attempt (struct job *j,
 {
     struct argvec cmd = {0};
     struct launch_result res;
+    struct launch_params lp;
+    struct initwatch iw;
     struct attempt_facts f;
     struct report all;
     elastic_error_t err;
@@ -620,7 +640,14 @@ static int run_attempt (struct job *j,
         return 1;
     }
     record_start (j, at, r);
-    rc = launch_run (cmd.v, j->o.suspend_timeout, &res, &err);
+    initwatch_init (&iw, r->evlog, r->ev_from, r->np, j->o.init_timeout);
+    lp = (struct launch_params){
+        .suspend_timeout = j->o.suspend_timeout, .watch = watch_init, .watch_arg = &iw};
+    rc = launch_run (cmd.v, &lp, &res, &err);
+    /* the failure was the death that started the deadline, not its end */
+    if (rc == 0 && res.watch_stopped && iw.armed_at > 0 && iw.armed_at < res.t_failure)
+        res.t_failure = iw.armed_at;
+    initwatch_clear (&iw);
     argvec_free (&cmd);
     if (rc < 0) {
         cannot_launch (d, "cannot start mpirun: %s", err.text);

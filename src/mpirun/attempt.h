@@ -29,6 +29,7 @@ struct attempt_facts {
     int preempt_signal;   /* SIGTERM/SIGUSR1 during the attempt, or 0 */
     int forced;           /* mpirun was stopped after --suspend-timeout */
     int lingered;         /* mpirun was stopped after its ranks had exited */
+    int init_stopped;     /* stopped by the MPI_Init deadline (--init-timeout) */
     int library_fatal;    /* libelastic gave up on a rank (a "fatal" event) */
     int ranks_completed;  /* every rank's wrapper said it exited 0, none suspended */
     int not_relaunchable; /* the program cannot start, or too few slots */

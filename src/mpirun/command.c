@@ -161,6 +161,11 @@ void command_build (struct job *j, int np, const char *hostfile, struct argvec *
     av_add (a, "ELASTIC_ATTEMPT");
     av_add (a, "-x");
     av_add (a, "ELASTIC_RUN_ID");
+    if (o->init_timeout > 0) {
+        /* the ranks' libelastic says when MPI_Init finished (initwatch.h) */
+        av_add (a, "-x");
+        av_add (a, "ELASTIC_REPORT_INIT");
+    }
     if (getenv ("ELASTIC_RESUME")) {
         av_add (a, "-x");
         av_add (a, "ELASTIC_RESUME");

@@ -20,6 +20,7 @@
 void events_init (struct events *ev)
 {
     memset (ev, 0, sizeof (*ev));
+    ev->first_exit = -1;
     report_init (&ev->failed);
 }
 
@@ -241,6 +242,26 @@ static void parse_reshard (struct events *ev, const char *line, const char *name
     }
 }
 
+/* rank_loaded, rank_initialized: a rank's MPI_Init as libelastic saw it.
+ * A state is never downgraded (a process that the rank started, linked
+ * with libelastic, inherits its environment and says "loaded" again). */
+static void parse_init (struct events *ev, const char *line, int done)
+{
+    unsigned char want = done ? EVENTS_INIT_DONE : EVENTS_INIT_LOADED, *st;
+    long long v;
+
+    if (get_int (line, "rank", 0, EVENTS_MAX_RANKS - 1, &v) < 0)
+        return;
+    st = &ev->rank_init[v];
+    if (*st >= want)
+        return;
+    if (*st == EVENTS_INIT_NONE)
+        ev->ninit_loaded++; /* a rank_initialized alone implies it loaded */
+    if (want == EVENTS_INIT_DONE)
+        ev->ninit_done++;
+    *st = want;
+}
+
 static void parse_line (struct events *ev, const char *line)
 {
     char name[64], host[256], state[32], sig[32];
@@ -273,6 +294,8 @@ static void parse_line (struct events *ev, const char *line)
         if (get_num (line, "exitcode", &x) == 0 && get_num (line, "rank", &r) == 0 &&
             r >= 0 && r < EVENTS_MAX_RANKS) {
             unsigned char *kind = &ev->rank_exit[(int)r];
+            if (ev->first_exit < 0)
+                ev->first_exit = (int)r;
             if (*kind != EVENTS_EXIT_NONE)
                 ev->nexit[*kind]--; /* a second line for this rank */
             *kind = x == 0                        ? EVENTS_EXIT_ZERO
@@ -296,6 +319,10 @@ static void parse_line (struct events *ev, const char *line)
         if (get_str (line, "host", f.host, sizeof (f.host)) < 0)
             f.host[0] = '\0';
         report_add (&ev->failed, &f);
+    } else if (strcmp (name, "rank_loaded") == 0) {
+        parse_init (ev, line, 0);
+    } else if (strcmp (name, "rank_initialized") == 0) {
+        parse_init (ev, line, 1);
     } else if (strcmp (name, "suspended") == 0) {
         ev->nsuspended++;
     } else if (strcmp (name, "suspend") == 0) {

@@ -4,7 +4,10 @@
  * recovery: "reshard_down", "reshard_up", or a final "fatal"; "suspend"
  * with the step and the L3 file once the ranks suspended) and by
  * elastic-exec in wrapper mode ("worker_start" with the rank's "host",
- * "worker_exit" with "exitcode", "state" and "signal").  The parser reads top-level
+ * "worker_exit" with "exitcode", "state" and "signal"); with
+ * ELASTIC_REPORT_INIT=1 each rank's libelastic also writes "rank_loaded"
+ * as it loads (before MPI_Init) and "rank_initialized" once MPI is
+ * initialized.  The parser reads top-level
  * fields of each line and skips what it does not know: a damaged or foreign
  * line is counted and ignored, never fatal.
  */
@@ -26,6 +29,13 @@ enum {
     EVENTS_EXIT_SUSPENDED, /* exit 75 */
     EVENTS_EXIT_OTHER,     /* another code, or a signal */
     EVENTS_EXIT_KINDS
+};
+
+/* rank_init: what a rank's libelastic said of its MPI_Init */
+enum {
+    EVENTS_INIT_NONE = 0, /* nothing (not started, or no libelastic) */
+    EVENTS_INIT_LOADED,   /* rank_loaded: started, MPI_Init not finished */
+    EVENTS_INIT_DONE,     /* rank_initialized */
 };
 
 struct reshard {
@@ -53,6 +63,11 @@ struct events {
      * counts), and how many ranks ended each way */
     unsigned char rank_exit[EVENTS_MAX_RANKS];
     int nexit[EVENTS_EXIT_KINDS];
+    int first_exit; /* the rank of the first worker_exit line, -1: none */
+    /* what each rank's libelastic said of its MPI_Init (rank_loaded,
+     * rank_initialized; never downgraded), and how many ranks said each */
+    unsigned char rank_init[EVENTS_MAX_RANKS];
+    int ninit_loaded, ninit_done;
     int bad_lines; /* not a JSON object */
     int lines;
     /* rank -> host from elastic-exec's worker_start (NULL: unknown) */

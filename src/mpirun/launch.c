@@ -167,12 +167,20 @@ static int reap_exited (void)
 }
 
 /* Signal a reparented process and its process group (each rank of mpirun
- * leads its own). */
+ * leads its own); a stopped one (SIGSTOP before MPI_Init) acts on nothing
+ * but SIGKILL until it is continued. */
 static void signal_orphan (pid_t pid, int sig)
 {
-    if (getpgid (pid) == pid)
+    int group = getpgid (pid) == pid;
+
+    if (group)
         kill (-pid, sig);
     kill (pid, sig);
+    if (sig != SIGKILL) {
+        if (group)
+            kill (-pid, SIGCONT);
+        kill (pid, SIGCONT);
+    }
 }
 
 /* The /dev/shm files of the job's orphans, by prefix: the name up to its
@@ -319,6 +327,7 @@ struct run {
     pid_t pid;
     int errfd;
     double suspend_timeout;
+    const struct launch_params *lp;
     double suspend_deadline, kill_deadline, drain_deadline, preempt_at;
     double next_child_check, childless_since;
     int had_children;        /* mpirun was seen with children (the ranks started) */
@@ -445,6 +454,28 @@ static void check_deadlines (struct run *r, struct launch_result *res)
 }
 
 static void shm_sample_ranks (struct shm_prefixes *sp, const pid_t *kids, int n);
+
+/* The caller's watch (the MPI_Init deadline): when it says so, stop
+ * mpirun as an interrupt does (SIGTERM, check_deadlines' SIGKILL after
+ * 15 s); not while mpirun is being stopped or the ranks suspend. */
+static void check_watch (struct run *r, struct launch_result *res)
+{
+    double now = mono_now ();
+
+    if (!r->lp->watch || r->exited || r->kill_deadline || res->watch_stopped ||
+        res->preempt_signal || res->interrupt_signal)
+        return;
+    if (!r->lp->watch (
+            r->lp->watch_arg, &res->rep, now, res->watch_why, sizeof (res->watch_why)))
+        return;
+    res->watch_stopped = 1;
+    if (res->t_failure == 0)
+        res->t_failure = now;
+    log_warn ("%s: stopping the attempt (SIGTERM to mpirun, SIGKILL after 15 s)",
+              res->watch_why);
+    kill (r->pid, SIGTERM);
+    r->kill_deadline = now + 15;
+}
 
 /* PRRTE sometimes stays after every rank suspended (seen under load: its
  * children all exited, it does not): once a preempted mpirun that had
@@ -585,11 +616,11 @@ static void finish_run (struct run *r, struct launch_result *res)
 }
 
 int launch_run (char *const argv[],
-                double suspend_timeout,
+                const struct launch_params *lp,
                 struct launch_result *res,
                 elastic_error_t *err)
 {
-    struct run r = {.out_open = 1, .suspend_timeout = suspend_timeout};
+    struct run r = {.out_open = 1, .suspend_timeout = lp->suspend_timeout, .lp = lp};
     int errp[2];
 
     memset (res, 0, sizeof (*res));
@@ -617,6 +648,7 @@ int launch_run (char *const argv[],
         on_signals (&r, res);
         check_deadlines (&r, res);
         check_linger (&r, res);
+        check_watch (&r, res);
         if (r.out_open && (p[1].revents & (POLLIN | POLLHUP | POLLERR)))
             copy_stderr (&r, res);
         if (!r.exited && waitpid (r.pid, &r.status, WNOHANG) == r.pid) {

@@ -12,7 +12,10 @@
  * control).  mpirun gets SIGTERM when elastic-mpirun dies, even by SIGKILL
  * (PR_SET_PDEATHSIG), and stops the ranks then; processes of the job that
  * outlive mpirun are reparented to elastic-mpirun (a child subreaper),
- * which stops and reaps them.  After a preemption, an mpirun that stays
+ * which stops and reaps them.  A watch that the caller gives (the MPI_Init
+ * deadline, initwatch.h) is asked about every 200 ms whether to stop the
+ * attempt; when it says so mpirun gets SIGTERM, and SIGKILL 15 s later if
+ * it is still there.  After a preemption, an mpirun that stays
  * once every rank exited is stopped after a grace, and a session directory
  * that an mpirun leaves behind ($TMPDIR/prterun.<host>.<pid>.<uid>) is
  * removed.
@@ -31,10 +34,12 @@ struct launch_result {
     double t_failure;   /* when the first failure report was seen (0: none) */
     int preempt_signal; /* a preemption signal arrived (0: none) */
     int interrupt_signal;
-    int forced;   /* mpirun had to be stopped after the suspend timeout */
-    int lingered; /* preempted, mpirun stayed after its last rank exited and
-                     had to be stopped */
-    int orphans;  /* processes of the job that outlived mpirun (stopped) */
+    int forced;          /* mpirun had to be stopped after the suspend timeout */
+    int lingered;        /* preempted, mpirun stayed after its last rank exited and
+                            had to be stopped */
+    int orphans;         /* processes of the job that outlived mpirun (stopped) */
+    int watch_stopped;   /* the watch stopped the attempt */
+    char watch_why[512]; /* its reason */
     struct report rep;
 };
 
@@ -47,10 +52,22 @@ int launch_init (void);
  * Returns the signal, or 0. */
 int launch_wait_signal (double wait);
 
+/* Asked while mpirun runs, with mpirun's report so far and mono_now ():
+ * returns 1 with a one-line reason in why to stop the attempt, else 0. */
+typedef int (*launch_watch_f) (
+    void *arg, const struct report *rep, double now, char *why, size_t size);
+
+/* How to run one attempt. */
+struct launch_params {
+    double suspend_timeout; /* after a preemption signal */
+    launch_watch_f watch;   /* NULL: none */
+    void *watch_arg;
+};
+
 /* Run argv (mpirun ...) to its end.  Returns 0 with res filled, or -1
  * with err if it could not be started. */
 int launch_run (char *const argv[],
-                double suspend_timeout,
+                const struct launch_params *lp,
                 struct launch_result *res,
                 elastic_error_t *err);
 

@@ -54,6 +54,11 @@ static const struct eopt eopts[] = {
      A_REQ,
      "after a preemption signal, wait this long for the ranks to "
      "suspend (default: 120 s)"},
+    {"init-timeout",
+     0,
+     A_REQ,
+     "after a rank died, relaunch if live ranks have not finished MPI_Init "
+     "within this (default: 60 s; 0: off)"},
     {"pass", 0, A_REQ, "hand this argument to mpirun verbatim (repeatable)"},
     {"dry-run", 0, A_NONE, "print the mpirun command and the hostfile, run nothing"},
     {"verbose", 'v', A_NONE, "print each mpirun command and more detail (twice: debug)"},
@@ -408,6 +413,8 @@ apply_eopt (struct options *o, const struct eopt *e, const char *v, elastic_erro
         return parse_seconds (what, v, 0, 86400, &o->relaunch_delay, err);
     else if (strcmp (e->name, "suspend-timeout") == 0)
         return parse_seconds (what, v, 0, 86400, &o->suspend_timeout, err);
+    else if (strcmp (e->name, "init-timeout") == 0)
+        return parse_seconds (what, v, 0, 86400, &o->init_timeout, err);
     else if (strcmp (e->name, "pass") == 0) {
         if (append (&o->pass, &o->npass, v) < 0)
             goto nomem;
@@ -586,6 +593,7 @@ int options_parse (struct options *o, int argc, char **argv, elastic_error_t *er
     o->resume = TRI_AUTO;
     o->detector = "auto";
     o->suspend_timeout = 120;
+    o->init_timeout = 60;
 
     for (i = 1; i < argc; i++) {
         const char *a = argv[i];

@@ -37,6 +37,7 @@ struct options {
     int resume; /* enum tristate */
     double relaunch_delay;
     double suspend_timeout;
+    double init_timeout; /* MPI_Init's deadline after a rank died; 0: off */
     int dry_run;
     int verbose; /* -1 quiet, 0, 1 (-v), 2 (-vv) */
 
