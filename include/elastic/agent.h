@@ -241,6 +241,13 @@ int elastic_agent_set_static_rendezvous (elastic_agent_t *agent,
                                          const struct elastic_agent_rdzv_info *info,
                                          elastic_error_t *err);
 
+/* A line the agent writes to stderr when a worker first fails, at once
+ * (before it stops or restarts anything: e.g. why the worker cannot be
+ * restarted, where the launcher is about to kill this process too).
+ * NULL or "": none.  Truncated at 1023 bytes.  Returns ELASTIC_ERR_STATE
+ * once the agent runs. */
+int elastic_agent_set_failure_note (elastic_agent_t *agent, const char *line);
+
 /* Run the state machine until the workers succeed, restarts are exhausted,
  * or a handled signal (or elastic_agent_request_stop) ends the run; an
  * agent runs once (ELASTIC_ERR_STATE the second time).  Blocks

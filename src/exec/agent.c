@@ -115,6 +115,16 @@ void elastic_agent_destroy (elastic_agent_t *agent)
     errno = saved;
 }
 
+int elastic_agent_set_failure_note (elastic_agent_t *agent, const char *line)
+{
+    if (!agent)
+        return ELASTIC_ERR_INVAL;
+    if (agent->running)
+        return ELASTIC_ERR_STATE;
+    snprintf (agent->failure_note, sizeof (agent->failure_note), "%s", line ? line : "");
+    return ELASTIC_OK;
+}
+
 int agent_backend_check (const struct elastic_agent_backend *ops, elastic_error_t *err)
 {
     if (ops->abi != ELASTIC_AGENT_BACKEND_ABI)

@@ -96,6 +96,8 @@ struct elastic_agent {
     int last_fail_signal;
     double last_fail_time;
     char last_fail_message[256];
+    char failure_note[1024]; /* elastic_agent_set_failure_note; "" none */
+    int failure_noted;
 };
 
 /* ---- agent.c ---- */

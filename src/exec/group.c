@@ -630,13 +630,18 @@ static void report_end (elastic_agent_t *agent, struct worker *w, int signum)
                   w->local_rank,
                   (int)w->pid,
                   signum > 0 ? signal_name (signum) : "an exit without MPI_Finalize");
-    else if (w->failed)
+    else if (w->failed) {
         log_warn ("rank %d (local rank %d, pid %d) failed: %s",
                   w->rank,
                   w->local_rank,
                   (int)w->pid,
                   w->message ? w->message : "");
-    else
+        if (agent->failure_note[0] && !agent->failure_noted) {
+            agent->failure_noted = 1;
+            fprintf (stderr, "%s\n", agent->failure_note);
+            fflush (stderr);
+        }
+    } else
         log_debug ("rank %d (pid %d) exited with %d", w->rank, (int)w->pid, w->exitcode);
 }
 

@@ -268,8 +268,6 @@ static int set_wrapper_rendezvous (elastic_agent_t *agent,
  * the signal to die by (*reraise) when the worker died by one. */
 static int finish_run (const elastic_agent_result_t *result,
                        int wrapper,
-                       int slurm_pmix,
-                       const struct launcher_info *li,
                        const char *own_error_file,
                        int *reraise)
 {
@@ -287,12 +285,6 @@ static int finish_run (const elastic_agent_result_t *result,
         if (errorfile_write (own_error_file, text, f.timestamp) < 0)
             log_warn ("cannot write %s: %s", own_error_file, strerror (errno));
     }
-    if (slurm_pmix)
-        fprintf (stderr,
-                 "%s: rank %d failed under srun --mpi=pmix: %s\n",
-                 prog,
-                 li->rank,
-                 SLURM_PMIX_NOTE);
     if (wrapper && elastic_agent_result_failure (result, root_rank, &f) == ELASTIC_OK &&
         f.signal > 0 && status == 128 + f.signal && signal_default_terminates (f.signal))
         *reraise = f.signal;
@@ -514,13 +506,25 @@ int main (int argc, char **argv)
         goto out;
     }
 
+    if (slurm_pmix) {
+        /* said as the rank fails: Slurm's PMIx plugin kills this process
+         * too within milliseconds, before the run's end could say it */
+        char note[1024];
+        snprintf (note,
+                  sizeof (note),
+                  "%s: rank %d failed under srun --mpi=pmix: %s",
+                  prog,
+                  li.rank,
+                  SLURM_PMIX_NOTE);
+        elastic_agent_set_failure_note (agent, note);
+    }
     catch_late_signals (spec);
     rc = elastic_agent_run (agent, &result, &err);
     if (rc != ELASTIC_OK) {
         fprintf (stderr, "%s: %s\n", prog, err.text);
         status = rc == ELASTIC_ERR_INVAL ? EXIT_USAGE : 1;
     } else
-        status = finish_run (result, wrapper, slurm_pmix, &li, own_error_file, &reraise);
+        status = finish_run (result, wrapper, own_error_file, &reraise);
 #if HAVE_PMIX && HAVE_SODIUM
     if (mesh) {
         if (mj->decided)
