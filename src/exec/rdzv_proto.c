@@ -10,6 +10,7 @@
 
 #include <sodium.h>
 
+#include "common/bytes.h"
 #include "jobmap.h"
 #include "mesh/auth.h"
 #include "rdzv_proto.h"
@@ -20,30 +21,6 @@ _Static_assert(RDZV_NODES_MAX == JOBMAP_MAX_NODES, "node count");
 _Static_assert(RDZV_ADDR_MAX <= 0xffff, "address length fits a u16");
 
 /* ---- wire helpers ------------------------------------------------------- */
-
-static void put16 (uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)(v >> 8);
-    p[1] = (uint8_t)v;
-}
-
-static void put32 (uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)(v >> 24);
-    p[1] = (uint8_t)(v >> 16);
-    p[2] = (uint8_t)(v >> 8);
-    p[3] = (uint8_t)v;
-}
-
-static uint32_t get16 (const uint8_t *p)
-{
-    return (uint32_t)p[0] << 8 | p[1];
-}
-
-static uint32_t get32 (const uint8_t *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
 
 static void put_hdr (uint8_t *p, int type)
 {
@@ -113,7 +90,7 @@ int rdzv_msg_need (const uint8_t *p,
                 *need = RDZV_JOIN_FIXED;
                 return 0;
             }
-            if ((alen = get16 (p + RDZV_JOIN_FIXED - 2)) > RDZV_ADDR_MAX) {
+            if ((alen = be_get16 (p + RDZV_JOIN_FIXED - 2)) > RDZV_ADDR_MAX) {
                 errprintf (err,
                            "a JOIN with an address of %u bytes (at most %d)",
                            alen,
@@ -130,8 +107,8 @@ int rdzv_msg_need (const uint8_t *p,
                 *need = RDZV_LIST_FIXED;
                 return 0;
             }
-            n = get32 (p + RDZV_HDR);
-            size = get32 (p + RDZV_HDR + 4);
+            n = be_get32 (p + RDZV_HDR);
+            size = be_get32 (p + RDZV_HDR + 4);
             if (n != nnodes) {
                 errprintf (
                     err, "the server's list has %u nodes (expected %u)", n, nnodes);
@@ -153,7 +130,7 @@ int rdzv_msg_need (const uint8_t *p,
                 *need = RDZV_HDR + 2;
                 return 0;
             }
-            if ((tlen = get16 (p + RDZV_HDR)) > RDZV_FAIL_TEXT) {
+            if ((tlen = be_get16 (p + RDZV_HDR)) > RDZV_FAIL_TEXT) {
                 errprintf (
                     err, "a FAIL text of %u bytes (at most %d)", tlen, RDZV_FAIL_TEXT);
                 return -2;
@@ -259,7 +236,7 @@ static void ack_mac (const uint8_t kr[RDZV_KEY],
 
     memcpy (t, ns, RDZV_NONCE);
     memcpy (t + RDZV_NONCE, nc, RDZV_NONCE);
-    put32 (t + 2 * RDZV_NONCE, rank);
+    be_put32 (t + 2 * RDZV_NONCE, rank);
     mesh_auth_msg_mac (kr, RDZV_ACK, t, sizeof (t), mac);
 }
 
@@ -325,10 +302,10 @@ size_t rdzv_join_encode (const uint8_t kr[RDZV_KEY],
     if (j->addr_len == 0 || j->addr_len > RDZV_ADDR_MAX)
         return 0;
     put_hdr (out, RDZV_JOIN);
-    put32 (out + RDZV_HDR, j->rank);
-    put32 (out + RDZV_HDR + 4, j->nnodes);
+    be_put32 (out + RDZV_HDR, j->rank);
+    be_put32 (out + RDZV_HDR + 4, j->nnodes);
     memcpy (out + RDZV_HDR + 8, j->nonce, RDZV_NONCE);
-    put16 (out + RDZV_JOIN_FIXED - 2, (uint32_t)j->addr_len);
+    be_put16 (out + RDZV_JOIN_FIXED - 2, (uint32_t)j->addr_len);
     memcpy (out + RDZV_JOIN_FIXED, j->addr, j->addr_len);
     rdzv_join_mac (kr, ns, out, len, out + len);
     return len + RDZV_MAC;
@@ -355,9 +332,9 @@ int rdzv_join_decode (const uint8_t kr[RDZV_KEY],
         return errprintf (err,
                           "node rank %u: the JOIN's MAC does not verify (not the "
                           "same mesh secret?)",
-                          get32 (p + RDZV_HDR));
-    j->rank = get32 (p + RDZV_HDR);
-    j->nnodes = get32 (p + RDZV_HDR + 4);
+                          be_get32 (p + RDZV_HDR));
+    j->rank = be_get32 (p + RDZV_HDR);
+    j->nnodes = be_get32 (p + RDZV_HDR + 4);
     memcpy (j->nonce, p + RDZV_HDR + 8, RDZV_NONCE);
     j->addr = p + RDZV_JOIN_FIXED;
     j->addr_len = alen;
@@ -395,13 +372,13 @@ int rdzv_list_encode (char *const *addr,
     for (uint32_t i = 0; i < n; i++) {
         size_t len = strlen (addr[i]);
 
-        put16 (b + off, (uint32_t)len);
+        be_put16 (b + off, (uint32_t)len);
         memcpy (b + off + 2, addr[i], len);
         off += 2 + len;
     }
     put_hdr (head, RDZV_LIST);
-    put32 (head + RDZV_HDR, n);
-    put32 (head + RDZV_HDR + 4, (uint32_t)total);
+    be_put32 (head + RDZV_HDR, n);
+    be_put32 (head + RDZV_HDR + 4, (uint32_t)total);
     rdzv_list_digest (head, b, total, digest);
     *body = b;
     *size = total;
@@ -436,7 +413,7 @@ int rdzv_list_decode (const uint8_t kr[RDZV_KEY],
         return errprintf (err, "out of memory");
     for (uint32_t i = 0; i < nnodes; i++) {
         char host[RDZV_ADDR_MAX + 1], what[32];
-        size_t alen = off + 2 <= size ? get16 (body + off) : 0;
+        size_t alen = off + 2 <= size ? be_get16 (body + off) : 0;
 
         if (off + 2 + alen > size) {
             errprintf (err, "the server's list is cut short at node rank %u", i);
@@ -471,7 +448,7 @@ void rdzv_ack_encode (const uint8_t kr[RDZV_KEY],
                       uint8_t out[RDZV_ACK_SIZE])
 {
     put_hdr (out, RDZV_ACK);
-    put32 (out + RDZV_HDR, rank);
+    be_put32 (out + RDZV_HDR, rank);
     ack_mac (kr, ns, nc, rank, out + RDZV_HDR + 4);
 }
 
@@ -488,9 +465,9 @@ int rdzv_ack_decode (const uint8_t kr[RDZV_KEY],
 
     if (exact (p, len, RDZV_ACK, 0, err) < 0)
         return -1;
-    if (get32 (p + RDZV_HDR) != rank)
+    if (be_get32 (p + RDZV_HDR) != rank)
         return errprintf (
-            err, "an ACK of node rank %u (expected %u)", get32 (p + RDZV_HDR), rank);
+            err, "an ACK of node rank %u (expected %u)", be_get32 (p + RDZV_HDR), rank);
     ack_mac (kr, ns, nc, rank, want);
     rc = sodium_memcmp (want, p + RDZV_HDR + 4, RDZV_MAC);
     sodium_memzero (want, sizeof (want));
@@ -508,7 +485,7 @@ size_t rdzv_fail_encode (const char *text, uint8_t out[RDZV_FAIL_MAX])
     if (len > RDZV_FAIL_TEXT)
         len = RDZV_FAIL_TEXT;
     put_hdr (out, RDZV_FAIL);
-    put16 (out + RDZV_HDR, (uint32_t)len);
+    be_put16 (out + RDZV_HDR, (uint32_t)len);
     memcpy (out + RDZV_HDR + 2, text, len);
     return RDZV_HDR + 2 + len;
 }

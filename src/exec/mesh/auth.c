@@ -14,6 +14,7 @@
 #include <munge.h>
 #endif
 
+#include "common/bytes.h"
 #include "auth.h"
 #include "proto.h"
 
@@ -130,14 +131,6 @@ void mesh_auth_nonce (uint8_t *nonce, size_t len)
     randombytes_buf (nonce, len);
 }
 
-static void put32 (uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)(v >> 24);
-    p[1] = (uint8_t)(v >> 16);
-    p[2] = (uint8_t)(v >> 8);
-    p[3] = (uint8_t)v;
-}
-
 /* role | nonce_client | nonce_server | client | server | nmembers */
 static size_t transcript (uint8_t *t,
                           int role,
@@ -154,9 +147,9 @@ static size_t transcript (uint8_t *t,
     off += MESH_NONCE_SIZE;
     memcpy (t + off, ns, MESH_NONCE_SIZE);
     off += MESH_NONCE_SIZE;
-    put32 (t + off, client);
-    put32 (t + off + 4, server);
-    put32 (t + off + 8, n);
+    be_put32 (t + off, client);
+    be_put32 (t + off + 4, server);
+    be_put32 (t + off + 8, n);
     return off + 12;
 }
 
@@ -255,11 +248,6 @@ int mesh_auth_msg_verify (const uint8_t skey[MESH_KEY_SIZE],
 #define MUNGE_SECRET 32
 #define MUNGE_FIXED  (4 + 12 + MESH_NONCE_SIZE + MUNGE_SECRET)
 
-static uint32_t get32 (const uint8_t *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
 static munge_ctx_t munge_ctx (const char *socket, elastic_error_t *err)
 {
     munge_ctx_t ctx = munge_ctx_create ();
@@ -311,9 +299,9 @@ int mesh_auth_munge_encode (const char *socket,
         return errprintf (err, "munge: out of memory");
     }
     memcpy (p, MUNGE_MAGIC, 4);
-    put32 (p + 4, claim->client);
-    put32 (p + 8, claim->server);
-    put32 (p + 12, claim->nmembers);
+    be_put32 (p + 4, claim->client);
+    be_put32 (p + 8, claim->server);
+    be_put32 (p + 12, claim->nmembers);
     memcpy (p + 16, claim->nonce, MESH_NONCE_SIZE);
     secret = p + 16 + MESH_NONCE_SIZE;
     randombytes_buf (secret, MUNGE_SECRET);
@@ -371,14 +359,14 @@ static int munge_check_payload (const uint8_t *p,
                           (int)(len - MUNGE_FIXED < 64 ? len - MUNGE_FIXED : 64),
                           (const char *)p + MUNGE_FIXED,
                           job ? job : "");
-    if (get32 (p + 4) != expect->client || get32 (p + 8) != expect->server ||
-        get32 (p + 12) != expect->nmembers)
+    if (be_get32 (p + 4) != expect->client || be_get32 (p + 8) != expect->server ||
+        be_get32 (p + 12) != expect->nmembers)
         return errprintf (err,
                           "munge credential: made by member %u for member %u of %u "
                           "(expected %u for %u of %u)",
-                          get32 (p + 4),
-                          get32 (p + 8),
-                          get32 (p + 12),
+                          be_get32 (p + 4),
+                          be_get32 (p + 8),
+                          be_get32 (p + 12),
                           expect->client,
                           expect->server,
                           expect->nmembers);

@@ -17,6 +17,7 @@
 
 #include <pmix_server.h>
 
+#include "common/bytes.h"
 #include "exec/jobmap.h"
 #include "exec/mesh/proto.h"
 #include "exec/pmix/pmix_host.h"
@@ -48,19 +49,6 @@ struct pending {
     pmix_modex_cbfunc_t cbfunc;
     void *cbdata;
 };
-
-static void put_u32 (uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)(v >> 24);
-    p[1] = (uint8_t)(v >> 16);
-    p[2] = (uint8_t)(v >> 8);
-    p[3] = (uint8_t)v;
-}
-
-static uint32_t get_u32 (const uint8_t *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
 
 static void count (struct pmixhost_mesh *t, unsigned *what)
 {
@@ -293,7 +281,7 @@ static void dmodex_done (void *arg, int status, const void *data, size_t len)
     else if (len < 4)
         complete (op, PMIX_ERR_BAD_PARAM, NULL, 0);
     else
-        complete (op, (pmix_status_t)(int32_t)get_u32 (p), p + 4, len - 4);
+        complete (op, (pmix_status_t)(int32_t)be_get32 (p), p + 4, len - 4);
 }
 
 static pmix_status_t mesh_tp_direct_modex (void *ctx,
@@ -330,7 +318,7 @@ static pmix_status_t mesh_tp_direct_modex (void *ctx,
     op->cbfunc = cbfunc;
     op->cbdata = cbdata;
     count (t, &t->n.dmodex_asked);
-    put_u32 (req, proc->rank);
+    be_put32 (req, proc->rank);
     memcpy (req + 4, proc->nspace, nslen);
     if (mesh_dmodex (t->mesh, (uint32_t)node, req, 4 + nslen, dmodex_done, op) < 0) {
         free (op);
@@ -348,7 +336,7 @@ answer (struct mesh_request *req, pmix_status_t status, const char *data, size_t
         mesh_dmodex_respond (req, -ENOMEM, NULL, 0);
         return;
     }
-    put_u32 (buf, (uint32_t)(int32_t)status);
+    be_put32 (buf, (uint32_t)(int32_t)status);
     if (n)
         memcpy (buf + 4, data, n);
     mesh_dmodex_respond (req, MESH_OK, buf, 4 + n);
@@ -379,7 +367,7 @@ static void on_dmodex_request (
     }
     memset (&proc, 0, sizeof (proc));
     memcpy (proc.nspace, p + 4, len - 4);
-    proc.rank = get_u32 (p);
+    proc.rank = be_get32 (p);
     if (jobmap_rank_node (t->map, (int)proc.rank) != (int)t->self) {
         answer (req, PMIX_ERR_NOT_FOUND, NULL, 0);
         return;
