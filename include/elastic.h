@@ -88,6 +88,11 @@ enum {
     ELASTIC_RESUME_NEVER = 2   /* always start fresh */
 };
 
+/* elastic_config_t.resume_fresh_ok (ELASTIC_RESUME_FRESH_OK): 0 (strict),
+ * 1 (start fresh without a valid snapshot), or this: start fresh only when
+ * the run has no snapshot at all (none was rejected as damaged). */
+#define ELASTIC_FRESH_OK_EMPTY 2
+
 /* Process exit codes a launcher acts on (elastic-exec, elastic-mpirun). */
 #define ELASTIC_EXIT_SUSPENDED 75 /* suspended to a snapshot: rerun to resume */
 #define ELASTIC_EXIT_RELAUNCH  76 /* in-place recovery impossible: relaunch */
@@ -226,11 +231,14 @@ int elastic_record_error (const char *fmt, ...) __attribute__ ((format (printf, 
  * registered none; anything else is ELASTIC_ERR_INVAL (a different problem
  * size).  A resume that finds no valid snapshot is ELASTIC_ERR_NO_SNAPSHOT
  * (with the reason) unless resume_fresh_ok is set: then the job starts
- * fresh with a warning.  A launch that does not resume starts fresh even
- * if the run's snapshots exist (a new run must not silently continue an old
- * one): working rank 0 warns that they exist and that the new run's
- * snapshots replace them.  elastic_manager_info tells the step and file
- * resumed from.
+ * fresh with a warning.  resume_fresh_ok ELASTIC_FRESH_OK_EMPTY (2, what
+ * elastic-exec and elastic-mpirun give a restart) starts fresh only when
+ * no snapshot file was rejected as damaged: a run that saved nothing yet
+ * starts over, one whose snapshots are all damaged stops with the error
+ * rather than silently discarding its work.  A launch that does not resume starts fresh
+ * even if the run's snapshots exist (a new run must not silently continue an old one):
+ * working rank 0 warns that they exist and that the new run's snapshots replace them.
+ * elastic_manager_info tells the step and file resumed from.
  *
  * Suspend.  The library catches the signals in `signals` (default TERM and
  * USR1: what Slurm, elastic-exec and elastic-mpirun send; "none": no
@@ -338,7 +346,9 @@ typedef struct {
     const char *run_id;  /* L3 run id (NULL: ELASTIC_RUN_ID, SLURM_JOB_ID, "default") */
     int snapshot_keep;   /* L3 files of this run kept (>= 0, 0 = all; 3) */
     int resume;          /* ELASTIC_RESUME_AUTO, _ALWAYS or _NEVER (AUTO) */
-    int resume_fresh_ok; /* 1: a resume without a valid snapshot starts fresh (0) */
+    int resume_fresh_ok; /* 1: a resume without a valid snapshot starts fresh;
+                          * ELASTIC_FRESH_OK_EMPTY (2): only when the run saved
+                          * none (a damaged one stops the job) (0) */
     const char *resume_from; /* resume from this L3 FILE or DIR (NULL: snapshot_dir) */
     const char *signals;     /* preemption signals ("TERM,USR1"; "none") */
     int signal_check_period; /* agree on preemption every N steps (>= 0, 0 =

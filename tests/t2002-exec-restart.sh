@@ -63,7 +63,7 @@ is "$?" 0 "two failures, then success on attempt 2"
 is "$(sed -n 's/^ELASTIC_RESTART_COUNT=//p' "$d/env.1.2") $(sed -n 's/^TORCHELASTIC_RESTART_COUNT=//p' "$d/env.1.2")" \
     "2 2" "attempt 2 sees ELASTIC_RESTART_COUNT=2 and TORCHELASTIC_RESTART_COUNT=2"
 is "$(grep -c '^ELASTIC_RESUME' "$d/env.0.0")/$(sed -n 's/^ELASTIC_RESUME=//p' "$d/env.1.2")/$(sed -n 's/^ELASTIC_RESUME_FRESH_OK=//p' "$d/env.1.2")" \
-    "0/1/1" "attempt 0 has no ELASTIC_RESUME, a restarted one resumes (or starts fresh without a snapshot)"
+    "0/1/2" "attempt 0 has no ELASTIC_RESUME, a restarted one resumes (or starts fresh when nothing was saved)"
 
 wait_no_marked 20
 ok $? "no worker process is left"

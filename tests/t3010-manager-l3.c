@@ -292,7 +292,57 @@ static void check_no_snapshot (void)
     elastic_manager_info (m, &info);
     ok (info.resumed_step == -1 && info.resumed_from == NULL, "info: not resumed");
     elastic_manager_destroy (m);
+    /* 2 (what the launchers give a restart): the run saved nothing (the
+     * directory holds other runs' files only), so it starts fresh */
+    setenv ("ELASTIC_RESUME_FRESH_OK", "2", 1);
+    setup (&m, &s, N, &err);
+    is_int (elastic_manager_start (m, handler, &s, &active, &err),
+            ELASTIC_OK,
+            "ELASTIC_RESUME_FRESH_OK=2 and no snapshot of the run: it starts fresh");
+    elastic_manager_destroy (m);
     unsetenv ("ELASTIC_RESUME_FRESH_OK");
+}
+
+/* 7b. the only snapshot damaged: ELASTIC_RESUME_FRESH_OK=2 does not start
+ * fresh (that would silently discard the run's work), 1 does */
+static void check_damaged_only (void)
+{
+    char saved[PATH_MAX], path[PATH_MAX + 32];
+    FILE *fp;
+
+    snprintf (saved, sizeof (saved), "%s", dir);
+    snprintf (path, sizeof (path), "%s/damaged", saved);
+    if (mkdir (path, 0700) != 0)
+        bail_out ("mkdir %s", path);
+    snprintf (dir, sizeof (dir), "%s", path);
+    snprintf (path, sizeof (path), "%s/snap-000000000005.h5", dir);
+    if (!(fp = fopen (path, "w")))
+        bail_out ("fopen %s", path);
+    for (int i = 0; i < 4096; i++)
+        fputc ((i * 7919) & 0xff, fp);
+    fclose (fp);
+    unsetenv ("ELASTIC_RUN_ID");
+    setenv ("ELASTIC_RESUME_FRESH_OK", "2", 1);
+    memset (&s, 0, sizeof (s));
+    setup (&m, &s, N, &err);
+    is_int (elastic_manager_start (m, handler, &s, &active, &err),
+            ELASTIC_ERR_NO_SNAPSHOT,
+            "ELASTIC_RESUME_FRESH_OK=2, the only snapshot damaged: "
+            "ELASTIC_ERR_NO_SNAPSHOT, not a fresh start");
+    ok (strstr (err.text, "1 rejected, the newest snap-000000000005.h5") != NULL,
+        "the message names the damaged file");
+    diag ("%s", err.text);
+    elastic_manager_destroy (m);
+    setenv ("ELASTIC_RESUME_FRESH_OK", "1", 1);
+    setup (&m, &s, N, &err);
+    is_int (elastic_manager_start (m, handler, &s, &active, &err),
+            ELASTIC_OK,
+            "... with ELASTIC_RESUME_FRESH_OK=1 it starts fresh anyway");
+    elastic_manager_destroy (m);
+    unsetenv ("ELASTIC_RESUME_FRESH_OK");
+    unlink (path);
+    rmdir (dir);
+    snprintf (dir, sizeof (dir), "%s", saved);
 }
 
 /* 8. resume_from a file, whatever its run */
@@ -374,6 +424,7 @@ int main (int argc, char **argv)
     check_resume ();
     check_no_fit ();
     check_no_snapshot ();
+    check_damaged_only ();
     check_resume_from ();
     check_deadline ();
 

@@ -28,7 +28,10 @@ against a failure-free run of the same configuration:
           whole process group, then a rerun at a random other size that
           must resume;
   damage  as term, then the newest snapshot file is damaged before the
-          rerun, which must fall back to an older one.
+          rerun, which must fall back to an older one; where it was the
+          run's only one, the rerun must refuse (exit non-zero, "no valid
+          L3 snapshot" naming it) and not start over: its restarts get
+          ELASTIC_RESUME_FRESH_OK=2, fresh only when nothing was saved.
 
 The launcher srun is elastic-exec's mesh mode (doc/mesh.md) on an emulated
 Slurm cluster (scripts/slurm-cluster.sh, network namespaces; root, Slurm
@@ -956,9 +959,15 @@ class Campaign:
             # the rerun resumes, at another size, from the suspend snapshot
             # (damage: from an older one, the newest being damaged)
             damaged_step = None
+            only_damaged = False
             if kind == "damage":
                 msg, damaged_step = self.damage_newest(os.path.join(d, "snap"))
                 log.append(msg)
+                # the damaged file the run's only one: nothing valid to
+                # resume from, and a restart must not silently start over
+                only_damaged = damaged_step is not None and sum(
+                    f.endswith(".h5") for _, _, fs in os.walk(os.path.join(d, "snap"))
+                    for f in fs) == 1
             # a preemption before the first snapshot leaves nothing to resume:
             # the rerun then starts over (and must still be right)
             saved = any(f.endswith(".h5") for _, _, fs in os.walk(os.path.join(d, "snap"))
@@ -975,8 +984,17 @@ class Campaign:
             ck2 = self.checksum(d, "rerun")
             res.update({"rerun_exit": rc2, "rerun_seconds": round(secs2, 2)})
             out2 = open(os.path.join(d, "rerun.out"), "rb").read()
+            err2 = open(os.path.join(d, "rerun.err"), "rb").read()
             if rc2 is None:
                 problems.append("rerun hang")
+            elif only_damaged and rc2 != 0 and b"no valid L3 snapshot" in err2 and \
+                    b"starting fresh" not in err2:
+                # refused, naming the damaged file (unless the damage hit
+                # bytes no reader uses: then it resumed, below)
+                res["damage_detected"] = True
+                res["damage_refused"] = True
+                res["resumed_step"] = None
+                log.append("rerun refused: the only snapshot is damaged (exit %d)" % rc2)
             elif rc2 != 0:
                 problems.append("rerun: unexplained exit %d" % rc2)
             elif ck2 != ref:
@@ -1132,10 +1150,12 @@ class Campaign:
                          sum(bool(r.get("left_on_killed_node")) for r in sr))]
         dmg = [r for r in self.runs if "damage_detected" in r]
         if dmg:
-            lines += ["", "Damaged newest snapshot: %d of %d reruns resumed from an older one "
-                      "(the others' damage hit bytes no reader uses, and they resumed "
+            ref = sum(bool(r.get("damage_refused")) for r in dmg)
+            lines += ["", "Damaged newest snapshot: %d of %d reruns resumed from an older one, "
+                      "%d refused to start (the damaged file was the run's only one; "
+                      "the others' damage hit bytes no reader uses, and they resumed "
                       "correctly from the damaged file)"
-                      % (sum(r["damage_detected"] for r in dmg), len(dmg))]
+                      % (sum(r["damage_detected"] for r in dmg) - ref, len(dmg), ref)]
         bad = [r for r in self.runs if not r["ok"]]
         if bad:
             lines += ["", "Runs that went wrong (their directories are kept):", ""]

@@ -139,7 +139,7 @@ static int make_env (elastic_agent_t *agent, struct worker *w, int local_world_s
     if (agent->restart_count > 0 && !getenv ("ELASTIC_RESUME"))
         rc |= env_add (&v, &n, "ELASTIC_RESUME", "1");
     if (agent->restart_count > 0 && !getenv ("ELASTIC_RESUME_FRESH_OK"))
-        rc |= env_add (&v, &n, "ELASTIC_RESUME_FRESH_OK", "1");
+        rc |= env_add (&v, &n, "ELASTIC_RESUME_FRESH_OK", "2");
     rc |= env_add (&v, &n, "ELASTIC_MAX_RESTARTS", "%d", spec->max_restarts);
     rc |= env_add (&v, &n, "ELASTIC_RUN_ID", "%s", agent->run_id);
     rc |= env_add (&v, &n, "ELASTIC_ERROR_FILE", "%s", w->error_file);

@@ -46,7 +46,7 @@ static const struct int_field int_fields[] = {
     FIELD (spare_ranks, "ELASTIC_SPARE_RANKS", 0, INT_MAX),
     FIELD (spare_takeover, "ELASTIC_SPARE_TAKEOVER", 0, 1),
     FIELD (snapshot_keep, "ELASTIC_SNAPSHOT_KEEP", 0, INT_MAX),
-    FIELD (resume_fresh_ok, "ELASTIC_RESUME_FRESH_OK", 0, 1),
+    FIELD (resume_fresh_ok, "ELASTIC_RESUME_FRESH_OK", 0, 2),
     FIELD (signal_check_period, "ELASTIC_SIGNAL_CHECK_PERIOD", 0, INT_MAX),
     FIELD (deadline_margin, "ELASTIC_DEADLINE_MARGIN", 0, INT_MAX),
     FIELD (diff_threshold_kib, "ELASTIC_DIFF_THRESHOLD_KIB", 0, INT_MAX),

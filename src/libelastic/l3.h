@@ -122,13 +122,15 @@ typedef int (*l3_read_f) (struct l3_file *f, void *arg, elastic_error_t *err);
  * for the older file: on ELASTIC_OK what the last call of read obtained
  * is the returned file's, every checksum of which has been verified.  An
  * error of read other than ELASTIC_ERR_CORRUPT is returned as it is (the
- * file closed). */
+ * file closed).  *nrejected (NULL: not wanted) is set to the number of
+ * files rejected as damaged on the way (the same on every rank). */
 int l3_restore_latest (MPI_Comm comm,
                        const char *dir,
                        const char *run_id,
                        l3_read_f read,
                        void *arg,
                        struct l3_file **out,
+                       int *nrejected,
                        elastic_error_t *err);
 
 /* Collective: l3_open of one file in one pass (as l3_restore_latest, with

@@ -306,6 +306,7 @@ static int open_latest (MPI_Comm comm,
                         l3_read_f read,
                         void *arg,
                         struct l3_file **out,
+                        int *nrejected,
                         elastic_error_t *err)
 {
     elastic_error_t tmp_err, e1;
@@ -392,6 +393,8 @@ static int open_latest (MPI_Comm comm,
                    rejected,
                    first_bad);
 out:
+    if (nrejected)
+        *nrejected = rejected;
     free (names);
     l3_h5quiet_end (&q);
     return rc;
@@ -403,7 +406,7 @@ int l3_open_latest (MPI_Comm comm,
                     struct l3_file **out,
                     elastic_error_t *err)
 {
-    return open_latest (comm, dir, run_id, 0, NULL, NULL, out, err);
+    return open_latest (comm, dir, run_id, 0, NULL, NULL, out, NULL, err);
 }
 
 int l3_restore_latest (MPI_Comm comm,
@@ -412,9 +415,10 @@ int l3_restore_latest (MPI_Comm comm,
                        l3_read_f read,
                        void *arg,
                        struct l3_file **out,
+                       int *nrejected,
                        elastic_error_t *err)
 {
-    return open_latest (comm, dir, run_id, 1, read, arg, out, err);
+    return open_latest (comm, dir, run_id, 1, read, arg, out, nrejected, err);
 }
 
 int l3_verify_rest (struct l3_file *f, elastic_error_t *err)

@@ -117,6 +117,7 @@ struct resume_read {
     struct elastic_manager *m;
     char *values; /* the values read from the file (read_state) */
     int failed;   /* read_source failed for a reason not the file's */
+    int rejected; /* snapshot files rejected as damaged */
 };
 
 static int read_source (struct l3_file *f, void *arg, elastic_error_t *err);
@@ -133,7 +134,7 @@ static int open_source (struct elastic_manager *m,
 
     if (!from)
         return l3_restore_latest (
-            m->work, m->snapshot_dir, m->run_id, read_source, rr, f, e);
+            m->work, m->snapshot_dir, m->run_id, read_source, rr, f, &rr->rejected, e);
     if (m->myslot == 0) {
         struct stat sb;
         is_dir = stat (from, &sb) == 0 && S_ISDIR (sb.st_mode);
@@ -142,7 +143,8 @@ static int open_source (struct elastic_manager *m,
         return errcodef (e, ELASTIC_ERR_PROC_FAILED, "MPI_Bcast failed");
     }
     /* an explicit directory: the newest valid snapshot of any run */
-    return is_dir ? l3_restore_latest (m->work, from, NULL, read_source, rr, f, e)
+    return is_dir ? l3_restore_latest (
+                        m->work, from, NULL, read_source, rr, f, &rr->rejected, e)
                   : l3_restore (m->work, from, read_source, rr, f, e);
 }
 
@@ -340,7 +342,21 @@ static int restore (struct elastic_manager *m, elastic_error_t *err)
     rc = open_source (m, &rr, &f, &e);
     if (rc != ELASTIC_OK)
         free (rr.values);
-    if (rc == ELASTIC_ERR_NO_SNAPSHOT && m->cfg.resume_fresh_ok) {
+    /* resume_fresh_ok 2 (ELASTIC_RESUME_FRESH_OK=2, what the launchers
+     * give a restart): fresh only when nothing was saved; a damaged
+     * snapshot stops the job instead of silently discarding its work */
+    if (rc == ELASTIC_ERR_NO_SNAPSHOT &&
+        m->cfg.resume_fresh_ok == ELASTIC_FRESH_OK_EMPTY && rr.rejected > 0) {
+        if (m->myslot == 0)
+            el_log (EL_WARN,
+                    "resume (%s): not starting fresh: %d snapshot file%s of this run "
+                    "%s damaged (ELASTIC_RESUME_FRESH_OK=2 starts fresh only when "
+                    "there is none; =1 starts fresh anyway)",
+                    m->resume_why,
+                    rr.rejected,
+                    rr.rejected == 1 ? "" : "s",
+                    rr.rejected == 1 ? "is" : "are");
+    } else if (rc == ELASTIC_ERR_NO_SNAPSHOT && m->cfg.resume_fresh_ok) {
         if (m->myslot == 0)
             el_log (EL_WARN,
                     "resume (%s): %s; starting fresh (resume_fresh_ok)",

@@ -434,7 +434,7 @@ static void set_attempt_env (struct job *j,
      * so) instead of failing every relaunch on "no L3 snapshot"; a
      * first launch asked to resume stays strict */
     if (r->k > 0 && !fresh_ok_given)
-        setenv ("ELASTIC_RESUME_FRESH_OK", "1", 1);
+        setenv ("ELASTIC_RESUME_FRESH_OK", "2", 1);
 }
 
 /* --dry-run: what the first attempt would run. */

@@ -104,7 +104,7 @@ int main (int argc, char **argv)
             }
         } else {
             e = l3_restore_latest (
-                MPI_COMM_WORLD, dir, "bench", bench_read_cb, &br, &f, &err);
+                MPI_COMM_WORLD, dir, "bench", bench_read_cb, &br, &f, NULL, &err);
             t1 = br.t_open > 0 ? br.t_open : MPI_Wtime ();
             if (e == ELASTIC_OK)
                 l3_close (f);

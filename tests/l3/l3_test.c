@@ -377,7 +377,8 @@ static int do_restore (const char *path, const char *run, int64_t step, int worl
     struct stat sb;
     int e, rc, isdir = stat (path, &sb) == 0 && S_ISDIR (sb.st_mode);
 
-    e = isdir ? l3_restore_latest (MPI_COMM_WORLD, path, run, restore_cb, &p, &f, &err)
+    e = isdir ? l3_restore_latest (
+                    MPI_COMM_WORLD, path, run, restore_cb, &p, &f, NULL, &err)
               : l3_restore (MPI_COMM_WORLD, path, restore_cb, &p, &f, &err);
     if (e != ELASTIC_OK) {
         if (rank == 0)
