@@ -64,7 +64,7 @@ done
 cp -L "$BUILD"/src/libelastic/.libs/libelastic.so.0 "$OUTDIR/lib/"
 
 # every shared library the programs, libelastic and Open MPI need
-skip='^(linux-vdso|ld-linux|libc\.so|libm\.so|libpthread|libdl\.so|librt\.so|libutil\.so|libresolv\.so|libstdc\+\+|libgcc_s|libcuda\.so|libnvidia)'
+skip='^(linux-vdso|ld-linux|libc\.so|libm\.so|libpthread|libdl\.so|librt\.so|libutil\.so|libresolv\.so|libstdc\+\+|libgcc_s|libcuda\.so|libnvidia|libnccl)'
 deps() {
     LD_LIBRARY_PATH="$OUTDIR/lib:$PREFIX/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" ldd "$1" 2> /dev/null |
         awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}'
@@ -107,13 +107,26 @@ if [ ! -x "$prefix/bin/mpirun" ]; then
     fi
 fi
 libs=$here/lib:$prefix/lib
-# libnccl: the machine's own (a CUDA install, or the nvidia-nccl wheel)
-for d in /usr/local/cuda/lib64 /usr/lib/x86_64-linux-gnu \
-    $(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2> /dev/null); do
-    if [ -e "$d/libnccl.so.2" ]; then libs=$libs:$d; echo "run.sh: libnccl from $d"; break; fi
+# libnccl: the machine's own (a CUDA install, the nvidia-nccl wheel, the
+# system's), the first with ncclCommRevoke (NCCL >= 2.28, which libelastic
+# needs); else the first found (the NCCL checks then fail, saying why)
+nccl=
+for d in $(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2> /dev/null) \
+    /usr/local/cuda/lib64 /usr/lib/x86_64-linux-gnu; do
+    [ -e "$d/libnccl.so.2" ] || continue
+    if grep -q ncclCommRevoke "$d/libnccl.so.2"; then nccl=$d; break; fi
+    [ -n "$nccl" ] || nccl=$d
+done
+[ -n "$nccl" ] && libs=$libs:$nccl && echo "run.sh: libnccl from $nccl"
+for d in /usr/local/cuda/lib64 /usr/lib/x86_64-linux-gnu $(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2> /dev/null); do
+    [ -e "$d/libnccl.so.2" ] && echo "run.sh: $d/libnccl.so.2: $(grep -c ncclCommRevoke "$d/libnccl.so.2") mention(s) of ncclCommRevoke"
 done
 export PATH=$prefix/bin:$PATH OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export MPIRUN=$prefix/bin/mpirun
+# TCP between the ranks: no shared-memory single copy, which containers
+# (gVisor) may refuse (process_vm_readv); the checks' results do not depend
+# on the transport
+export ELASTIC_TEST_MPIRUN_ARGS=${ELASTIC_TEST_MPIRUN_ARGS:---oversubscribe --bind-to none --mca pml ob1 --mca btl self,tcp --mca coll ^han --mca async_mpi_finalize 1}
 exec bash "$here/src/bench/gpu-check.sh" --build "$here/build" --src "$here/src" --lib "$libs" "$@"
 EOF
 chmod +x "$OUTDIR/run.sh"
