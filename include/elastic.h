@@ -688,7 +688,7 @@ int elastic_nccl_comm (const elastic_manager_t *m,
                        elastic_error_t *err);
 
 /* Wait, up to timeout_s seconds, for the work on stream (a cudaStream_t;
- * NULL: only check) while polling the NCCL communicator's asynchronous
+ * NULL: the legacy default stream) while polling the NCCL communicator's asynchronous
  * error: ELASTIC_OK when the stream is done, ELASTIC_ERR_PROC_FAILED on an
  * NCCL error or the timeout (then pass ELASTIC_NCCL_ERROR to
  * elastic_maybe_reshard_down), ELASTIC_ERR_IO on a CUDA error,

@@ -11,6 +11,11 @@
 #if HAVE_CONFIG_H
 #include "config.h"
 #endif
+/* tests/t1031: this file compiled as a build without CUDA and NCCL */
+#ifdef ELASTIC_GPU_OFF
+#undef HAVE_CUDA
+#undef HAVE_NCCL
+#endif
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>

@@ -44,14 +44,15 @@ int gpu_nccl_enable (struct elastic_manager *m, elastic_error_t *err)
     char why[512];
     const char *e;
 
+    if (!gpu_nccl (why, sizeof (why)))
+        return errcodef (err, ELASTIC_ERR_UNSUPPORTED, "elastic_nccl_enable: %s", why);
     if (m->started)
         return errcodef (err,
                          ELASTIC_ERR_STATE,
                          "elastic_nccl_enable: call it before elastic_manager_start");
     if (!(g = gpu_state_get (m)))
         return errcodef (err, ELASTIC_ERR_NOMEM, "elastic_nccl_enable: out of memory");
-    if (!(g->nccl = gpu_nccl (why, sizeof (why))))
-        return errcodef (err, ELASTIC_ERR_UNSUPPORTED, "elastic_nccl_enable: %s", why);
+    g->nccl = gpu_nccl (why, sizeof (why));
     if ((e = getenv ("ELASTIC_TEST_NCCL_GROUP")) && *e) {
         char *end;
         long v = strtol (e, &end, 10);
@@ -70,7 +71,10 @@ int gpu_nccl_enable (struct elastic_manager *m, elastic_error_t *err)
 int gpu_nccl_comm (const struct elastic_manager *m, void **comm, elastic_error_t *err)
 {
     const struct gpu_state *g = m->gpu;
+    char why[512];
 
+    if ((!g || !g->nccl_enabled) && !gpu_nccl (why, sizeof (why)))
+        return errcodef (err, ELASTIC_ERR_UNSUPPORTED, "elastic_nccl_comm: %s", why);
     if (!g || !g->nccl_enabled)
         return errcodef (err,
                          ELASTIC_ERR_STATE,
@@ -105,17 +109,15 @@ int gpu_nccl_check (struct elastic_manager *m,
 
     if (!g || !g->nccl_enabled || !g->comm)
         return gpu_nccl_comm (m, &(void *){NULL}, err);
-    if (stream && !g->cuda && !(g->cuda = gpu_cuda (why, sizeof (why))))
+    if (!g->cuda && !(g->cuda = gpu_cuda (why, sizeof (why))))
         return errcodef (err, ELASTIC_ERR_UNSUPPORTED, "%s: %s", fn, why);
     for (;;) {
-        int done = 1;
+        int done;
         if (g->nccl->async_error (g->comm, why, sizeof (why)))
             return errcodef (err, ELASTIC_ERR_PROC_FAILED, "%s: %s", fn, why);
-        if (stream) {
-            done = g->cuda->stream_query (stream, why, sizeof (why));
-            if (done < 0)
-                return errcodef (err, ELASTIC_ERR_IO, "%s: %s", fn, why);
-        }
+        done = g->cuda->stream_query (stream, why, sizeof (why));
+        if (done < 0)
+            return errcodef (err, ELASTIC_ERR_IO, "%s: %s", fn, why);
         if (done)
             return ELASTIC_OK;
         if (now_s () > end)
