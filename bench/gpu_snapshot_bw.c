@@ -53,8 +53,11 @@ int main (int argc, char **argv)
     int64_t step = 0;
 
     if (mib <= 0 || reps <= 0) {
-        fprintf (stderr, "usage: %s [SIZE_MIB [REPS]] (got '%s' '%s')\n", argv[0],
-                 argc > 1 ? argv[1] : "", argc > 2 ? argv[2] : "");
+        fprintf (stderr,
+                 "usage: %s [SIZE_MIB [REPS]] (got '%s' '%s')\n",
+                 argv[0],
+                 argc > 1 ? argv[1] : "",
+                 argc > 2 ? argv[2] : "");
         return 2;
     }
     setenv ("ELASTIC_SNAPSHOT_OVERLAP", "0", 1); /* each snapshot whole */
@@ -70,7 +73,8 @@ int main (int argc, char **argv)
     t_snap = calloc (reps, sizeof (double));
     t_pin = calloc (reps, sizeof (double));
     t_page = calloc (reps, sizeof (double));
-    if (!t_stage || !t_snap || !t_pin || !t_page || cudaMalloc (&d, bytes) != cudaSuccess ||
+    if (!t_stage || !t_snap || !t_pin || !t_page ||
+        cudaMalloc (&d, bytes) != cudaSuccess ||
         cudaMallocHost (&pin, bytes) != cudaSuccess || !(page = malloc (bytes))) {
         fprintf (stderr, "gpu-snapshot-bw: cannot allocate 3 x %ld MiB\n", mib);
         return 1;
@@ -93,7 +97,8 @@ int main (int argc, char **argv)
         }
         cudaDeviceSynchronize ();
         t0 = MPI_Wtime ();
-        if (gpu_stage_begin (m, why, sizeof (why)) < 0 || gpu_stage_wait (m, why, sizeof (why)) < 0) {
+        if (gpu_stage_begin (m, why, sizeof (why)) < 0 ||
+            gpu_stage_wait (m, why, sizeof (why)) < 0) {
             fprintf (stderr, "gpu-snapshot-bw: %s\n", why);
             return 1;
         }
@@ -112,13 +117,25 @@ int main (int argc, char **argv)
         t_page[i] = MPI_Wtime () - t0;
     }
     {
-        double s = bytes / median (t_stage, reps) / 1e9, n = bytes / median (t_snap, reps) / 1e9;
-        double p = bytes / median (t_pin, reps) / 1e9, g = bytes / median (t_page, reps) / 1e9;
+        double s = bytes / median (t_stage, reps) / 1e9,
+               n = bytes / median (t_snap, reps) / 1e9;
+        double p = bytes / median (t_pin, reps) / 1e9,
+               g = bytes / median (t_page, reps) / 1e9;
         printf ("gpu-snapshot-bw: bytes %zu reps %d stage %.2f GB/s snapshot %.2f GB/s "
                 "pinned %.2f GB/s pageable %.2f GB/s stage/pinned %.1f %%\n",
-                bytes, reps, s, n, p, g, 100.0 * s / p);
-        printf ("gpu-snapshot-bw: stage min %.4f max %.4f s; pinned min %.4f max %.4f s\n",
-                t_stage[0], t_stage[reps - 1], t_pin[0], t_pin[reps - 1]);
+                bytes,
+                reps,
+                s,
+                n,
+                p,
+                g,
+                100.0 * s / p);
+        printf (
+            "gpu-snapshot-bw: stage min %.4f max %.4f s; pinned min %.4f max %.4f s\n",
+            t_stage[0],
+            t_stage[reps - 1],
+            t_pin[0],
+            t_pin[reps - 1]);
     }
     fflush (stdout);
     elastic_manager_destroy (m);

@@ -533,8 +533,11 @@ int elastic_array_block (const elastic_manager_t *m,
 
 /* Inside a handler: copy this rank's restored block of array name into buf
  * (count elements, as elastic_array_block says) and register buf as the
- * array's storage.  Returns ELASTIC_ERR_STATE outside a handler,
- * ELASTIC_ERR_INVAL on a wrong count. */
+ * array's storage.  For a device array (elastic_register_device_array) buf
+ * is device memory: the block is copied in with cudaMemcpy, or not at all
+ * when buf is the one its placement hook returned.  Returns
+ * ELASTIC_ERR_STATE outside a handler, ELASTIC_ERR_INVAL on a wrong count
+ * (or a device array's buf that is not device memory). */
 int elastic_array_restore (elastic_manager_t *m,
                            const char *name,
                            void *buf,

@@ -28,43 +28,53 @@ static void plan_tests (void)
     /* a loss: the survivors shrink, the list is the lost NCCL ranks */
     {
         const int nw[] = {0, 1, 3};
-        is_int (nccl_plan_decide (old4, 4, nw, 3, 1, excl, &nexcl), NCCL_SHRINK,
+        is_int (nccl_plan_decide (old4, 4, nw, 3, 1, excl, &nexcl),
+                NCCL_SHRINK,
                 "rank 2 lost: shrink");
         is_int (nexcl, 1, "rank 2 lost: one excluded");
         is_int (excl[0], 2, "rank 2 lost: NCCL rank 2 excluded");
     }
     {
         const int old[] = {5, 7, 9, 11, 13}, nw[] = {5, 11};
-        is_int (nccl_plan_decide (old, 5, nw, 2, 1, excl, &nexcl), NCCL_SHRINK,
+        is_int (nccl_plan_decide (old, 5, nw, 2, 1, excl, &nexcl),
+                NCCL_SHRINK,
                 "three lost of five: shrink");
         ok (nexcl == 3 && excl[0] == 1 && excl[1] == 2 && excl[2] == 4,
-            "three lost of five: NCCL ranks 1 2 4, ascending (got %d: %d %d %d)", nexcl,
-            excl[0], excl[1], excl[2]);
+            "three lost of five: NCCL ranks 1 2 4, ascending (got %d: %d %d %d)",
+            nexcl,
+            excl[0],
+            excl[1],
+            excl[2]);
     }
     /* same members: kept, unless there was a failure (then shrunk by none) */
-    is_int (nccl_plan_decide (old4, 4, old4, 4, 0, excl, &nexcl), NCCL_KEEP,
+    is_int (nccl_plan_decide (old4, 4, old4, 4, 0, excl, &nexcl),
+            NCCL_KEEP,
             "same members, no failure: keep");
-    is_int (nccl_plan_decide (old4, 4, old4, 4, 1, excl, &nexcl), NCCL_SHRINK,
+    is_int (nccl_plan_decide (old4, 4, old4, 4, 1, excl, &nexcl),
+            NCCL_SHRINK,
             "same members after a failure: shrink");
     is_int (nexcl, 0, "same members after a failure: none excluded");
     /* a spare takes a place: new */
     {
         const int nw[] = {0, 1, 4, 3};
-        is_int (nccl_plan_decide (old4, 4, nw, 4, 1, excl, &nexcl), NCCL_NEW,
+        is_int (nccl_plan_decide (old4, 4, nw, 4, 1, excl, &nexcl),
+                NCCL_NEW,
                 "a spare replaces rank 2: new");
         is_int (nexcl, 0, "new: no exclude list");
     }
     {
         const int nw[] = {0, 1, 3, 4};
-        is_int (nccl_plan_decide (old4, 3, nw, 4, 0, excl, &nexcl), NCCL_NEW,
-                "a grow: new");
+        is_int (
+            nccl_plan_decide (old4, 3, nw, 4, 0, excl, &nexcl), NCCL_NEW, "a grow: new");
     }
     {
         const int nw[] = {1, 0};
-        is_int (nccl_plan_decide (old4, 4, nw, 2, 1, excl, &nexcl), NCCL_NEW,
+        is_int (nccl_plan_decide (old4, 4, nw, 2, 1, excl, &nexcl),
+                NCCL_NEW,
                 "a new order: new");
     }
-    is_int (nccl_plan_decide (NULL, 0, old4, 4, 0, excl, &nexcl), NCCL_NEW,
+    is_int (nccl_plan_decide (NULL, 0, old4, 4, 0, excl, &nexcl),
+            NCCL_NEW,
             "no communicator yet: new");
     {
         int a[] = {2}, b[] = {3};
@@ -119,63 +129,82 @@ static void api_tests (void)
 
     nccl_built = gpu_nccl (why, sizeof (why)) != NULL;
     diag ("NCCL: %s", nccl_built ? "loaded" : why);
-    is_int (elastic_manager_create (MPI_COMM_WORLD, NULL, &m, &err), ELASTIC_OK,
+    is_int (elastic_manager_create (MPI_COMM_WORLD, NULL, &m, &err),
+            ELASTIC_OK,
             "manager created");
 
     /* elastic_register_device_array */
-    is_int (elastic_register_device_array (NULL, "x", host, 8, 4, &err), ELASTIC_ERR_INVAL,
+    is_int (elastic_register_device_array (NULL, "x", host, 8, 4, &err),
+            ELASTIC_ERR_INVAL,
             "register_device_array: NULL manager");
-    is_int (elastic_register_device_array (m, NULL, host, 8, 4, &err), ELASTIC_ERR_INVAL,
+    is_int (elastic_register_device_array (m, NULL, host, 8, 4, &err),
+            ELASTIC_ERR_INVAL,
             "register_device_array: NULL name");
-    is_int (elastic_register_device_array (m, "", host, 8, 4, &err), ELASTIC_ERR_INVAL,
+    is_int (elastic_register_device_array (m, "", host, 8, 4, &err),
+            ELASTIC_ERR_INVAL,
             "register_device_array: empty name");
-    is_int (elastic_register_device_array (m, "x", host, 0, 4, &err), ELASTIC_ERR_INVAL,
+    is_int (elastic_register_device_array (m, "x", host, 0, 4, &err),
+            ELASTIC_ERR_INVAL,
             "register_device_array: elem_size 0");
     ok (strstr (err.text, "elem_size 0") != NULL, "... names the value: %s", err.text);
-    is_int (elastic_register_device_array (m, "x", NULL, 8, 4, &err), ELASTIC_ERR_INVAL,
+    is_int (elastic_register_device_array (m, "x", NULL, 8, 4, &err),
+            ELASTIC_ERR_INVAL,
             "register_device_array: NULL data with count 4");
     ok (strstr (err.text, "count 4") != NULL, "... names the value: %s", err.text);
     is_int (elastic_register_device_array (m, "x", host, (size_t)1 << 62, 64, &err),
-            ELASTIC_ERR_INVAL, "register_device_array: count x elem_size overflows");
+            ELASTIC_ERR_INVAL,
+            "register_device_array: count x elem_size overflows");
     rc = elastic_register_device_array (m, "x", host, 8, 4, &err);
     if (dev) {
         is_int (rc, ELASTIC_ERR_INVAL, "register_device_array: a host pointer");
         ok (strstr (err.text, "not device memory") != NULL, "... says so: %s", err.text);
     } else {
-        is_int (rc, ELASTIC_ERR_UNSUPPORTED, "register_device_array: no CUDA (or device)");
+        is_int (
+            rc, ELASTIC_ERR_UNSUPPORTED, "register_device_array: no CUDA (or device)");
         ok (strstr (err.text, "elastic_register_device_array") &&
-                (strstr (err.text, "without CUDA") || strstr (err.text, "no CUDA device") ||
-                 strstr (err.text, "libcudart")),
-            "... says what is missing: %s", err.text);
+                (strstr (err.text, "without CUDA") ||
+                 strstr (err.text, "no CUDA device") || strstr (err.text, "libcudart")),
+            "... says what is missing: %s",
+            err.text);
     }
     /* elastic_device_set_stream */
-    is_int (elastic_device_set_stream (NULL, NULL, &err), ELASTIC_ERR_INVAL,
+    is_int (elastic_device_set_stream (NULL, NULL, &err),
+            ELASTIC_ERR_INVAL,
             "device_set_stream: NULL manager");
     rc = elastic_device_set_stream (m, NULL, &err);
-    is_int (rc, dev ? ELASTIC_OK : ELASTIC_ERR_UNSUPPORTED, "device_set_stream: %s",
+    is_int (rc,
+            dev ? ELASTIC_OK : ELASTIC_ERR_UNSUPPORTED,
+            "device_set_stream: %s",
             dev ? "ok" : "unsupported");
 
     /* elastic_nccl_comm before enable */
-    is_int (elastic_nccl_comm (NULL, &comm, &err), ELASTIC_ERR_INVAL,
+    is_int (elastic_nccl_comm (NULL, &comm, &err),
+            ELASTIC_ERR_INVAL,
             "nccl_comm: NULL manager");
     is_int (elastic_nccl_comm (m, NULL, &err), ELASTIC_ERR_INVAL, "nccl_comm: NULL comm");
     is_int (elastic_nccl_comm (m, &comm, &err),
             nccl_built ? ELASTIC_ERR_STATE : ELASTIC_ERR_UNSUPPORTED,
-            "nccl_comm: not enabled (%s)", err.text);
+            "nccl_comm: not enabled (%s)",
+            err.text);
     ok (comm == NULL, "nccl_comm: *comm NULL on error");
     /* elastic_nccl_check */
-    is_int (elastic_nccl_check (NULL, NULL, 1.0, &err), ELASTIC_ERR_INVAL,
+    is_int (elastic_nccl_check (NULL, NULL, 1.0, &err),
+            ELASTIC_ERR_INVAL,
             "nccl_check: NULL manager");
-    is_int (elastic_nccl_check (m, NULL, -1.0, &err), ELASTIC_ERR_INVAL,
+    is_int (elastic_nccl_check (m, NULL, -1.0, &err),
+            ELASTIC_ERR_INVAL,
             "nccl_check: timeout -1");
     ok (strstr (err.text, "-1") != NULL, "... names the value: %s", err.text);
-    is_int (elastic_nccl_check (m, NULL, NAN, &err), ELASTIC_ERR_INVAL,
+    is_int (elastic_nccl_check (m, NULL, NAN, &err),
+            ELASTIC_ERR_INVAL,
             "nccl_check: timeout NaN");
     is_int (elastic_nccl_check (m, NULL, 0.0, &err),
             nccl_built ? ELASTIC_ERR_STATE : ELASTIC_ERR_UNSUPPORTED,
-            "nccl_check: not enabled (%s)", err.text);
+            "nccl_check: not enabled (%s)",
+            err.text);
     /* elastic_nccl_enable */
-    is_int (elastic_nccl_enable (NULL, &err), ELASTIC_ERR_INVAL, "nccl_enable: NULL manager");
+    is_int (
+        elastic_nccl_enable (NULL, &err), ELASTIC_ERR_INVAL, "nccl_enable: NULL manager");
     rc = elastic_nccl_enable (m, &err);
     if (nccl_built) {
         /* enabled: a one-rank communicator would need a GPU at start; take
@@ -189,15 +218,19 @@ static void api_tests (void)
 
     /* after start: enable is too late; ELASTIC_NCCL_ERROR without NCCL */
     m = NULL;
-    is_int (elastic_manager_create (MPI_COMM_WORLD, NULL, &m, &err), ELASTIC_OK,
+    is_int (elastic_manager_create (MPI_COMM_WORLD, NULL, &m, &err),
+            ELASTIC_OK,
             "second manager created");
     elastic_register_value (m, "step", &step, sizeof (step), &err);
-    is_int (elastic_manager_start (m, handler, NULL, &active, &err), ELASTIC_OK, "started");
+    is_int (
+        elastic_manager_start (m, handler, NULL, &active, &err), ELASTIC_OK, "started");
     is_int (elastic_nccl_enable (m, &err),
             nccl_built ? ELASTIC_ERR_STATE : ELASTIC_ERR_UNSUPPORTED,
-            "nccl_enable after start (%s)", err.text);
+            "nccl_enable after start (%s)",
+            err.text);
     is_int (elastic_maybe_reshard_down (m, ELASTIC_NCCL_ERROR, handler, NULL, &err),
-            ELASTIC_ERR_STATE, "reshard_down(ELASTIC_NCCL_ERROR) without NCCL enabled");
+            ELASTIC_ERR_STATE,
+            "reshard_down(ELASTIC_NCCL_ERROR) without NCCL enabled");
     ok (strstr (err.text, "elastic_nccl_enable") != NULL, "... says why: %s", err.text);
     elastic_manager_destroy (m);
 }

@@ -61,7 +61,8 @@ struct gpu_nccl_ops {
      * NCCL sorts it) */
     int (*shrink) (void *comm, int *excl, int nexcl, void **child, char *why, size_t len);
     void (*abort) (void *comm);
-    int (*async_error) (void *comm, char *why, size_t len); /* 0 none, 1 error */
+    /* 0 none, 1 an error (why), 2 an operation still in progress */
+    int (*async_error) (void *comm, char *why, size_t len);
     int (*count) (void *comm, int *n, char *why, size_t len);
     int (*user_rank) (void *comm, int *rank, char *why, size_t len);
 };

@@ -436,8 +436,10 @@ static int nc_async_error (void *comm, char *why, size_t len)
     ncclResult_t a = ncclSuccess, r = nc.async_error ((ncclComm_t)comm, &a);
     if (r != ncclSuccess)
         a = r;
-    if (a == ncclSuccess || a == ncclInProgress)
+    if (a == ncclSuccess)
         return 0;
+    if (a == ncclInProgress)
+        return 2;
     snprintf (why, len, "ncclCommGetAsyncError: %s", nc.error_string (a));
     return 1;
 }

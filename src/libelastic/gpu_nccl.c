@@ -112,10 +112,12 @@ int gpu_nccl_check (struct elastic_manager *m,
     if (!g->cuda && !(g->cuda = gpu_cuda (why, sizeof (why))))
         return errcodef (err, ELASTIC_ERR_UNSUPPORTED, "%s: %s", fn, why);
     for (;;) {
-        int done;
-        if (g->nccl->async_error (g->comm, why, sizeof (why)))
+        int done, a = g->nccl->async_error (g->comm, why, sizeof (why));
+        if (a == 1)
             return errcodef (err, ELASTIC_ERR_PROC_FAILED, "%s: %s", fn, why);
-        done = g->cuda->stream_query (stream, why, sizeof (why));
+        /* a non-blocking communicator's call may still be in progress:
+         * the stream has its work only after that */
+        done = a == 2 ? 0 : g->cuda->stream_query (stream, why, sizeof (why));
         if (done < 0)
             return errcodef (err, ELASTIC_ERR_IO, "%s: %s", fn, why);
         if (done)

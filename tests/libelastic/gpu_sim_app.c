@@ -179,7 +179,8 @@ static int n_unique_id (unsigned char *id, char *why, size_t len)
     snprintf ((char *)id, GPU_NCCL_ID_BYTES, "id-%d-%d", (int)getpid (), ++ids);
     return 0;
 }
-static int n_init (void **c, int n, const unsigned char *id, int rank, char *why, size_t len)
+static int
+n_init (void **c, int n, const unsigned char *id, int rank, char *why, size_t len)
 {
     struct comm *k = calloc (1, sizeof (*k));
     if (!k || rank < 0 || rank >= n) {
@@ -229,7 +230,11 @@ static int n_shrink (void *c, int *excl, int nexcl, void **child, char *why, siz
     ch->serial = ++serials;
     ch->n = k->n - nexcl;
     ch->rank = k->rank - below;
-    tr ("shrink c=%d excl=[%s] -> c=%d n=%d rank=%d", k->serial, list, ch->serial, ch->n,
+    tr ("shrink c=%d excl=[%s] -> c=%d n=%d rank=%d",
+        k->serial,
+        list,
+        ch->serial,
+        ch->n,
         ch->rank);
     *child = ch;
     return 0;
@@ -315,7 +320,11 @@ static int check_nccl (struct app *a, const char *when)
         fprintf (stderr,
                  "gpu_sim_app: %s: the NCCL communicator has %d ranks, rank %d%s "
                  "(expected %d, %d)\n",
-                 when, n, r, ((struct comm *)c)->aborted ? ", aborted" : "", a->size,
+                 when,
+                 n,
+                 r,
+                 ((struct comm *)c)->aborted ? ", aborted" : "",
+                 a->size,
                  a->rank);
         return -1;
     }
@@ -392,14 +401,16 @@ int main (int argc, char **argv)
         MPI_Comm_rank (a.comm, &a.rank);
         MPI_Comm_size (a.comm, &a.size);
         a.count = a.n / a.size + ((uint64_t)a.rank < a.n % a.size);
-        a.off = a.n / a.size * a.rank + ((uint64_t)a.rank < a.n % a.size ? a.rank : a.n % a.size);
+        a.off = a.n / a.size * a.rank +
+                ((uint64_t)a.rank < a.n % a.size ? (uint64_t)a.rank : a.n % a.size);
         if (!(a.x = dev_alloc (a.count * sizeof (double))))
             return 3;
         for (uint64_t i = 0; i < a.count; i++)
             a.x[i] = (double)(mix (a.off + i) >> 11) / 9007199254740992.0;
     }
     if ((rc = elastic_register_value (a.m, "step", &a.step, sizeof (a.step), &err)) ||
-        (rc = elastic_register_device_array (a.m, "x", a.x, sizeof (double), a.count, &err)) ||
+        (rc = elastic_register_device_array (
+             a.m, "x", a.x, sizeof (double), a.count, &err)) ||
         (rc = elastic_array_set_realloc (a.m, "x", place_x, &a, &err)) ||
         (rc = elastic_nccl_enable (a.m, &err)) ||
         (rc = elastic_manager_start (a.m, rebuild, &a, &active, &err)))
@@ -422,7 +433,8 @@ int main (int argc, char **argv)
             goto failed;
         }
         for (uint64_t i = 0; i < a.count; i++) {
-            a.x[i] = a.x[i] * 0.5 + (double)((a.off + i) * 31 % 17 + (uint64_t)a.step % 5);
+            a.x[i] =
+                a.x[i] * 0.5 + (double)((a.off + i) * 31 % 17 + (uint64_t)a.step % 5);
             s += mix ((uint64_t)(a.x[i] * 1024.0));
         }
         if ((mrc = MPI_Allreduce (&s, &all, 1, MPI_UINT64_T, MPI_SUM, a.comm)) !=
@@ -445,7 +457,9 @@ int main (int argc, char **argv)
         if ((mrc = MPI_Allreduce (&s, &all, 1, MPI_UINT64_T, MPI_SUM, a.comm)) ==
             MPI_SUCCESS) {
             if (a.rank == 0)
-                printf ("final world %d\nchecksum %016llx\n", a.size, (unsigned long long)all);
+                printf ("final world %d\nchecksum %016llx\n",
+                        a.size,
+                        (unsigned long long)all);
             break;
         }
         if ((rc = elastic_maybe_reshard_down (a.m, mrc, rebuild, &a, &err)) != ELASTIC_OK)
@@ -454,7 +468,10 @@ int main (int argc, char **argv)
     rc = ELASTIC_OK;
     goto end;
 fail:
-    fprintf (stderr, "gpu_sim_app: rank %d: %s: %s\n", a.wrank, elastic_strerror (rc),
+    fprintf (stderr,
+             "gpu_sim_app: rank %d: %s: %s\n",
+             a.wrank,
+             elastic_strerror (rc),
              err.text);
 end:
     fflush (stdout);
