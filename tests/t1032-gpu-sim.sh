@@ -43,7 +43,7 @@ run ref 4
 ref=$(checksum_of "$tmp/ref/out")
 ok "$([ -n "$ref" ] && echo 0 || echo 1)" "ref: a checksum ($ref)"
 for r in 0 1 2 3; do
-    is "$(ops ref $r)" "init c=1 n=4 rank=$r;" "ref: rank $r made one communicator of 4"
+    is "$(ops ref $r)" "init c=1 n=4 rank=$r;abort c=1;" "ref: rank $r made one communicator of 4, aborted it at the end"
 done
 
 # rank 2 is killed at step 23: the survivors shrink NCCL rank 2 away
@@ -52,7 +52,7 @@ is "$(checksum_of "$tmp/kill/out")" "$ref" "kill: the failure-free checksum (dev
 is "$(events "$tmp/kill/events")" "reshard_down 20 4->3 failed=2 spares= attempts=1" "kill: the event"
 want_rank() { case $1 in 0) echo 0 ;; 1) echo 1 ;; 3) echo 2 ;; esac; }
 for r in 0 1 3; do
-    is "$(ops kill $r)" "init c=1 n=4 rank=$r;revoke c=1;shrink c=1 excl=[2] -> c=2 n=3 rank=$(want_rank $r);abort c=1;" \
+    is "$(ops kill $r)" "init c=1 n=4 rank=$r;revoke c=1;shrink c=1 excl=[2] -> c=2 n=3 rank=$(want_rank $r);abort c=1;abort c=2;" \
         "kill: rank $r: revoke, shrink excluding [2], abort the parent"
     grep -q "handler-check rebuild n=3 rank=$(want_rank $r)" "$tmp/kill/nccl.$r"
     ok $? "kill: rank $r: the handler saw the shrunk communicator"
@@ -63,10 +63,10 @@ ok "$(grep -q ERROR "$tmp"/kill/nccl.* && echo 1 || echo 0)" "kill: NCCL got val
 run spare 5 -x ELASTIC_SPARE_RANKS=1 -- --fail 1:23
 is "$(checksum_of "$tmp/spare/out")" "$ref" "spare: the failure-free checksum"
 for r in 0 2 3; do
-    is "$(ops spare $r)" "init c=1 n=4 rank=$r;revoke c=1;abort c=1;init c=2 n=4 rank=$r;" \
+    is "$(ops spare $r)" "init c=1 n=4 rank=$r;revoke c=1;abort c=1;init c=2 n=4 rank=$r;abort c=2;" \
         "spare: rank $r: revoke, abort, a new communicator of 4"
 done
-is "$(ops spare 4)" "init c=1 n=4 rank=1;" "spare: the spare joined the new communicator as rank 1"
+is "$(ops spare 4)" "init c=1 n=4 rank=1;abort c=1;" "spare: the spare joined the new communicator as rank 1"
 
 # an NCCL error reported by rank 1 at step 17 (no process lost): everyone
 # revokes and shrinks by none
@@ -74,7 +74,7 @@ run nccl-error 4 --nccl-error 1:17
 is "$(checksum_of "$tmp/nccl-error/out")" "$ref" "nccl-error: the failure-free checksum"
 is "$(events "$tmp/nccl-error/events")" "reshard_down 15 4->4 failed= spares= attempts=1" "nccl-error: the event"
 for r in 0 1 2 3; do
-    is "$(ops nccl-error $r)" "init c=1 n=4 rank=$r;revoke c=1;shrink c=1 excl=[] -> c=2 n=4 rank=$r;abort c=1;" \
+    is "$(ops nccl-error $r)" "init c=1 n=4 rank=$r;revoke c=1;shrink c=1 excl=[] -> c=2 n=4 rank=$r;abort c=1;abort c=2;" \
         "nccl-error: rank $r: revoke, shrink by none, abort"
 done
 done_testing
