@@ -6,7 +6,7 @@
 # failure-free checksum after device-array restores (through the placement
 # hook); every survivor passes NCCL the same exclude list, in the order
 # revoke -> shrink(NCCL_SHRINK_ABORT) -> abort of the parent; a spare's
-# takeover makes a new communicator on every member; an NCCL error passed
+# takeover, and a grow, make a new communicator on every member; an NCCL error passed
 # to elastic_maybe_reshard_down (no process lost) rebuilds it everywhere;
 # the handler sees the new communicator (size and rank).
 . "${srcdir:-.}/lib/mpitest.sh"
@@ -67,6 +67,18 @@ for r in 0 2 3; do
         "spare: rank $r: revoke, abort, a new communicator of 4"
 done
 is "$(ops spare 4)" "init c=1 n=4 rank=1;abort c=1;" "spare: the spare joined the new communicator as rank 1"
+
+# no takeover: rank 1's loss shrinks NCCL to 3, then the spare joins at
+# maybe_reshard_up (a grow): a new communicator of 4, no revoke (no failure)
+run grow 5 -x ELASTIC_SPARE_RANKS=1 -x ELASTIC_SPARE_TAKEOVER=0 -- --fail 1:23
+is "$(checksum_of "$tmp/grow/out")" "$ref" "grow: the failure-free checksum"
+is "$(events "$tmp/grow/events" | tr '\n' ';')" "reshard_down 20 4->3 failed=1 spares= attempts=1;reshard_up 20 3->4 failed= spares=4 attempts=1;" "grow: the events"
+for r in 0 2 3; do
+    k=$((r == 0 ? 0 : r - 1))
+    is "$(ops grow $r)" "init c=1 n=4 rank=$r;revoke c=1;shrink c=1 excl=[1] -> c=2 n=3 rank=$k;abort c=1;abort c=2;init c=3 n=4 rank=$k;abort c=3;" \
+        "grow: rank $r: shrunk to 3, then a new communicator of 4"
+done
+is "$(ops grow 4)" "init c=1 n=4 rank=3;abort c=1;" "grow: the spare joined as rank 3"
 
 # an NCCL error reported by rank 1 at step 17 (no process lost): everyone
 # revokes and shrinks by none

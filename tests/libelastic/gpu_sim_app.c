@@ -423,7 +423,9 @@ int main (int argc, char **argv)
     }
     while (a.step < steps) {
         uint64_t s = 0, all;
-        if ((rc = elastic_maybe_snapshot (a.m, a.step, &err)) != ELASTIC_OK)
+        if ((rc = elastic_maybe_snapshot (a.m, a.step, &err)) != ELASTIC_OK ||
+            (rc = elastic_maybe_reshard_up (a.m, a.step, rebuild, &a, NULL, &err)) !=
+                ELASTIC_OK)
             goto fail;
         if ((mrc = inject_step (&inj, a.wrank, a.step, a.comm)) != MPI_SUCCESS)
             goto failed;
