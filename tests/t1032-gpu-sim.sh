@@ -37,7 +37,7 @@ run() {
 }
 
 # ops R FILE: the NCCL calls of original rank R, "handler-check" lines out
-ops() { grep -v '^handler-check' "$tmp/$1/nccl.$2" | sed 's/ id=.*//' | tr '\n' ';'; }
+ops() { grep -v -e '^handler-check' -e '^device copies' "$tmp/$1/nccl.$2" | tr '\n' ';'; }
 
 run ref 4
 ref=$(checksum_of "$tmp/ref/out")
@@ -58,6 +58,9 @@ for r in 0 1 3; do
     ok $? "kill: rank $r: the handler saw the shrunk communicator"
 done
 ok "$(grep -q ERROR "$tmp"/kill/nccl.* && echo 1 || echo 0)" "kill: NCCL got valid calls only"
+# periodic snapshots copy device arrays straight into page-locked L1 slots
+is "$(grep -h 'straight into' "$tmp"/ref/nccl.* | sort -u)" "device copies straight into snapshot buffers: yes" \
+    "ref: device arrays copied straight into page-locked snapshot buffers"
 
 # a spare takes rank 1's place: a new communicator of 4, the spare in it
 run spare 5 -x ELASTIC_SPARE_RANKS=1 -- --fail 1:23

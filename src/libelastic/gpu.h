@@ -40,6 +40,9 @@ struct gpu_cuda_ops {
     int (*memcpy_d2h_async) (
         void *dst, const void *src, size_t n, void *stream, char *why, size_t len);
     int (*memcpy_h2d) (void *dst, const void *src, size_t n, char *why, size_t len);
+    /* page-lock existing host memory (cudaHostRegister) and undo it */
+    int (*host_register) (void *p, size_t n, char *why, size_t len);
+    void (*host_unregister) (void *p);
 };
 
 /* NCCL calls libelastic makes (comms are ncclComm_t, ids ncclUniqueId's
@@ -169,11 +172,18 @@ int gpu_nccl_check (struct elastic_manager *m,
 /* 1 if m has device arrays. */
 int gpu_has_arrays (const struct elastic_manager *m);
 
-/* Enqueue the copy of every device array into its mirror on the library's
- * stream, ordered after the application's work (its stream's event, or
- * the legacy default stream), and record the event that ends it.  0, or -1
- * with why filled. */
-int gpu_stage_begin (struct elastic_manager *m, char *why, size_t len);
+/* Enqueue the copy of every device array on the library's stream, ordered
+ * after the application's work (its stream's event, or the legacy default
+ * stream), and record the event that ends it: into its mirror (l1 NULL),
+ * or straight to its place in a serialized snapshot at l1 (page-locked
+ * with gpu_pin; the offsets of snapshot.h's layout).  0, or -1 with why
+ * filled. */
+int gpu_stage_begin (struct elastic_manager *m, void *l1, char *why, size_t len);
+
+/* Page-lock n bytes at p for copies from the device (a snapshot buffer):
+ * 0, or -1 (then copies go through the mirrors).  gpu_unpin undoes it. */
+int gpu_pin (void *p, size_t n);
+void gpu_unpin (void *p);
 
 /* Wait for the copies gpu_stage_begin enqueued.  0, or -1 with why. */
 int gpu_stage_wait (struct elastic_manager *m, char *why, size_t len);

@@ -199,10 +199,35 @@ int gpu_set_stream (struct elastic_manager *m, void *stream, elastic_error_t *er
     return ELASTIC_OK;
 }
 
-int gpu_stage_begin (struct elastic_manager *m, char *why, size_t len)
+int gpu_pin (void *p, size_t n)
+{
+    const struct gpu_cuda_ops *c;
+    char why[256];
+
+    if (!(c = gpu_cuda (why, sizeof (why))))
+        return -1;
+    if (c->host_register (p, n, why, sizeof (why)) < 0) {
+        el_log (EL_DEBUG, "snapshot buffer of %zu bytes not page-locked: %s", n, why);
+        return -1;
+    }
+    return 0;
+}
+
+void gpu_unpin (void *p)
+{
+    const struct gpu_cuda_ops *c;
+    char why[256];
+
+    if ((c = gpu_cuda (why, sizeof (why))))
+        c->host_unregister (p);
+}
+
+int gpu_stage_begin (struct elastic_manager *m, void *l1, char *why, size_t len)
 {
     struct gpu_state *g = m->gpu;
     const struct gpu_cuda_ops *c;
+    struct reg_item it;
+    size_t off = 0;
 
     if (!gpu_has_arrays (m))
         return 0;
@@ -216,12 +241,15 @@ int gpu_stage_begin (struct elastic_manager *m, char *why, size_t len)
     if (g->app_stream && (c->event_record (g->app_ev, g->app_stream, why, len) < 0 ||
                           c->stream_wait_event (g->stream, g->app_ev, why, len) < 0))
         return -1;
-    for (int a = 0; a < m->reg->na; a++) {
-        struct reg_array *ra = &m->reg->a[a];
-        size_t bytes = (size_t)ra->count * ra->elem_size;
-        if (!ra->is_dev || bytes == 0)
+    /* in the order of a serialized snapshot (snapshot.h) */
+    REG_FOREACH (m->reg, it)
+    {
+        struct reg_array *ra = it.kind == REG_ARRAY ? &m->reg->a[it.index] : NULL;
+        void *dst = l1 ? (char *)l1 + off : it.data;
+        off += it.bytes;
+        if (!ra || !ra->is_dev || it.bytes == 0)
             continue;
-        if (c->memcpy_d2h_async (ra->data, ra->dev, bytes, g->stream, why, len) < 0)
+        if (c->memcpy_d2h_async (dst, ra->dev, it.bytes, g->stream, why, len) < 0)
             return -1;
     }
     if (c->event_record (g->done_ev, g->stream, why, len) < 0)

@@ -108,6 +108,8 @@ static const char *const cuda_names[] = {
     "cudaMemcpy",
     "cudaGetErrorString",
     "cudaGetLastError",
+    "cudaHostRegister",
+    "cudaHostUnregister",
     NULL,
 };
 
@@ -129,6 +131,8 @@ static struct {
     cudaError_t (*memcpy) (void *, const void *, size_t, enum cudaMemcpyKind);
     const char *(*error_string) (cudaError_t);
     cudaError_t (*last_error) (void);
+    cudaError_t (*host_register) (void *, size_t, unsigned int);
+    cudaError_t (*host_unregister) (void *);
 } cu;
 
 static int cu_err (cudaError_t e, const char *call, char *why, size_t len)
@@ -242,6 +246,20 @@ static int cu_memcpy_h2d (void *dst, const void *src, size_t n, char *why, size_
         cu.memcpy (dst, src, n, cudaMemcpyHostToDevice), "cudaMemcpy", why, len);
 }
 
+static int cu_host_register (void *p, size_t n, char *why, size_t len)
+{
+    cudaError_t e = cu.host_register (p, n, cudaHostRegisterDefault);
+    if (e != cudaSuccess)
+        cu.last_error ();
+    return cu_err (e, "cudaHostRegister", why, len);
+}
+
+static void cu_host_unregister (void *p)
+{
+    if (p)
+        cu.host_unregister (p);
+}
+
 static const struct gpu_cuda_ops cuda_real = {
     .name = CUDART_SONAME,
     .device_count = cu_device_count,
@@ -258,6 +276,8 @@ static const struct gpu_cuda_ops cuda_real = {
     .stream_query = cu_stream_query,
     .memcpy_d2h_async = cu_memcpy_d2h_async,
     .memcpy_h2d = cu_memcpy_h2d,
+    .host_register = cu_host_register,
+    .host_unregister = cu_host_unregister,
 };
 
 static pthread_once_t cuda_once = PTHREAD_ONCE_INIT;

@@ -28,6 +28,7 @@ struct membuf {
     void *p;
     size_t cap;
     size_t size;
+    int pinned; /* page-locked for device copies (gpu_pin) */
 };
 
 static void membuf_free (struct membuf *b);
@@ -39,6 +40,7 @@ struct inflight {
     int k, pend, ward, L, X;
     int failure, any_bad, bad_rank;
     int dev_pending;       /* device arrays: L1 bytes and L2 exchange at finish */
+    int dev_direct;        /* ... copied straight into the L1 slot (no mirror) */
     int dev_bad;           /* ... and their copy failed here */
     uint64_t *rows;        /* [n * X] sizes of every rank (X = L + 2: then the
                               number of extents it sends, 0: all of it, and the
@@ -62,6 +64,7 @@ struct snapstore {
     struct inflight fl;
     struct diffstore *diff;         /* differential snapshots (diff.h) */
     struct membuf txstage, rxstage; /* their changed bytes, packed */
+    int pin_failed;                 /* gpu_pin failed once: mirrors only */
     int diff_base;                  /* the committed snapshot can be a base... */
     uint64_t diff_gen;              /* ... in this world generation */
 };
@@ -217,6 +220,10 @@ static int membuf_reserve (struct membuf *b, size_t size)
     if (size <= b->cap)
         return 0;
     cap = (size + MEMBUF_UNIT - 1) / MEMBUF_UNIT * MEMBUF_UNIT;
+    if (b->pinned) {
+        gpu_unpin (b->p); /* page-locked again at the next device snapshot */
+        b->pinned = 0;
+    }
     if (b->p)
         p = mremap (b->p, b->cap, cap, MREMAP_MAYMOVE);
     else
@@ -233,6 +240,9 @@ static int membuf_reserve (struct membuf *b, size_t size)
 
 static void membuf_free (struct membuf *b)
 {
+    if (b->pinned)
+        gpu_unpin (b->p);
+    b->pinned = 0;
     if (b->p)
         munmap (b->p, b->cap);
     b->p = NULL;
@@ -446,11 +456,31 @@ static int pair_diff (const struct elastic_manager *m, const struct inflight *f,
     return 1;
 }
 
-/* Wait for the device arrays' copies into their mirrors (gpu_stage_begin)
- * and put their bytes in L1 slot k.  0, or -1 (logged). */
-static int land_devices (struct elastic_manager *m, int k)
+/* An overlapped snapshot's device copies, straight into L1 slot f->k
+ * (page-locked once; if it cannot be, through the mirrors).  0, or -1
+ * with why. */
+static int
+stage_direct (struct elastic_manager *m, struct inflight *f, char *why, size_t len)
 {
-    struct membuf *b = &m->store->l1[k];
+    struct snapstore *s = m->store;
+    struct membuf *b = &s->l1[f->k];
+
+    if (!b->pinned && !s->pin_failed) {
+        if (gpu_pin (b->p, b->cap) == 0)
+            b->pinned = 1;
+        else
+            s->pin_failed = 1;
+    }
+    f->dev_direct = b->pinned;
+    return gpu_stage_begin (m, b->pinned ? b->p : NULL, why, len);
+}
+
+/* Wait for the device arrays' copies (gpu_stage_begin) and, unless they
+ * went straight into L1 slot f->k, copy them there from the mirrors.  0,
+ * or -1 (logged). */
+static int land_devices (struct elastic_manager *m, struct inflight *f)
+{
+    struct membuf *b = &m->store->l1[f->k];
     struct reg_item it;
     size_t off = 0;
     char why[512];
@@ -459,6 +489,8 @@ static int land_devices (struct elastic_manager *m, int k)
         el_log (EL_ERROR, "snapshot: device arrays: %s", why);
         return -1;
     }
+    if (f->dev_direct)
+        return 0;
     REG_FOREACH (m->reg, it)
     {
         if (it.kind == REG_ARRAY && m->reg->a[it.index].is_dev && it.bytes > 0)
@@ -483,7 +515,7 @@ static int snap_post (struct elastic_manager *m,
     struct snapstore *s = m->store;
     struct registry *reg = m->reg;
     int n = m->nwork, me = m->myslot, na = reg->na, nb = reg->nb;
-    int L = na + nb + 1, X = L + 2, rc, diffed = 0;
+    int L = na + nb + 1, X = L + 2, rc, diffed = 0, direct;
     uint64_t *row = NULL;
     struct extents tx = f->tx, rx = f->rx; /* their storage is reused */
     struct reg_item it;
@@ -513,15 +545,25 @@ static int snap_post (struct elastic_manager *m,
                          (long long)step);
     }
     f->active = 1;
-    /* device arrays: their copies start now, on the library's stream */
-    if (gpu_has_arrays (m) && gpu_stage_begin (m, ebuf, sizeof (ebuf)) < 0) {
+    /* device arrays: a synchronous snapshot starts their copies into the
+     * mirrors now (the L3 writer reads the mirrors) and copies them into L1
+     * before the L2 exchange; an overlapped one copies them straight into
+     * the L1 slot once it is reserved, and waits at the next call */
+    direct = defer && gpu_has_arrays (m);
+    if (gpu_has_arrays (m) && !direct &&
+        gpu_stage_begin (m, NULL, ebuf, sizeof (ebuf)) < 0) {
         el_log (
             EL_ERROR, "snapshot of step %lld: device arrays: %s", (long long)step, ebuf);
         f->dev_bad = 1;
         row[L - 1] = UINT64_MAX;
     } else if (serialize (m, f->k, &f->tx, &diffed) < 0)
         row[L - 1] = UINT64_MAX;
-    else {
+    else if (direct && stage_direct (m, f, ebuf, sizeof (ebuf)) < 0) {
+        el_log (
+            EL_ERROR, "snapshot of step %lld: device arrays: %s", (long long)step, ebuf);
+        f->dev_bad = 1;
+        row[L - 1] = UINT64_MAX;
+    } else {
         REG_FOREACH (reg, it)
         if (it.col >= 0)
             row[it.col] = it.extent;
@@ -569,7 +611,7 @@ static int snap_post (struct elastic_manager *m,
             f->dev_pending = 1;
             return ELASTIC_OK;
         }
-        if (land_devices (m, f->k) < 0)
+        if (land_devices (m, f) < 0)
             f->dev_bad = 1;
     }
     snap_post_l2 (m, f);
@@ -715,7 +757,7 @@ snap_finish (struct elastic_manager *m, struct inflight *f, elastic_error_t *err
     if (f->dev_pending) {
         /* the device arrays' copies: into L1, then the L2 exchange */
         f->dev_pending = 0;
-        if (land_devices (m, k) < 0)
+        if (land_devices (m, f) < 0)
             f->dev_bad = 1;
         snap_post_l2 (m, f);
     }

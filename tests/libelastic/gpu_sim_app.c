@@ -80,17 +80,40 @@ static int c_count (int *n, char *why, size_t len)
     *n = 1;
     return 0;
 }
+/* pinned host memory (the mirrors), tracked */
+#define MAXPIN 16
+static struct {
+    char *p;
+    size_t n;
+} pinned[MAXPIN];
 static int c_host_alloc (void **p, size_t size, char *why, size_t len)
 {
-    if (!(*p = malloc (size > 0 ? size : 1))) {
-        snprintf (why, len, "malloc failed");
-        return -1;
-    }
-    return 0;
+    for (int i = 0; i < MAXPIN; i++)
+        if (!pinned[i].p) {
+            if (!(pinned[i].p = malloc (size > 0 ? size : 1)))
+                break;
+            pinned[i].n = size;
+            *p = pinned[i].p;
+            return 0;
+        }
+    snprintf (why, len, "out of simulated pinned memory");
+    return -1;
 }
 static void c_host_free (void *p)
 {
-    free (p);
+    for (int i = 0; i < MAXPIN; i++)
+        if (p && pinned[i].p == p) {
+            free (p);
+            pinned[i].p = NULL;
+        }
+}
+static int mirror_ok (const void *p, size_t n)
+{
+    for (int i = 0; i < MAXPIN; i++)
+        if (pinned[i].p && (const char *)p >= pinned[i].p &&
+            (const char *)p + n <= pinned[i].p + pinned[i].n)
+            return 1;
+    return 0;
 }
 static int c_is_dev (const void *p, char *why, size_t len)
 {
@@ -117,10 +140,20 @@ static int c_query (void *s, char *why, size_t len)
 {
     return 1;
 }
+static int host_ok (const void *p, size_t n);
+static int mirror_ok (const void *p, size_t n);
+static long direct_copies;
 static int c_d2h (void *dst, const void *src, size_t n, void *s, char *why, size_t len)
 {
     if (!dev_has (src, n)) {
         snprintf (why, len, "d2h: source %p is not device memory", src);
+        return -1;
+    }
+    /* into a pinned mirror or a page-locked snapshot buffer, never elsewhere */
+    if (host_ok (dst, n))
+        direct_copies++;
+    else if (!mirror_ok (dst, n)) {
+        snprintf (why, len, "d2h: destination %p is not page-locked", dst);
         return -1;
     }
     memcpy (dst, src, n);
@@ -133,6 +166,39 @@ static int c_h2d (void *dst, const void *src, size_t n, char *why, size_t len)
         return -1;
     }
     memcpy (dst, src, n);
+    return 0;
+}
+
+/* page-locking: remembered, so that a copy "straight into" a snapshot
+ * buffer is checked to land in a registered range */
+#define MAXREG 16
+static struct {
+    char *p;
+    size_t n;
+} reg[MAXREG];
+static int c_register (void *p, size_t n, char *why, size_t len)
+{
+    for (int i = 0; i < MAXREG; i++)
+        if (!reg[i].p) {
+            reg[i].p = p;
+            reg[i].n = n;
+            return 0;
+        }
+    snprintf (why, len, "too many registered ranges");
+    return -1;
+}
+static void c_unregister (void *p)
+{
+    for (int i = 0; i < MAXREG; i++)
+        if (reg[i].p == p)
+            reg[i].p = NULL;
+}
+static int host_ok (const void *p, size_t n)
+{
+    for (int i = 0; i < MAXREG; i++)
+        if (reg[i].p && (const char *)p >= reg[i].p &&
+            (const char *)p + n <= reg[i].p + reg[i].n)
+            return 1;
     return 0;
 }
 
@@ -152,6 +218,8 @@ static const struct gpu_cuda_ops sim_cuda = {
     .stream_query = c_query,
     .memcpy_d2h_async = c_d2h,
     .memcpy_h2d = c_h2d,
+    .host_register = c_register,
+    .host_unregister = c_unregister,
 };
 
 /* ---- recording NCCL ---- */
@@ -462,6 +530,8 @@ int main (int argc, char **argv)
                 printf ("final world %d\nchecksum %016llx\n",
                         a.size,
                         (unsigned long long)all);
+            tr ("device copies straight into snapshot buffers: %s",
+                direct_copies > 0 ? "yes" : "no");
             break;
         }
         if ((rc = elastic_maybe_reshard_down (a.m, mrc, rebuild, &a, &err)) != ELASTIC_OK)
