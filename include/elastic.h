@@ -301,7 +301,10 @@ int elastic_record_error (const char *fmt, ...) __attribute__ ((format (printf, 
  *   rank appends "rank_loaded" to ELASTIC_EVENT_LOG as the library loads and
  *   "rank_initialized" once elastic_manager_create or elastic_progress finds
  *   MPI initialized (elastic-mpirun's --init-timeout).
- * For tests only: ELASTIC_TEST_KILL=RANK:STEP:WHERE[,...] makes that
+ * GPU (doc/gpu.md): ELASTIC_LIBCUDART and ELASTIC_LIBNCCL (the files to
+ * dlopen), ELASTIC_NCCL_TIMEOUT (seconds a non-blocking NCCL call may take;
+ * 60).  For tests only: ELASTIC_TEST_NCCL_GROUP=G (one NCCL communicator per
+ * G consecutive working ranks), ELASTIC_TEST_KILL=RANK:STEP:WHERE[,...] makes that
  * original rank SIGKILL itself inside a snapshot, a recovery, or (WHERE
  * persist) an L3 write after its data is written and before the commit, and
  * ELASTIC_TEST_RANKS_PER_NODE=R treats every R consecutive ranks as a node.

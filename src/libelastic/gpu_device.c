@@ -119,6 +119,7 @@ int gpu_register_array (struct elastic_manager *m,
     static const char fn[] = "elastic_register_device_array";
     struct gpu_state *g;
     struct reg_array *ra;
+    void *mirror = NULL;
     char why[512];
     int rc, a;
 
@@ -158,24 +159,26 @@ int gpu_register_array (struct elastic_manager *m,
                              d < 0 ? ": " : "",
                              d < 0 ? why : "");
     }
-    /* the registry's checks (name taken, frozen) before the mirror */
-    if ((rc = registry_add_array (m->reg, name, dev, elem_size, count, err)) !=
-        ELASTIC_OK)
-        return rc;
-    a = registry_find_array (m->reg, name);
-    ra = &m->reg->a[a];
-    ra->data = NULL;
-    ra->is_dev = 1;
-    ra->dev = dev;
-    if (gpu_mirror_reserve (ra, count) < 0) {
-        ra->is_dev = 0; /* nothing to free; the name stays taken */
+    /* the mirror first, then the registry's checks (name taken, frozen):
+     * a failure leaves nothing registered */
+    if (g->cuda->host_alloc (&mirror, (size_t)count * elem_size, why, sizeof (why)) < 0)
         return errcodef (err,
                          ELASTIC_ERR_NOMEM,
-                         "%s: array '%s': no pinned host memory for %llu bytes",
+                         "%s: array '%s': no pinned host memory for %llu bytes: %s",
                          fn,
                          name,
-                         (unsigned long long)(count * elem_size));
+                         (unsigned long long)(count * elem_size),
+                         why);
+    if ((rc = registry_add_array (m->reg, name, mirror, elem_size, count, err)) !=
+        ELASTIC_OK) {
+        g->cuda->host_free (mirror);
+        return rc;
     }
+    a = registry_find_array (m->reg, name);
+    ra = &m->reg->a[a];
+    ra->is_dev = 1;
+    ra->dev = dev;
+    ra->mirror_cap = (size_t)count * elem_size;
     g->ndev++;
     return ELASTIC_OK;
 }
