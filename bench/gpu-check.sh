@@ -104,7 +104,7 @@ job() {
     mpi_wait "${JOB_TIMEOUT:-120}"
     RC=$MPI_RC
 }
-events_of() { /usr/bin/env python3 "$SRC/tests/libelastic/check_events.py" "$1" 2> /dev/null || echo "(no events)"; }
+events_of() { python3 "$SRC/tests/libelastic/check_events.py" "$1" 2> /dev/null || echo "(no events)"; }
 
 echo "gpu-check: build $BUILD, logs $OUT, mpirun $(command -v "$MPIRUN")"
 command -v nvidia-smi > /dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | sed 's/^/gpu-check: GPU /'
@@ -166,8 +166,13 @@ else
     tail_of "$OUT/suspend.out" 8
     tail_of "$OUT/resume.out" 8
 fi
-if [ -n "$file" ] && python3 -c 'import h5py' 2> /dev/null; then
-    shape=$(python3 -c 'import h5py,sys; f=h5py.File(sys.argv[1],"r"); print(f["arrays/u"].shape, f["arrays/u"].dtype)' "$file" 2>&1)
+# the first python3 with h5py: the system's (Debian's python3-h5py), then the PATH's
+PYH5=
+for py in /usr/bin/python3 python3; do
+    if "$py" -c 'import h5py' 2> /dev/null; then PYH5=$py; break; fi
+done
+if [ -n "$file" ] && [ -n "$PYH5" ]; then
+    shape=$("$PYH5" -c 'import h5py,sys; f=h5py.File(sys.argv[1],"r"); print(f["arrays/u"].shape, f["arrays/u"].dtype)' "$file" 2>&1)
     if [ "$shape" = "(160, 192) float64" ]; then
         result PASS h5py "$(basename "$file"): /arrays/u $shape"
     else
@@ -226,8 +231,8 @@ bm=$(mean "$OUT/ovh-base.out" all-steps)
 sm=$(mean "$OUT/ovh-snap.out" all-steps)
 if [ "$base_rc" = 0 ] && [ "$RC" = 0 ] && [ -n "$bm" ] && [ -n "$sm" ] &&
     [ "$(checksum_of "$OUT/ovh-base.out")" = "$(checksum_of "$OUT/ovh-snap.out")" ]; then
-    ovh=$(awk -v a="$sm" -v b="$bm" 'BEGIN { printf "%.1f", (a - b) / b * 100 }')
-    result PASS bench-overhead "${NX}x${NX} grid ($((NX * NX * 8 >> 20)) MiB), $STEPS steps: mean step $bm ms without, $sm ms with a snapshot every 10 steps: +$ovh %"
+    ovh=$(awk -v a="$sm" -v b="$bm" 'BEGIN { printf "%+.1f", (a - b) / b * 100 }')
+    result PASS bench-overhead "${NX}x${NX} grid ($((NX * NX * 8 >> 20)) MiB), $STEPS steps: mean step $bm ms without, $sm ms with a snapshot every 10 steps: $ovh %"
     grep -h 'timing' "$OUT/ovh-base.out" | sed 's/.*timing/      without: timing/'
     grep -h 'timing' "$OUT/ovh-snap.out" | sed 's/.*timing/      with:    timing/'
 else
