@@ -472,20 +472,13 @@ int elastic_manager_start (elastic_manager_t *m,
     m->started = 1;
     m->t_progress = mono_now ();
     /* the NCCL communicator of the working ranks (elastic_nccl_enable),
-     * before a resume's handler */
+     * before a resume's handler.  Not fatal: the spares are waiting for
+     * the resume's outcome; elastic_nccl_comm says why it is missing and
+     * the next world change tries again */
     if (m->gpu && m->gpu->nccl_enabled && m->myslot >= 0) {
-        int ok = (rc = gpu_nccl_rebuild (m, 0, err)) == ELASTIC_OK, all = 0;
-        int mrc = MPI_Allreduce (&ok, &all, 1, MPI_INT, MPI_MIN, m->work);
-        if (mrc != MPI_SUCCESS || !all) {
-            m->finished = 1;
-            m->fatal_rc = ok ? ELASTIC_ERR_IO : rc;
-            if (ok)
-                errcodef (err,
-                          ELASTIC_ERR_IO,
-                          "elastic_manager_start: the NCCL communicator could not be "
-                          "created on another rank");
-            return m->fatal_rc;
-        }
+        elastic_error_t e = {""};
+        if (gpu_nccl_rebuild (m, 0, &e) != ELASTIC_OK)
+            el_log (EL_WARN, "%s", e.text);
     }
     if ((rc = resume_run (m, err)) != ELASTIC_OK) {
         /* every rank has the same result: the job ends here */
