@@ -8,7 +8,8 @@
 # revoke -> shrink(NCCL_SHRINK_ABORT) -> abort of the parent; a spare's
 # takeover, and a grow, make a new communicator on every member; an NCCL error passed
 # to elastic_maybe_reshard_down (no process lost) rebuilds it everywhere;
-# the handler sees the new communicator (size and rank).
+# NCCL refusing the shrink falls back to a new communicator; the handler
+# sees the new communicator (size and rank).
 . "${srcdir:-.}/lib/mpitest.sh"
 . "${srcdir:-.}/libelastic/elastic.sh"
 
@@ -61,6 +62,17 @@ ok "$(grep -q ERROR "$tmp"/kill/nccl.* && echo 1 || echo 0)" "kill: NCCL got val
 # periodic snapshots copy device arrays straight into page-locked L1 slots
 is "$(grep -h 'straight into' "$tmp"/ref/nccl.* | sort -u)" "device copies straight into snapshot buffers: yes" \
     "ref: device arrays copied straight into page-locked snapshot buffers"
+
+# NCCL refuses the shrink: the survivors abort what is left and make a new
+# communicator of 3 from a fresh unique id
+run shrink-fails 4 -x SIM_SHRINK_FAIL=1 -- --fail 2:23
+is "$(checksum_of "$tmp/shrink-fails/out")" "$ref" "shrink-fails: the failure-free checksum"
+for r in 0 1 3; do
+    is "$(ops shrink-fails $r)" "init c=1 n=4 rank=$r;revoke c=1;shrink c=1 excl=[2] failed;abort c=1;init c=2 n=3 rank=$(want_rank $r);abort c=2;" \
+        "shrink-fails: rank $r: revoke, shrink refused, abort, a new communicator of 3"
+    grep -q "handler-check rebuild n=3 rank=$(want_rank $r)" "$tmp/shrink-fails/nccl.$r"
+    ok $? "shrink-fails: rank $r: the handler saw the new communicator"
+done
 
 # a spare takes rank 1's place: a new communicator of 4, the spare in it
 run spare 5 -x ELASTIC_SPARE_RANKS=1 -- --fail 1:23

@@ -22,7 +22,8 @@
  *
  * usage: gpu_sim_app [--n N] [--steps N] [--fail RANK:STEP[:WHERE]]...
  *                    [--nccl-error RANK:STEP]
- * environment: TRACE_DIR (required)
+ * environment: TRACE_DIR (required); SIM_SHRINK_FAIL=1: every shrink fails
+ * (the library's fallback to a new communicator)
  */
 #include <stdarg.h>
 #include <stdint.h>
@@ -293,6 +294,12 @@ static int n_shrink (void *c, int *excl, int nexcl, void **child, char *why, siz
     }
     if (!k->revoked)
         tr ("NOTE shrink of c=%d without a revoke", k->serial);
+    if (getenv ("SIM_SHRINK_FAIL")) {
+        /* the fallback: NCCL refused to shrink */
+        tr ("shrink c=%d excl=[%s] failed", k->serial, list);
+        snprintf (why, len, "ncclCommShrink: refused (SIM_SHRINK_FAIL)");
+        return -1;
+    }
     if (!(ch = calloc (1, sizeof (*ch))))
         return -1;
     ch->serial = ++serials;
