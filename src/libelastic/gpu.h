@@ -26,6 +26,7 @@ struct reg_array;
 struct gpu_cuda_ops {
     const char *name; /* "libcudart.so.13", or a test's name */
     int (*device_count) (int *n, char *why, size_t len);
+    int (*get_device) (int *dev, char *why, size_t len); /* the current one */
     int (*host_alloc) (void **p, size_t size, char *why, size_t len); /* pinned */
     void (*host_free) (void *p);
     int (*is_device_ptr) (const void *p, char *why, size_t len); /* 1, 0, -1 */
@@ -120,6 +121,7 @@ struct gpu_state {
     void *app_stream;                /* elastic_device_set_stream (NULL: legacy) */
     int staged;                      /* copies enqueued, not yet waited for */
     int ndev;                        /* device arrays registered */
+    int device;                      /* the rank's current device at first use */
 
     const struct gpu_nccl_ops *nccl; /* loaded when enabled */
     int nccl_enabled;                /* elastic_nccl_enable */

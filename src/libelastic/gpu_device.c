@@ -73,6 +73,20 @@ static int cuda_ready (struct gpu_state *g, const char *fn, elastic_error_t *err
                          fn,
                          n == 0 && !why[0] ? "cudaGetDeviceCount: 0 devices" : why);
     }
+    /* the rank's current device: where its buffers, the library's stream
+     * and the NCCL communicator live (elastic-exec's binding makes the
+     * nearest GPU device 0 through CUDA_VISIBLE_DEVICES) */
+    if (g->cuda->get_device (&g->device, why, sizeof (why)) < 0)
+        el_log (EL_WARN, "%s: %s", fn, why);
+    else {
+        const char *v = getenv ("CUDA_VISIBLE_DEVICES");
+        el_log (EL_DEBUG,
+                "CUDA device %d of %d (%s, CUDA_VISIBLE_DEVICES=%s)",
+                g->device,
+                n,
+                g->cuda->name,
+                v ? v : "(unset)");
+    }
     return ELASTIC_OK;
 }
 

@@ -93,6 +93,7 @@ static int resolve (
 
 static const char *const cuda_names[] = {
     "cudaGetDeviceCount",
+    "cudaGetDevice",
     "cudaMallocHost",
     "cudaFreeHost",
     "cudaPointerGetAttributes",
@@ -115,6 +116,7 @@ static const char *const cuda_names[] = {
 
 static struct {
     cudaError_t (*device_count) (int *);
+    cudaError_t (*get_device) (int *);
     cudaError_t (*malloc_host) (void **, size_t);
     cudaError_t (*free_host) (void *);
     cudaError_t (*ptr_attr) (struct cudaPointerAttributes *, const void *);
@@ -147,6 +149,12 @@ static int cu_device_count (int *n, char *why, size_t len)
 {
     *n = 0;
     return cu_err (cu.device_count (n), "cudaGetDeviceCount", why, len);
+}
+
+static int cu_get_device (int *dev, char *why, size_t len)
+{
+    *dev = -1;
+    return cu_err (cu.get_device (dev), "cudaGetDevice", why, len);
 }
 
 static int cu_host_alloc (void **p, size_t size, char *why, size_t len)
@@ -263,6 +271,7 @@ static void cu_host_unregister (void *p)
 static const struct gpu_cuda_ops cuda_real = {
     .name = CUDART_SONAME,
     .device_count = cu_device_count,
+    .get_device = cu_get_device,
     .host_alloc = cu_host_alloc,
     .host_free = cu_host_free,
     .is_device_ptr = cu_is_device_ptr,
