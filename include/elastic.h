@@ -309,7 +309,10 @@ int elastic_record_error (const char *fmt, ...) __attribute__ ((format (printf, 
  *   rank appends "rank_loaded" to ELASTIC_EVENT_LOG as the library loads and
  *   "rank_initialized" once elastic_manager_create or elastic_progress finds
  *   MPI initialized (elastic-mpirun's --init-timeout).
- * For tests only: ELASTIC_TEST_KILL=RANK:STEP:WHERE[,...] makes that
+ * GPU (doc/gpu.md): ELASTIC_LIBCUDART and ELASTIC_LIBNCCL (the files to
+ * dlopen), ELASTIC_NCCL_TIMEOUT (seconds a non-blocking NCCL call may take;
+ * 60).  For tests only: ELASTIC_TEST_NCCL_GROUP=G (one NCCL communicator per
+ * G consecutive working ranks), ELASTIC_TEST_KILL=RANK:STEP:WHERE[,...] makes that
  * original rank SIGKILL itself inside a snapshot, a recovery, or (WHERE
  * persist) an L3 write after its data is written and before the commit, and
  * ELASTIC_TEST_RANKS_PER_NODE=R treats every R consecutive ranks as a node.
@@ -543,8 +546,11 @@ int elastic_array_block (const elastic_manager_t *m,
 
 /* Inside a handler: copy this rank's restored block of array name into buf
  * (count elements, as elastic_array_block says) and register buf as the
- * array's storage.  Returns ELASTIC_ERR_STATE outside a handler,
- * ELASTIC_ERR_INVAL on a wrong count. */
+ * array's storage.  For a device array (elastic_register_device_array) buf
+ * is device memory: the block is copied in with cudaMemcpy, or not at all
+ * when buf is the one its placement hook returned.  Returns
+ * ELASTIC_ERR_STATE outside a handler, ELASTIC_ERR_INVAL on a wrong count
+ * (or a device array's buf that is not device memory). */
 int elastic_array_restore (elastic_manager_t *m,
                            const char *name,
                            void *buf,
@@ -616,6 +622,97 @@ int elastic_blob_fetch (elastic_manager_t *m,
                         const int *old_ranks,
                         void **bufs,
                         size_t *sizes,
+                        elastic_error_t *err);
+
+/* ------------------------------------------------------------------------
+ * GPU state and NCCL (doc/gpu.md).  Built when configure finds CUDA and
+ * NCCL (--with-cuda, --with-nccl); libcudart and libnccl are loaded with
+ * dlopen on first use (ELASTIC_LIBCUDART, ELASTIC_LIBNCCL name other
+ * files), so ranks that use none of this never load them.  Without them
+ * every call below returns ELASTIC_ERR_UNSUPPORTED (after its argument
+ * checks), with err naming what is missing: the build, the library that
+ * cannot be loaded, or a CUDA device.  The library uses the rank's current
+ * device (cudaSetDevice before these calls; elastic-exec's binding sets
+ * CUDA_VISIBLE_DEVICES to the nearest GPU).  Link the application with the
+ * shared CUDA runtime (nvcc -cudart shared) so that its streams are the
+ * library's.
+ * ------------------------------------------------------------------------ */
+
+/* NCCL's communicator (ncclComm_t is struct ncclComm *). */
+struct ncclComm;
+
+/* Pass to elastic_maybe_reshard_down in place of an MPI error when NCCL
+ * saw the failure first (ncclCommGetAsyncError, elastic_nccl_check, a
+ * timeout in the application's own wait): the rank revokes its NCCL
+ * communicator and the working communicator, every rank's next MPI call
+ * fails and joins the repair, which rebuilds the NCCL communicator. */
+#define ELASTIC_NCCL_ERROR (-1001)
+
+/* Register an array in device memory, as elastic_register_array (same
+ * layout rules; data a CUDA device or managed pointer, count elements of
+ * elem_size bytes on this rank; 0 and NULL on a spare).  The library
+ * keeps a pinned host mirror of it.  At each snapshot step
+ * elastic_maybe_snapshot enqueues the copy device -> mirror
+ * (cudaMemcpyAsync) on a stream of its own and returns; the copy overlaps
+ * the application's next step and is waited for at the next library call,
+ * before the snapshot's L1 copy and L2 exchange (an L3 step waits at once).
+ * The snapshot holds the array as it is when its copy runs: the library's
+ * stream is a blocking stream, ordered after the work enqueued before the
+ * call on the legacy default stream and before the work enqueued after it.
+ * An application that computes on other streams (or with per-thread
+ * default streams) either synchronizes them before elastic_maybe_snapshot
+ * or names its stream with elastic_device_set_stream.  After a world
+ * change the handler gets the new block by elastic_array_restore with a
+ * device buffer (cudaMemcpy into it), or set a placement hook
+ * (elastic_array_set_realloc) that returns a device buffer of new_count
+ * elements: the block is copied there before the handler.  L3 files are
+ * unchanged (the data is written from host memory).  Errors as for
+ * elastic_register_array, ELASTIC_ERR_INVAL when data is not device memory,
+ * ELASTIC_ERR_NOMEM without pinned memory, ELASTIC_ERR_UNSUPPORTED. */
+int elastic_register_device_array (elastic_manager_t *m,
+                                   const char *name,
+                                   void *data,
+                                   size_t elem_size,
+                                   uint64_t count,
+                                   elastic_error_t *err);
+
+/* Order the device snapshots with the application's stream (a
+ * cudaStream_t; NULL: the legacy default stream, the default): each copy
+ * starts after the work enqueued on it before elastic_maybe_snapshot, and
+ * its later work waits for the copy.  Returns ELASTIC_ERR_INVAL (NULL
+ * manager) or ELASTIC_ERR_UNSUPPORTED. */
+int elastic_device_set_stream (elastic_manager_t *m, void *stream, elastic_error_t *err);
+
+/* Ask for an NCCL communicator over the working ranks: call on every rank,
+ * spares included, before elastic_manager_start.  The working ranks create
+ * it in elastic_manager_start (a unique id broadcast over the working
+ * communicator; non-blocking init, polled under ELASTIC_NCCL_TIMEOUT
+ * seconds, 60) and every world change rebuilds it before the handler runs:
+ * on a loss the survivors revoke it, agree on the excluded ranks and
+ * ncclCommShrink (NCCL_SHRINK_ABORT), then abort the parent; when the
+ * shrink fails, and when ranks join (spares, a grow), a new one is made.
+ * Returns ELASTIC_ERR_STATE after start, ELASTIC_ERR_UNSUPPORTED. */
+int elastic_nccl_enable (elastic_manager_t *m, elastic_error_t *err);
+
+/* The NCCL communicator of this working rank (in a handler: the new one),
+ * in *comm.  Owned by the library and replaced at each world change: never
+ * destroy it, and take it again after every elastic_maybe_* call that
+ * changed the world.  Returns ELASTIC_ERR_INVAL (NULL arguments) or
+ * ELASTIC_ERR_STATE (not enabled, an idle spare, a failed rebuild). */
+int elastic_nccl_comm (const elastic_manager_t *m,
+                       struct ncclComm **comm,
+                       elastic_error_t *err);
+
+/* Wait, up to timeout_s seconds, for the work on stream (a cudaStream_t;
+ * NULL: the legacy default stream) while polling the NCCL communicator's asynchronous
+ * error: ELASTIC_OK when the stream is done, ELASTIC_ERR_PROC_FAILED on an
+ * NCCL error or the timeout (then pass ELASTIC_NCCL_ERROR to
+ * elastic_maybe_reshard_down), ELASTIC_ERR_IO on a CUDA error,
+ * ELASTIC_ERR_INVAL (NULL manager, negative timeout), ELASTIC_ERR_STATE
+ * (no communicator). */
+int elastic_nccl_check (elastic_manager_t *m,
+                        void *stream,
+                        double timeout_s,
                         elastic_error_t *err);
 
 /* The process exit code for a manager result: 0 for ELASTIC_OK,

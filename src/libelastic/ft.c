@@ -86,6 +86,15 @@ int ft_is_failure (int mpi_err)
 #endif
 }
 
+int ft_revoked_code (void)
+{
+#if HAVE_ULFM
+    return MPIX_ERR_REVOKED;
+#else
+    return MPI_ERR_OTHER;
+#endif
+}
+
 static int error_class (int mpi_err)
 {
     int eclass = -1;

@@ -20,6 +20,9 @@ const char *ft_why_unavailable (void);
 /* 1 if mpi_err's class is MPIX_ERR_PROC_FAILED, _PROC_FAILED_PENDING or _REVOKED. */
 int ft_is_failure (int mpi_err);
 
+/* MPIX_ERR_REVOKED (MPI_ERR_OTHER without ULFM). */
+int ft_revoked_code (void);
+
 /* 1 if mpi_err's class is MPIX_ERR_REVOKED. */
 int ft_is_revoked (int mpi_err);
 

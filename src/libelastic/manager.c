@@ -16,6 +16,7 @@
 
 #include "event.h"
 #include "ft.h"
+#include "gpu.h"
 #include "layout.h"
 #include "log.h"
 #include "initreport.h"
@@ -101,7 +102,12 @@ void elastic_manager_destroy (elastic_manager_t *m)
     if (m->orig_group != MPI_GROUP_NULL && m->orig_group != 0)
         MPI_Group_free (&m->orig_group);
     persist_bg_abandon (m); /* one left (an error ended the job): never committed */
+    if (m->gpu && m->gpu->staged) {
+        char why[256];
+        gpu_stage_wait (m, why, sizeof (why)); /* before the mirrors go */
+    }
     registry_destroy (m->reg);
+    gpu_state_destroy (m->gpu);
     snapstore_destroy (m->store);
     testhook_destroy (m->hooks);
     preempt_destroy (m->pre);
@@ -269,6 +275,67 @@ int elastic_register_array (elastic_manager_t *m,
     return rc ? rc : registry_add_array (m->reg, name, data, elem_size, count, err);
 }
 
+int elastic_register_device_array (elastic_manager_t *m,
+                                   const char *name,
+                                   void *data,
+                                   size_t elem_size,
+                                   uint64_t count,
+                                   elastic_error_t *err)
+{
+    if (!m)
+        return errcodef (
+            err, ELASTIC_ERR_INVAL, "elastic_register_device_array: manager is NULL");
+    return gpu_register_array (m, name, data, elem_size, count, err);
+}
+
+int elastic_device_set_stream (elastic_manager_t *m, void *stream, elastic_error_t *err)
+{
+    if (!m)
+        return errcodef (
+            err, ELASTIC_ERR_INVAL, "elastic_device_set_stream: manager is NULL");
+    return gpu_set_stream (m, stream, err);
+}
+
+int elastic_nccl_enable (elastic_manager_t *m, elastic_error_t *err)
+{
+    if (!m)
+        return errcodef (err, ELASTIC_ERR_INVAL, "elastic_nccl_enable: manager is NULL");
+    return gpu_nccl_enable (m, err);
+}
+
+int elastic_nccl_comm (const elastic_manager_t *m,
+                       struct ncclComm **comm,
+                       elastic_error_t *err)
+{
+    void *c = NULL;
+    int rc;
+
+    if (!m || !comm)
+        return errcodef (err,
+                         ELASTIC_ERR_INVAL,
+                         "elastic_nccl_comm: %s is NULL",
+                         !m ? "manager" : "comm");
+    *comm = NULL;
+    if ((rc = gpu_nccl_comm (m, &c, err)) == ELASTIC_OK)
+        *comm = c;
+    return rc;
+}
+
+int elastic_nccl_check (elastic_manager_t *m,
+                        void *stream,
+                        double timeout_s,
+                        elastic_error_t *err)
+{
+    if (!m)
+        return errcodef (err, ELASTIC_ERR_INVAL, "elastic_nccl_check: manager is NULL");
+    if (!(timeout_s >= 0))
+        return errcodef (err,
+                         ELASTIC_ERR_INVAL,
+                         "elastic_nccl_check: timeout_s %g is invalid (expected >= 0)",
+                         timeout_s);
+    return gpu_nccl_check (m, stream, timeout_s, err);
+}
+
 int elastic_register_blob (elastic_manager_t *m,
                            const char *name,
                            const void *data,
@@ -404,6 +471,15 @@ int elastic_manager_start (elastic_manager_t *m,
         goto mpi_error;
     m->started = 1;
     m->t_progress = mono_now ();
+    /* the NCCL communicator of the working ranks (elastic_nccl_enable),
+     * before a resume's handler.  Not fatal: the spares are waiting for
+     * the resume's outcome; elastic_nccl_comm says why it is missing and
+     * the next world change tries again */
+    if (m->gpu && m->gpu->nccl_enabled && m->myslot >= 0) {
+        elastic_error_t e = {""};
+        if (gpu_nccl_rebuild (m, 0, &e) != ELASTIC_OK)
+            el_log (EL_WARN, "%s", e.text);
+    }
     if ((rc = resume_run (m, err)) != ELASTIC_OK) {
         /* every rank has the same result: the job ends here */
         m->finished = 1;
@@ -648,6 +724,22 @@ int elastic_maybe_reshard_down (elastic_manager_t *m,
         return ELASTIC_OK;
     if ((rc = check_working (m, "elastic_maybe_reshard_down", err)) != ELASTIC_OK)
         return rc;
+    if (mpi_err == ELASTIC_NCCL_ERROR) {
+        /* seen first by NCCL: revoke it here, and the working communicator
+         * so that every rank's next MPI call fails and joins the repair */
+        if ((rc = gpu_nccl_failed (m, err)) != ELASTIC_OK)
+            return rc;
+        if (!ft_available ()) {
+            m->fatal_rc = ELASTIC_ERR_NO_ULFM;
+            return errcodef (err,
+                             ELASTIC_ERR_NO_ULFM,
+                             "an NCCL failure cannot be recovered in place: %s; relaunch "
+                             "needed",
+                             ft_why_unavailable ());
+        }
+        ft_revoke (m->work);
+        mpi_err = ft_revoked_code ();
+    }
     if (!ft_available ()) {
         m->fatal_rc = ELASTIC_ERR_NO_ULFM;
         return errcodef (err,
@@ -804,6 +896,8 @@ int elastic_array_restore (elastic_manager_t *m,
                          ELASTIC_ERR_INVAL,
                          "elastic_array_restore: array '%s': buf is NULL",
                          name);
+    if (ra->is_dev)
+        return gpu_array_restore (m, ra, buf, count, err);
     ra->in_place = buf == ra->rbuf && ra->rbuf_app;
     if (count > 0 && buf != ra->rbuf)
         memcpy (buf, ra->rbuf, count * ra->elem_size);

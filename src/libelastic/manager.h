@@ -18,6 +18,7 @@
 #include "snapshot.h"
 #include "testhook.h"
 
+struct gpu_state;
 struct l3_file;
 struct preempt;
 struct retired;
@@ -115,6 +116,8 @@ struct elastic_manager {
                            the first maybe_snapshot of it does nothing collective,
                            since ranks that recovered inside a library call do
                            not call it again */
+
+    struct gpu_state *gpu; /* device arrays and NCCL (gpu.h), NULL: unused */
 
     /* preemption (preempt.c) */
     struct preempt *pre;

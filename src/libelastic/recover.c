@@ -38,6 +38,7 @@
 
 #include "event.h"
 #include "ft.h"
+#include "gpu.h"
 #include "layout.h"
 #include "log.h"
 #include "manager.h"
@@ -739,7 +740,20 @@ static enum step phase_handler (struct elastic_manager *m, struct ev *ev)
     registry_values_load (m->reg, ev->values);
     m->step = snapstore_meta (m->store)->step;
     t = mono_now ();
-    if (ev->handler) {
+    /* the GPU side of the new world before the handler sees it: the NCCL
+     * communicator, the device arrays' placement hooks */
+    {
+        elastic_error_t e = {""};
+        int grc = gpu_nccl_rebuild (m, ev->kind_failure, &e);
+        if (grc == ELASTIC_ERR_PROC_FAILED)
+            ev->kind_failure = 1;
+        if (grc != ELASTIC_OK) {
+            el_log (EL_WARN, "%s", e.text);
+            hrc = -1;
+        } else if (gpu_place_arrays (m) < 0)
+            hrc = -1;
+    }
+    if (ev->handler && hrc == 0) {
         m->in_handler = 1;
         hrc = ev->handler (m, m->work, ev->arg);
         m->in_handler = 0;

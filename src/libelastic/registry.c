@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "gpu.h"
 #include "registry.h"
 
 struct registry *registry_create (void)
@@ -21,6 +22,8 @@ void registry_destroy (struct registry *r)
 
     if (r) {
         registry_clear_restore (r);
+        for (int i = 0; i < r->na; i++)
+            gpu_array_free (&r->a[i]); /* a device array's pinned mirror */
         free (r->v);
         free (r->a);
         free (r->b);

@@ -38,6 +38,11 @@ struct reg_array {
     void *(*place) (void *data, uint64_t count, uint64_t new_count, void *arg);
     void *place_arg;
     int diff; /* ELASTIC_DIFF_* (elastic_array_set_diff) */
+    /* a device array (gpu.h): data is the library's pinned host mirror */
+    int is_dev;
+    void *dev;         /* the application's device buffer (count elements) */
+    size_t mirror_cap; /* bytes the mirror holds */
+    int dev_placed;    /* dev came from the placement hook in this restore */
 };
 
 struct reg_blob {

@@ -12,6 +12,7 @@
 #include "layout.h"
 #include "log.h"
 #include "manager.h"
+#include "gpu.h"
 #include "restore.h"
 
 struct plan *plan_create (int norig, int na)
@@ -203,7 +204,16 @@ int restore_exchange (struct elastic_manager *m,
         struct reg_array *ra = &reg->a[a];
         uint64_t c = p->counts[(size_t)myrank * na + a];
         ra->rcount = c;
-        if (ra->place) {
+        if (ra->is_dev) {
+            /* into the pinned mirror; the device buffer gets it before the
+             * handler (gpu_place_arrays) or in elastic_array_restore */
+            if (gpu_mirror_reserve (ra, c) < 0) {
+                x.rc = MPI_ERR_NO_MEM;
+                goto done;
+            }
+            ra->rbuf = ra->data;
+            ra->rbuf_app = 1;
+        } else if (ra->place) {
             /* straight into the application's buffer (see
              * elastic_array_set_realloc): it is the array's storage now */
             void *q = ra->place (ra->data, ra->count, c, ra->place_arg);

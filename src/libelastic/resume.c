@@ -24,6 +24,7 @@
 
 #include "event.h"
 #include "ft.h"
+#include "gpu.h"
 #include "layout.h"
 #include "log.h"
 #include "manager.h"
@@ -226,7 +227,13 @@ static int read_state (struct elastic_manager *m,
     for (int a = 0; a < na && rc == ELASTIC_OK; a++) {
         uint64_t c = m->layout[(size_t)m->myslot * na + a];
         reg->a[a].rcount = c;
-        if (!(reg->a[a].rbuf = malloc (c > 0 ? c * reg->a[a].elem_size : 1)))
+        if (reg->a[a].is_dev) {
+            /* into the pinned mirror (see restore.c) */
+            if (gpu_mirror_reserve (&reg->a[a], c) < 0)
+                rc = ELASTIC_ERR_NOMEM;
+            reg->a[a].rbuf = reg->a[a].data;
+            reg->a[a].rbuf_app = 1;
+        } else if (!(reg->a[a].rbuf = malloc (c > 0 ? c * reg->a[a].elem_size : 1)))
             rc = ELASTIC_ERR_NOMEM;
     }
     if (!(values = malloc (reg->vbytes > 0 ? reg->vbytes : 1)))
@@ -298,8 +305,10 @@ run_handler (struct elastic_manager *m, struct l3_file *f, elastic_error_t *err)
         int hrc = 0, ok, all;
         for (int a = 0; a < m->reg->na; a++)
             m->reg->a[a].restored = 0;
+        if (gpu_place_arrays (m) < 0)
+            hrc = -1; /* device arrays: their placement hooks */
         m->in_handler = 1;
-        if (m->handler)
+        if (m->handler && hrc == 0)
             hrc = m->handler (m, m->work, m->handler_arg);
         m->in_handler = 0;
         if (hrc == 0 && !mgr_all_restored (m))

@@ -15,6 +15,7 @@
 
 #include "diff.h"
 #include "ft.h"
+#include "gpu.h"
 #include "layout.h"
 #include "log.h"
 #include "manager.h"
@@ -27,6 +28,7 @@ struct membuf {
     void *p;
     size_t cap;
     size_t size;
+    int pinned; /* page-locked for device copies (gpu_pin) */
 };
 
 static void membuf_free (struct membuf *b);
@@ -37,6 +39,9 @@ struct inflight {
     int64_t step;
     int k, pend, ward, L, X;
     int failure, any_bad, bad_rank;
+    int dev_pending;       /* device arrays: L1 bytes and L2 exchange at finish */
+    int dev_direct;        /* ... copied straight into the L1 slot (no mirror) */
+    int dev_bad;           /* ... and their copy failed here */
     uint64_t *rows;        /* [n * X] sizes of every rank (X = L + 2: then the
                               number of extents it sends, 0: all of it, and the
                               old rank + 1 whose L2 copy it holds, 0: none) */
@@ -59,6 +64,7 @@ struct snapstore {
     struct inflight fl;
     struct diffstore *diff;         /* differential snapshots (diff.h) */
     struct membuf txstage, rxstage; /* their changed bytes, packed */
+    int pin_failed;                 /* gpu_pin failed once: mirrors only */
     int diff_base;                  /* the committed snapshot can be a base... */
     uint64_t diff_gen;              /* ... in this world generation */
 };
@@ -214,6 +220,10 @@ static int membuf_reserve (struct membuf *b, size_t size)
     if (size <= b->cap)
         return 0;
     cap = (size + MEMBUF_UNIT - 1) / MEMBUF_UNIT * MEMBUF_UNIT;
+    if (b->pinned) {
+        gpu_unpin (b->p); /* page-locked again at the next device snapshot */
+        b->pinned = 0;
+    }
     if (b->p)
         p = mremap (b->p, b->cap, cap, MREMAP_MAYMOVE);
     else
@@ -230,6 +240,9 @@ static int membuf_reserve (struct membuf *b, size_t size)
 
 static void membuf_free (struct membuf *b)
 {
+    if (b->pinned)
+        gpu_unpin (b->p);
+    b->pinned = 0;
     if (b->p)
         munmap (b->p, b->cap);
     b->p = NULL;
@@ -256,7 +269,7 @@ void *snapstore_stage (struct snapstore *s, int j, size_t size)
 static int
 diff_on (const struct elastic_manager *m, const struct reg_array *ra, size_t bytes)
 {
-    if (bytes == 0 || !diff_available () || ra->diff == ELASTIC_DIFF_OFF)
+    if (bytes == 0 || !diff_available () || ra->diff == ELASTIC_DIFF_OFF || ra->is_dev)
         return 0;
     return ra->diff == ELASTIC_DIFF_ON ||
            (m->cfg.diff_threshold_kib > 0 &&
@@ -301,7 +314,9 @@ static int serialize (struct elastic_manager *m, int k, struct extents *tx, int 
         }
         if (it.kind == REG_ARRAY)
             diff_forget_array (s->diff, it.index);
-        if (it.bytes > 0)
+        /* a device array's bytes are still on their way to its mirror:
+         * copied in by land_devices */
+        if (it.bytes > 0 && !(it.kind == REG_ARRAY && reg->a[it.index].is_dev))
             memcpy ((char *)b->p + off, it.data, it.bytes);
         if (ext_add (tx, off, it.bytes) < 0)
             txbad = 1;
@@ -441,19 +456,66 @@ static int pair_diff (const struct elastic_manager *m, const struct inflight *f,
     return 1;
 }
 
+/* An overlapped snapshot's device copies, straight into L1 slot f->k
+ * (page-locked once; if it cannot be, through the mirrors).  0, or -1
+ * with why. */
+static int
+stage_direct (struct elastic_manager *m, struct inflight *f, char *why, size_t len)
+{
+    struct snapstore *s = m->store;
+    struct membuf *b = &s->l1[f->k];
+
+    if (!b->pinned && !s->pin_failed) {
+        if (gpu_pin (b->p, b->cap) == 0)
+            b->pinned = 1;
+        else
+            s->pin_failed = 1;
+    }
+    f->dev_direct = b->pinned;
+    return gpu_stage_begin (m, b->pinned ? b->p : NULL, why, len);
+}
+
+/* Wait for the device arrays' copies (gpu_stage_begin) and, unless they
+ * went straight into L1 slot f->k, copy them there from the mirrors.  0,
+ * or -1 (logged). */
+static int land_devices (struct elastic_manager *m, struct inflight *f)
+{
+    struct membuf *b = &m->store->l1[f->k];
+    struct reg_item it;
+    size_t off = 0;
+    char why[512];
+
+    if (gpu_stage_wait (m, why, sizeof (why)) < 0) {
+        el_log (EL_ERROR, "snapshot: device arrays: %s", why);
+        return -1;
+    }
+    if (f->dev_direct)
+        return 0;
+    REG_FOREACH (m->reg, it)
+    {
+        if (it.kind == REG_ARRAY && m->reg->a[it.index].is_dev && it.bytes > 0)
+            memcpy ((char *)b->p + off, it.data, it.bytes);
+        off += it.bytes;
+    }
+    return 0;
+}
+
+static void snap_post_l2 (struct elastic_manager *m, struct inflight *f);
+
 /* Post a snapshot of step: the L1 copy, the sizes, the L2 exchange posted
  * into f.  Returns ELASTIC_OK (f in flight, or f->done when it stopped
  * early: a failure or out of memory, to be agreed on by snap_finish) or
  * ELASTIC_ERR_NOMEM before anything collective. */
 static int snap_post (struct elastic_manager *m,
                       int64_t step,
+                      int defer,
                       struct inflight *f,
                       elastic_error_t *err)
 {
     struct snapstore *s = m->store;
     struct registry *reg = m->reg;
     int n = m->nwork, me = m->myslot, na = reg->na, nb = reg->nb;
-    int L = na + nb + 1, X = L + 2, rc, diffed = 0;
+    int L = na + nb + 1, X = L + 2, rc, diffed = 0, direct;
     uint64_t *row = NULL;
     struct extents tx = f->tx, rx = f->rx; /* their storage is reused */
     struct reg_item it;
@@ -483,9 +545,25 @@ static int snap_post (struct elastic_manager *m,
                          (long long)step);
     }
     f->active = 1;
-    if (serialize (m, f->k, &f->tx, &diffed) < 0)
+    /* device arrays: a synchronous snapshot starts their copies into the
+     * mirrors now (the L3 writer reads the mirrors) and copies them into L1
+     * before the L2 exchange; an overlapped one copies them straight into
+     * the L1 slot once it is reserved, and waits at the next call */
+    direct = defer && gpu_has_arrays (m);
+    if (gpu_has_arrays (m) && !direct &&
+        gpu_stage_begin (m, NULL, ebuf, sizeof (ebuf)) < 0) {
+        el_log (
+            EL_ERROR, "snapshot of step %lld: device arrays: %s", (long long)step, ebuf);
+        f->dev_bad = 1;
         row[L - 1] = UINT64_MAX;
-    else {
+    } else if (serialize (m, f->k, &f->tx, &diffed) < 0)
+        row[L - 1] = UINT64_MAX;
+    else if (direct && stage_direct (m, f, ebuf, sizeof (ebuf)) < 0) {
+        el_log (
+            EL_ERROR, "snapshot of step %lld: device arrays: %s", (long long)step, ebuf);
+        f->dev_bad = 1;
+        row[L - 1] = UINT64_MAX;
+    } else {
         REG_FOREACH (reg, it)
         if (it.col >= 0)
             row[it.col] = it.extent;
@@ -526,6 +604,31 @@ static int snap_post (struct elastic_manager *m,
             goto failed; /* cannot receive: make everyone give up this snapshot */
         s->l2[f->pend].size = want;
     }
+    if (gpu_has_arrays (m)) {
+        if (defer) {
+            /* the copies overlap the application's next step: L1 and the
+             * L2 exchange at snap_finish */
+            f->dev_pending = 1;
+            return ELASTIC_OK;
+        }
+        if (land_devices (m, f) < 0)
+            f->dev_bad = 1;
+    }
+    snap_post_l2 (m, f);
+    return ELASTIC_OK;
+failed:
+    f->failure = 1;
+    ft_revoke (m->work);
+    return ELASTIC_OK;
+}
+
+/* Post f's L2 exchange (f->failure on an error: m->work revoked). */
+static void snap_post_l2 (struct elastic_manager *m, struct inflight *f)
+{
+    struct snapstore *s = m->store;
+    int me = m->myslot, L = f->L, X = f->X, rc;
+    int64_t step = f->step;
+
     {
         size_t mine = s->l1[f->k].size;
         size_t theirs = f->ward >= 0 ? s->l2[f->pend].size : 0;
@@ -628,11 +731,6 @@ static int snap_post (struct elastic_manager *m,
             f->failure = 1;
         }
     }
-    return ELASTIC_OK;
-failed:
-    f->failure = 1;
-    ft_revoke (m->work);
-    return ELASTIC_OK;
 }
 
 static void snap_free (struct inflight *f)
@@ -656,6 +754,17 @@ snap_finish (struct elastic_manager *m, struct inflight *f, elastic_error_t *err
     int64_t step = f->step;
     struct snapmeta *sm = NULL;
 
+    if (f->dev_pending) {
+        /* the device arrays' copies: into L1, then the L2 exchange */
+        f->dev_pending = 0;
+        if (land_devices (m, f) < 0)
+            f->dev_bad = 1;
+        snap_post_l2 (m, f);
+    }
+    if (f->dev_bad) {
+        f->any_bad = 1;
+        f->bad_rank = me;
+    }
     if (ft_waitall (f->nr, f->reqs, m->work) != MPI_SUCCESS)
         f->failure = 1;
     f->nr = 0;
@@ -726,7 +835,13 @@ snap_finish (struct elastic_manager *m, struct inflight *f, elastic_error_t *err
                        (long long)step);
         goto out;
     }
-    if (f->bad_rank >= 0)
+    if (f->dev_bad)
+        rc =
+            errcodef (err,
+                      ELASTIC_ERR_IO,
+                      "snapshot of step %lld not taken: copying the device arrays failed",
+                      (long long)step);
+    else if (f->bad_rank >= 0)
         rc =
             errcodef (err,
                       ELASTIC_ERR_NOMEM,
@@ -746,7 +861,8 @@ out:
 
 /* Complete any snapshot in flight, then copy to L1 and post the L2
  * exchange of step's snapshot. */
-static int snap_start (struct elastic_manager *m, int64_t step, elastic_error_t *err)
+static int
+snap_start (struct elastic_manager *m, int64_t step, int defer, elastic_error_t *err)
 {
     int rc;
 
@@ -755,14 +871,14 @@ static int snap_start (struct elastic_manager *m, int64_t step, elastic_error_t 
             err, ELASTIC_ERR_STATE, "snapshot: an idle spare takes no snapshot");
     if ((rc = snapshot_complete (m, err)) != ELASTIC_OK)
         return rc;
-    return snap_post (m, step, &m->store->fl, err);
+    return snap_post (m, step, defer, &m->store->fl, err);
 }
 
 int snapshot_take (struct elastic_manager *m, int64_t step, elastic_error_t *err)
 {
     int rc;
 
-    if ((rc = snap_start (m, step, err)) != ELASTIC_OK)
+    if ((rc = snap_start (m, step, 0, err)) != ELASTIC_OK)
         return rc;
     return snap_finish (m, &m->store->fl, err);
 }
@@ -772,7 +888,7 @@ int snapshot_begin (struct elastic_manager *m, int64_t step, elastic_error_t *er
     struct snapstore *s = m->store;
     int rc;
 
-    if ((rc = snap_start (m, step, err)) != ELASTIC_OK)
+    if ((rc = snap_start (m, step, 1, err)) != ELASTIC_OK)
         return rc;
     if (s->fl.failure || s->fl.any_bad)
         return snap_finish (m, &s->fl, err); /* agree on it now */
@@ -809,6 +925,11 @@ void snapshot_discard (struct elastic_manager *m)
 
     if (!s->fl.active)
         return;
+    if (s->fl.dev_pending) {
+        char why[256];
+        gpu_stage_wait (m, why, sizeof (why)); /* the mirrors are written */
+        s->fl.dev_pending = 0;
+    }
     ft_revoke (m->work);
     ft_waitall (s->fl.nr, s->fl.reqs, m->work);
     snap_free (&s->fl);
