@@ -162,6 +162,10 @@ static void drop (struct gpu_state *g, int failure)
     if (failure && !g->revoked && g->nccl->revoke (g->comm, why, sizeof (why)) < 0)
         el_log (EL_DEBUG, "nccl: %s", why);
     g->nccl->abort (g->comm);
+    if (failure)
+        el_log (EL_INFO,
+                "nccl: revoked and aborted the communicator of %d ranks",
+                g->nmembers);
     g->comm = NULL;
     g->revoked = 0;
 }

@@ -43,6 +43,13 @@ enum nccl_plan nccl_plan_decide (
     for (int k = 0; k < nold; k++)
         if (index_of (nw, nnew, old[k]) < 0)
             excl[(*nexcl)++] = k;
+    /* the same members after a failure (another communicator's rank died,
+     * or the application passed an NCCL error): NCCL 2.28 refuses a
+     * shrink that excludes nobody ("invalid argument", seen on an H200
+     * with 2.28.9), so the parent is revoked and aborted and a new one
+     * made */
+    if (*nexcl == 0)
+        return NCCL_NEW;
     return NCCL_SHRINK;
 }
 

@@ -287,6 +287,11 @@ static int n_shrink (void *c, int *excl, int nexcl, void **child, char *why, siz
     char list[256] = "";
     int below = 0;
 
+    if (nexcl <= 0) { /* NCCL 2.28: "invalid argument" */
+        tr ("ERROR shrink c=%d: an empty exclude list", k->serial);
+        snprintf (why, len, "an empty exclude list");
+        return -1;
+    }
     for (int i = 0; i < nexcl; i++) {
         size_t l = strlen (list);
         snprintf (list + l, sizeof (list) - l, "%s%d", i ? "," : "", excl[i]);
