@@ -36,7 +36,9 @@
 #   bench-bandwidth device -> pinned host through libelastic vs cudaMemcpy of
 #                   the same bytes (goal >= 80 %)
 #   bench-overhead  heat2d_cuda step times with a device snapshot every 10
-#                   steps vs without (medians, p10/p90, mean overhead)
+#                   steps (staged on the device, and straight to the host)
+#                   vs without, for a step shorter and one longer than the
+#                   copy (medians of 3 interleaved rounds, their range)
 # Exit: 0 all passed, 1 a check failed, 77 no GPU, 2 bad usage.
 
 set -u
@@ -225,22 +227,53 @@ else
     result FAIL bench-bandwidth "rc $bw_rc"; tail_of "$OUT/bw.out"
 fi
 
-# --- benchmark: step-time overhead of an overlapped device snapshot every 10 steps
+# --- benchmark: step-time overhead of a device snapshot every 10 steps,
+# side by side: no periodic snapshot, the default (a copy on the device,
+# then to the host on a non-blocking stream beside the next step's work),
+# and ELASTIC_DEVICE_STAGING=0 (straight to the host: the next step's
+# device work waits for it); a light step (1 sweep, shorter than the copy)
+# and a heavy one (16 sweeps, longer); 3 interleaved rounds, the median of
+# the runs' mean step times and their range
 B=(--nx "$NX" --ny "$NX" --steps "$STEPS" --timing --quiet)
-job ovh-base 1 -x ELASTIC_SNAPSHOT_PERIOD=1000000000 -- "$HEATC" "${B[@]}"
-base_rc=$RC
-job ovh-snap 1 -x ELASTIC_SNAPSHOT_PERIOD=10 -- "$HEATC" "${B[@]}"
 mean() { sed -n "s/.*timing $2: .* mean \([0-9.]*\) ms/\1/p" "$1" | head -n 1; }
-bm=$(mean "$OUT/ovh-base.out" all-steps)
-sm=$(mean "$OUT/ovh-snap.out" all-steps)
-if [ "$base_rc" = 0 ] && [ "$RC" = 0 ] && [ -n "$bm" ] && [ -n "$sm" ] &&
-    [ "$(checksum_of "$OUT/ovh-base.out")" = "$(checksum_of "$OUT/ovh-snap.out")" ]; then
-    ovh=$(awk -v a="$sm" -v b="$bm" 'BEGIN { printf "%+.1f", (a - b) / b * 100 }')
-    result PASS bench-overhead "${NX}x${NX} grid ($((NX * NX * 8 >> 20)) MiB), $STEPS steps: mean step $bm ms without, $sm ms with a snapshot every 10 steps: $ovh %"
-    grep -h 'timing' "$OUT/ovh-base.out" | sed 's/.*timing/      without: timing/'
-    grep -h 'timing' "$OUT/ovh-snap.out" | sed 's/.*timing/      with:    timing/'
+ovh_ok=1
+declare -A M
+for round in 1 2 3; do
+    for sw in 1 16; do
+        for v in base staged direct; do
+            case $v in
+            base) envs=(-x ELASTIC_SNAPSHOT_PERIOD=1000000000) ;;
+            staged) envs=(-x ELASTIC_SNAPSHOT_PERIOD=10 -x ELASTIC_DEVICE_STAGING=1) ;;
+            direct) envs=(-x ELASTIC_SNAPSHOT_PERIOD=10 -x ELASTIC_DEVICE_STAGING=0) ;;
+            esac
+            n=ovh-$sw-$v-$round
+            job "$n" 1 "${envs[@]}" -- "$HEATC" "${B[@]}" --sweeps "$sw"
+            mm=$(mean "$OUT/$n.out" all-steps)
+            if [ "$RC" != 0 ] || [ -z "$mm" ] ||
+                [ "$(checksum_of "$OUT/$n.out")" != "$(checksum_of "$OUT/ovh-$sw-base-1.out")" ]; then
+                ovh_ok=0
+                echo "      $n: rc $RC, mean '${mm}'"
+                tail_of "$OUT/$n.out" 5
+            fi
+            M[$sw,$v]="${M[$sw,$v]:-} $mm"
+        done
+    done
+done
+stats() { printf '%s\n' $1 | sort -g | awk '{v[NR]=$1} END {printf "%.4f %.4f %.4f", v[int((NR+1)/2)], v[1], v[NR]}'; }
+if [ $ovh_ok = 1 ]; then
+    for sw in 1 16; do
+        read -r bm blo bhi <<< "$(stats "${M[$sw,base]}")"
+        read -r sm slo shi <<< "$(stats "${M[$sw,staged]}")"
+        read -r dm dlo dhi <<< "$(stats "${M[$sw,direct]}")"
+        so=$(awk -v a="$sm" -v b="$bm" 'BEGIN { printf "%+.1f", (a - b) / b * 100 }')
+        do_=$(awk -v a="$dm" -v b="$bm" 'BEGIN { printf "%+.1f", (a - b) / b * 100 }')
+        result PASS bench-overhead "${NX}x${NX} grid ($((NX * NX * 8 >> 20)) MiB), $STEPS steps of $sw sweep(s), snapshot every 10: mean step $bm ms without [$blo-$bhi], staged on the device $sm ms [$slo-$shi] ($so %), straight to the host $dm ms [$dlo-$dhi] ($do_ %)"
+    done
+    for v in base staged direct; do
+        grep -h 'timing' "$OUT/ovh-16-$v-1.out" | sed "s/.*timing/      16 sweeps, $v: timing/"
+    done
 else
-    result FAIL bench-overhead "rc $base_rc / $RC, means '$bm' '$sm'"; tail_of "$OUT/ovh-snap.out"
+    result FAIL bench-overhead "a run failed or its checksum differs (above)"
 fi
 
 if [ $nfail -gt 0 ]; then

@@ -62,6 +62,18 @@ ok "$(grep -q ERROR "$tmp"/kill/nccl.* && echo 1 || echo 0)" "kill: NCCL got val
 # periodic snapshots copy device arrays straight into page-locked L1 slots
 is "$(grep -h 'straight into' "$tmp"/ref/nccl.* | sort -u)" "device copies straight into snapshot buffers: yes" \
     "ref: device arrays copied straight into page-locked snapshot buffers"
+is "$(grep -h 'staged on the device' "$tmp"/ref/nccl.* | sort -u)" "device copies staged on the device: yes" \
+    "ref: a periodic snapshot copies on the device first (ELASTIC_DEVICE_STAGING defaults to 1)"
+# without the device-side staging: the same result, copies straight to the host
+run direct 4 -x ELASTIC_DEVICE_STAGING=0 -- --fail 2:23
+is "$(checksum_of "$tmp/direct/out")" "$ref" "direct: ELASTIC_DEVICE_STAGING=0, a kill: the failure-free checksum"
+is "$(grep -h 'staged on the device' "$tmp"/direct/nccl.* | sort -u)" "device copies staged on the device: no" \
+    "direct: no device-side copy"
+# a bad value: a clear error naming it
+run_bad() { mkdir -p "$tmp/bad"; app_run "$tmp/bad.out" 1 -x TRACE_DIR="$tmp/bad" -x ELASTIC_DEVICE_STAGING=yes -- "$APP" --steps 5; }
+run_bad
+ok "$([ "$MPI_RC" != 0 ] && grep -q "ELASTIC_DEVICE_STAGING: 'yes' is invalid (expected 1" "$tmp/bad.out" && echo 0 || echo 1)" \
+    "ELASTIC_DEVICE_STAGING=yes: refused, naming the value"
 
 # NCCL refuses the shrink: the survivors abort what is left and make a new
 # communicator of 3 from a fresh unique id

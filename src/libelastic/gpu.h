@@ -31,6 +31,12 @@ struct gpu_cuda_ops {
     void (*host_free) (void *p);
     int (*is_device_ptr) (const void *p, char *why, size_t len); /* 1, 0, -1 */
     int (*stream_create) (void **stream, char *why, size_t len); /* blocking */
+    /* a non-blocking stream: not ordered with the legacy default stream */
+    int (*stream_create_nb) (void **stream, char *why, size_t len);
+    int (*dev_alloc) (void **p, size_t size, char *why, size_t len); /* cudaMalloc */
+    void (*dev_free) (void *p);
+    int (*memcpy_d2d_async) (
+        void *dst, const void *src, size_t n, void *stream, char *why, size_t len);
     void (*stream_destroy) (void *stream);
     int (*event_create) (void **ev, char *why, size_t len);
     void (*event_destroy) (void *ev);
@@ -119,6 +125,10 @@ struct gpu_state {
     void *done_ev;                   /* recorded after the staging copies */
     void *app_ev;                    /* recorded on the application's stream */
     void *app_stream;                /* elastic_device_set_stream (NULL: legacy) */
+    void *stream_nb;                 /* non-blocking: staging -> host copies */
+    void *stage_ev;                  /* recorded after the device-side copies */
+    int staging;                     /* 1: stage on the device first (default),
+                                      * 0: ELASTIC_DEVICE_STAGING=0 or no room */
     int staged;                      /* copies enqueued, not yet waited for */
     int ndev;                        /* device arrays registered */
     int device;                      /* the rank's current device at first use */

@@ -48,7 +48,9 @@ void gpu_state_destroy (struct gpu_state *g)
         }
         g->cuda->event_destroy (g->done_ev);
         g->cuda->event_destroy (g->app_ev);
+        g->cuda->event_destroy (g->stage_ev);
         g->cuda->stream_destroy (g->stream);
+        g->cuda->stream_destroy (g->stream_nb);
     }
     free (g->members);
     free (g);
@@ -118,9 +120,13 @@ void gpu_array_free (struct reg_array *ra)
 
     if (!ra->is_dev || !ra->data)
         return;
-    if ((cuda = gpu_cuda (why, sizeof (why))))
+    if ((cuda = gpu_cuda (why, sizeof (why)))) {
         cuda->host_free (ra->data);
+        cuda->dev_free (ra->stage);
+    }
     ra->data = NULL;
+    ra->stage = NULL;
+    ra->stage_cap = 0;
 }
 
 int gpu_register_array (struct elastic_manager *m,
@@ -161,6 +167,17 @@ int gpu_register_array (struct elastic_manager *m,
         return errcodef (err, ELASTIC_ERR_NOMEM, "%s: out of memory", fn);
     if ((rc = cuda_ready (g, fn, err)) != ELASTIC_OK)
         return rc;
+    if (g->ndev == 0) {
+        const char *s = getenv ("ELASTIC_DEVICE_STAGING");
+        if (s && strcmp (s, "0") != 0 && strcmp (s, "1") != 0)
+            return errcodef (
+                err,
+                ELASTIC_ERR_INVAL,
+                "ELASTIC_DEVICE_STAGING: '%s' is invalid (expected 1 to copy "
+                "device arrays on the device first, 0 not to)",
+                s);
+        g->staging = !s || strcmp (s, "1") == 0;
+    }
     if (count > 0) {
         int d = g->cuda->is_device_ptr (dev, why, sizeof (why));
         if (d <= 0)
@@ -239,6 +256,81 @@ void gpu_unpin (void *p)
         c->host_unregister (p);
 }
 
+/* The device staging copies of a periodic snapshot: one device buffer per
+ * array, made on first use; none when there is no room (a warning, then
+ * the direct copy for the rest of the run).  0, or -1: stage directly. */
+static int stage_reserve (struct elastic_manager *m)
+{
+    struct gpu_state *g = m->gpu;
+    char why[256];
+
+    for (int a = 0; a < m->reg->na; a++) {
+        struct reg_array *ra = &m->reg->a[a];
+        size_t bytes = (size_t)ra->count * ra->elem_size;
+        void *p = NULL;
+        if (!ra->is_dev || bytes <= ra->stage_cap)
+            continue;
+        if (g->cuda->dev_alloc (&p, bytes, why, sizeof (why)) < 0) {
+            el_log (EL_WARN,
+                    "device array '%s': no device memory for its staging copy (%zu "
+                    "bytes: %s): its snapshots copy straight to the host, which the "
+                    "next step's device work waits for",
+                    ra->name,
+                    bytes,
+                    why);
+            g->staging = 0;
+            return -1;
+        }
+        g->cuda->dev_free (ra->stage);
+        ra->stage = p;
+        ra->stage_cap = bytes;
+    }
+    return 0;
+}
+
+/* A periodic snapshot's copies through the device staging buffers: on the
+ * library's blocking stream, ordered after the application's work and
+ * before its next, each array is copied on the device (HBM bandwidth:
+ * what the next step waits for); the copies to the host then run on a
+ * non-blocking stream, beside the next step's device work. */
+static int stage_via_device (struct elastic_manager *m, void *l1, char *why, size_t len)
+{
+    struct gpu_state *g = m->gpu;
+    const struct gpu_cuda_ops *c = g->cuda;
+    struct reg_item it;
+    size_t off = 0;
+
+    if ((!g->stream_nb && c->stream_create_nb (&g->stream_nb, why, len) < 0) ||
+        (!g->stage_ev && c->event_create (&g->stage_ev, why, len) < 0))
+        return -1;
+    REG_FOREACH (m->reg, it)
+    {
+        struct reg_array *ra = it.kind == REG_ARRAY ? &m->reg->a[it.index] : NULL;
+        if (ra && ra->is_dev && it.bytes > 0 &&
+            c->memcpy_d2d_async (ra->stage, ra->dev, it.bytes, g->stream, why, len) < 0)
+            return -1;
+    }
+    if (c->event_record (g->stage_ev, g->stream, why, len) < 0 ||
+        c->stream_wait_event (g->stream_nb, g->stage_ev, why, len) < 0)
+        return -1;
+    REG_FOREACH (m->reg, it)
+    {
+        struct reg_array *ra = it.kind == REG_ARRAY ? &m->reg->a[it.index] : NULL;
+        void *dst = (char *)l1 + off;
+        off += it.bytes;
+        if (ra && ra->is_dev && it.bytes > 0 &&
+            c->memcpy_d2h_async (dst, ra->stage, it.bytes, g->stream_nb, why, len) < 0)
+            return -1;
+    }
+    if (c->event_record (g->done_ev, g->stream_nb, why, len) < 0)
+        return -1;
+    g->staged = 1;
+    /* the application's next work waits for the device-side copies only */
+    if (g->app_stream && c->stream_wait_event (g->app_stream, g->stage_ev, why, len) < 0)
+        return -1;
+    return 0;
+}
+
 int gpu_stage_begin (struct elastic_manager *m, void *l1, char *why, size_t len)
 {
     struct gpu_state *g = m->gpu;
@@ -258,6 +350,9 @@ int gpu_stage_begin (struct elastic_manager *m, void *l1, char *why, size_t len)
     if (g->app_stream && (c->event_record (g->app_ev, g->app_stream, why, len) < 0 ||
                           c->stream_wait_event (g->stream, g->app_ev, why, len) < 0))
         return -1;
+    /* a periodic snapshot (into its page-locked L1 slot) */
+    if (l1 && g->staging && stage_reserve (m) == 0)
+        return stage_via_device (m, l1, why, len);
     /* in the order of a serialized snapshot (snapshot.h) */
     REG_FOREACH (m->reg, it)
     {

@@ -111,6 +111,8 @@ static const char *const cuda_names[] = {
     "cudaGetLastError",
     "cudaHostRegister",
     "cudaHostUnregister",
+    "cudaMalloc",
+    "cudaFree",
     NULL,
 };
 
@@ -135,6 +137,8 @@ static struct {
     cudaError_t (*last_error) (void);
     cudaError_t (*host_register) (void *, size_t, unsigned int);
     cudaError_t (*host_unregister) (void *);
+    cudaError_t (*dev_malloc) (void **, size_t);
+    cudaError_t (*dev_free) (void *);
 } cu;
 
 static int cu_err (cudaError_t e, const char *call, char *why, size_t len)
@@ -188,6 +192,38 @@ static int cu_stream_create (void **s, char *why, size_t len)
                    "cudaStreamCreateWithFlags",
                    why,
                    len);
+}
+
+static int cu_stream_create_nb (void **s, char *why, size_t len)
+{
+    return cu_err (cu.stream_create ((cudaStream_t *)s, cudaStreamNonBlocking),
+                   "cudaStreamCreateWithFlags",
+                   why,
+                   len);
+}
+
+static int cu_dev_alloc (void **p, size_t size, char *why, size_t len)
+{
+    cudaError_t e = cu.dev_malloc (p, size > 0 ? size : 1);
+    if (e != cudaSuccess)
+        cu.last_error (); /* out of memory is not sticky: clear it */
+    return cu_err (e, "cudaMalloc", why, len);
+}
+
+static void cu_dev_free (void *p)
+{
+    if (p)
+        cu.dev_free (p);
+}
+
+static int
+cu_memcpy_d2d_async (void *dst, const void *src, size_t n, void *s, char *why, size_t len)
+{
+    return cu_err (
+        cu.memcpy_async (dst, src, n, cudaMemcpyDeviceToDevice, (cudaStream_t)s),
+        "cudaMemcpyAsync",
+        why,
+        len);
 }
 
 static void cu_stream_destroy (void *s)
@@ -276,6 +312,10 @@ static const struct gpu_cuda_ops cuda_real = {
     .host_free = cu_host_free,
     .is_device_ptr = cu_is_device_ptr,
     .stream_create = cu_stream_create,
+    .stream_create_nb = cu_stream_create_nb,
+    .dev_alloc = cu_dev_alloc,
+    .dev_free = cu_dev_free,
+    .memcpy_d2d_async = cu_memcpy_d2d_async,
     .stream_destroy = cu_stream_destroy,
     .event_create = cu_event_create,
     .event_destroy = cu_event_destroy,

@@ -42,6 +42,8 @@ struct reg_array {
     int is_dev;
     void *dev;         /* the application's device buffer (count elements) */
     size_t mirror_cap; /* bytes the mirror holds */
+    void *stage;       /* device staging copy of a periodic snapshot (gpu.h) */
+    size_t stage_cap;  /* bytes it holds */
     int dev_placed;    /* dev came from the placement hook in this restore */
 };
 

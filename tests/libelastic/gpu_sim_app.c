@@ -165,6 +165,26 @@ static int c_d2h (void *dst, const void *src, size_t n, void *s, char *why, size
     memcpy (dst, src, n);
     return 0;
 }
+static long staged_copies;
+static int c_d2d (void *dst, const void *src, size_t n, void *s, char *why, size_t len)
+{
+    (void)s;
+    if (!dev_has (src, n) || !dev_has (dst, n)) {
+        snprintf (why, len, "d2d: %p or %p is not device memory", src, dst);
+        return -1;
+    }
+    staged_copies++;
+    memcpy (dst, src, n);
+    return 0;
+}
+static int c_dev_alloc (void **p, size_t n, char *why, size_t len)
+{
+    if (!(*p = dev_alloc (n))) {
+        snprintf (why, len, "out of simulated device memory");
+        return -1;
+    }
+    return 0;
+}
 static int c_h2d (void *dst, const void *src, size_t n, char *why, size_t len)
 {
     if (!dev_has (dst, n)) {
@@ -216,6 +236,10 @@ static const struct gpu_cuda_ops sim_cuda = {
     .host_free = c_host_free,
     .is_device_ptr = c_is_dev,
     .stream_create = c_obj,
+    .stream_create_nb = c_obj,
+    .dev_alloc = c_dev_alloc,
+    .dev_free = dev_free,
+    .memcpy_d2d_async = c_d2d,
     .stream_destroy = c_none,
     .event_create = c_obj,
     .event_destroy = c_none,
@@ -550,6 +574,8 @@ int main (int argc, char **argv)
                         (unsigned long long)all);
             tr ("device copies straight into snapshot buffers: %s",
                 direct_copies > 0 ? "yes" : "no");
+            tr ("device copies staged on the device: %s",
+                staged_copies > 0 ? "yes" : "no");
             break;
         }
         if ((rc = elastic_maybe_reshard_down (a.m, mrc, rebuild, &a, &err)) != ELASTIC_OK)
