@@ -197,8 +197,10 @@ static int jacobi_step (struct app *a)
     size_t rb = nx * sizeof (double);
     double *s = a->hrow, *r = a->hrow + nx;
 
-    /* my first row up, my bottom ghost from below */
-    if (!cuda_ok (cudaMemcpy (s, a->u + nx, rb, cudaMemcpyDeviceToHost), "halo"))
+    /* my first row up, my bottom ghost from below (no copy to the host
+     * without a neighbour there: a rank alone does device work only) */
+    if (up != MPI_PROC_NULL &&
+        !cuda_ok (cudaMemcpy (s, a->u + nx, rb, cudaMemcpyDeviceToHost), "halo"))
         return MPI_ERR_OTHER;
     if ((rc = halo_sendrecv (s, up, 0, r, down, 0, nx, a->comm)) != MPI_SUCCESS)
         return rc;
@@ -207,7 +209,8 @@ static int jacobi_step (struct app *a)
                   "halo"))
         return MPI_ERR_OTHER;
     /* my last row down, my top ghost from above */
-    if (!cuda_ok (cudaMemcpy (s, a->u + a->rows * nx, rb, cudaMemcpyDeviceToHost),
+    if (down != MPI_PROC_NULL &&
+        !cuda_ok (cudaMemcpy (s, a->u + a->rows * nx, rb, cudaMemcpyDeviceToHost),
                   "halo"))
         return MPI_ERR_OTHER;
     if ((rc = halo_sendrecv (s, down, 1, r, up, 1, nx, a->comm)) != MPI_SUCCESS)
