@@ -46,6 +46,7 @@
 #endif
 #include <elastic.h>
 
+#include "halo.h"
 #include "inject.h"
 
 int heat2d_cuda_step (double *u, double *v, unsigned long long rows, int nx);
@@ -156,35 +157,6 @@ static int rebuild (elastic_manager_t *m, MPI_Comm comm, void *arg)
                 a->size);
     fflush (stdout);
     return 0;
-}
-
-static int halo_sendrecv (double *sbuf,
-                          int dest,
-                          int stag,
-                          double *rbuf,
-                          int source,
-                          int rtag,
-                          int n,
-                          MPI_Comm comm)
-{
-    if (source == MPI_PROC_NULL && dest == MPI_PROC_NULL)
-        return MPI_SUCCESS;
-    if (source == MPI_PROC_NULL)
-        return MPI_Send (sbuf, n, MPI_DOUBLE, dest, stag, comm);
-    if (dest == MPI_PROC_NULL)
-        return MPI_Recv (rbuf, n, MPI_DOUBLE, source, rtag, comm, MPI_STATUS_IGNORE);
-    return MPI_Sendrecv (sbuf,
-                         n,
-                         MPI_DOUBLE,
-                         dest,
-                         stag,
-                         rbuf,
-                         n,
-                         MPI_DOUBLE,
-                         source,
-                         rtag,
-                         comm,
-                         MPI_STATUS_IGNORE);
 }
 
 /* One step: halos (device -> host, MPI, host -> device), then the kernel.
