@@ -311,11 +311,13 @@ int elastic_record_error (const char *fmt, ...) __attribute__ ((format (printf, 
  *   MPI initialized (elastic-mpirun's --init-timeout).
  * GPU (doc/gpu.md): ELASTIC_LIBCUDART and ELASTIC_LIBNCCL (the files to
  * dlopen), ELASTIC_NCCL_TIMEOUT (seconds a non-blocking NCCL call may take;
- * 60).  For tests only: ELASTIC_TEST_NCCL_GROUP=G (one NCCL communicator per
- * G consecutive working ranks), ELASTIC_TEST_KILL=RANK:STEP:WHERE[,...] makes that
- * original rank SIGKILL itself inside a snapshot, a recovery, or (WHERE
- * persist) an L3 write after its data is written and before the commit, and
- * ELASTIC_TEST_RANKS_PER_NODE=R treats every R consecutive ranks as a node.
+ * 60), ELASTIC_DEVICE_STAGING (1, the default: a periodic snapshot copies
+ * device arrays on the device first; 0: straight to the host).  For tests only:
+ * ELASTIC_TEST_NCCL_GROUP=G (one NCCL communicator per G consecutive working ranks),
+ * ELASTIC_TEST_KILL=RANK:STEP:WHERE[,...] makes that original rank SIGKILL itself inside
+ * a snapshot, a recovery, or (WHERE persist) an L3 write after its data is written and
+ * before the commit, and ELASTIC_TEST_RANKS_PER_NODE=R treats every R consecutive ranks
+ * as a node.
  *
  * The end of the job.  elastic_manager_destroy is collective: the working
  * ranks and the idle spares agree there that the job is over.  A rank that
@@ -651,14 +653,18 @@ struct ncclComm;
 /* Register an array in device memory, as elastic_register_array (same
  * layout rules; data a CUDA device or managed pointer, count elements of
  * elem_size bytes on this rank; 0 and NULL on a spare).  The library
- * keeps a pinned host mirror of it.  At each snapshot step
- * elastic_maybe_snapshot enqueues the copy device -> mirror
- * (cudaMemcpyAsync) on a stream of its own and returns; the copy overlaps
- * the application's next step and is waited for at the next library call,
- * before the snapshot's L1 copy and L2 exchange (an L3 step waits at once).
- * The snapshot holds the array as it is when its copy runs: the library's
- * stream is a blocking stream, ordered after the work enqueued before the
- * call on the legacy default stream and before the work enqueued after it.
+ * keeps a pinned host mirror of it.  At each periodic snapshot step
+ * elastic_maybe_snapshot copies it on the device into a staging buffer of
+ * the library's (cudaMalloc once, as large as the array; none with
+ * ELASTIC_DEVICE_STAGING=0 or without the device memory) on a stream of
+ * its own, then to the host on a non-blocking stream, and
+ * returns; the copy to the host overlaps the application's next step (its
+ * device work waits for the device-side copy only) and is waited for at
+ * the next library call, before the snapshot's L1 copy and L2 exchange (an
+ * L3 step, a suspend: at once, through the mirror).  The snapshot holds
+ * the array as it is when its first copy runs: the library's stream is a
+ * blocking stream, ordered after the work enqueued before the call on the
+ * legacy default stream and before the work enqueued after it.
  * An application that computes on other streams (or with per-thread
  * default streams) either synchronizes them before elastic_maybe_snapshot
  * or names its stream with elastic_device_set_stream.  After a world
