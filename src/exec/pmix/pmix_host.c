@@ -290,7 +290,10 @@ void pmixhost_destroy (struct pmixhost *h)
         return;
     while (h->jobs)
         pmixhost_job_destroy (h->jobs);
-    if (h->lost_registered)
+    /* a torn namespace can leave PMIx's progress thread deadlocked (on a
+     * mutex of its own, after the deaths in a fence): a blocking call
+     * into it would wait for ever, and the process is about to exit */
+    if (h->lost_registered && !h->tainted)
         PMIx_Deregister_event_handler (h->lost_ref, NULL, NULL);
     /* finalizing walks every namespace, a torn one too (job_may_be_torn):
      * the process is about to exit, and our directory goes below */
@@ -688,21 +691,36 @@ error:
     return NULL;
 }
 
-/* Whether a rank of job may have died in the middle of its connection
- * handshake: started, never reported connected, and not a clean exit 0.
- * PMIx (4.2.2 and 5.0) then takes an error path that releases the rank's
- * record twice while it stays on the namespace's list ("PMIX ERROR:
- * UNREACHABLE in ptl_base_connection_hdlr.c"); deregistering that
- * namespace, or finalizing the server, walks the list and can deadlock the
- * server's progress thread (seen here: about 1 run in 15 of a rank killed
- * before MPI_Init).  Such a namespace is left registered: its records
- * stay in this process until it exits. */
+/* Whether PMIx's records of job may be torn, so that deregistering it or
+ * finalizing the server is unsafe.  Two ways, each for a rank that ended
+ * otherwise than by a clean exit 0:
+ * - it died in the middle of its connection handshake (started, never
+ *   reported connected): PMIx (4.2.2 and 5.0) then takes an error path that
+ *   releases the rank's record twice while it stays on the namespace's
+ *   list ("PMIX ERROR: UNREACHABLE in ptl_base_connection_hdlr.c");
+ *   deregistering that namespace, or finalizing the server, walks the list
+ *   and can deadlock the server's progress thread (seen here: about 1 run
+ *   in 15 of a rank killed before MPI_Init);
+ * - it connected and died, without finalizing, before the namespace's
+ *   MPI_Init fences all completed (a preemption's stop, a kill inside
+ *   MPI_Init): its peers on this node may be inside a fence, whose tracker
+ *   PMIx 4.2.2 leaves behind broken; deregistering the namespace then
+ *   deadlocked the progress thread (the deregistration timed out, and
+ *   PMIx_Deregister_event_handler waited for ever), or
+ *   PMIx_server_finalize dereferenced a NULL destructor array (SIGSEGV at
+ *   PMIx_server_finalize+2824): doc/reliability.md, defect 14.
+ * Such a namespace is left registered: its records stay in this process
+ * until it exits, and the server is not finalized. */
 static int job_may_be_torn (struct pmixhost_job *job)
 {
     for (int r = 0; r < job->nranks; r++) {
         const struct rank_state *rs = &job->r[r];
-        if (rs->pid > 0 && !rs->connected && rs->exited &&
-            !(WIFEXITED (rs->wstatus) && WEXITSTATUS (rs->wstatus) == 0))
+        if (rs->pid <= 0 || !rs->exited ||
+            (WIFEXITED (rs->wstatus) && WEXITSTATUS (rs->wstatus) == 0))
+            continue;
+        if (!rs->connected)
+            return 1;
+        if (!rs->finalized && !job->initialized)
             return 1;
     }
     return 0;
