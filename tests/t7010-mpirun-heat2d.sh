@@ -19,15 +19,26 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export ELASTIC_SNAPSHOT_PERIOD=5 ELASTIC_PERSIST_PERIOD=10 ELASTIC_SNAPSHOT_DIR=$tmp/snap
 app=("$heat2d" --nx 96 --ny 80 --steps 300 --progress 10)
 checksum_of() { tr -d '\0' < "$1" | grep -a -o 'checksum [0-9a-f]*' | tail -n 1 | cut -d' ' -f2; }
-# rank_pid R: heat2d of original rank R in this test's job
-rank_pid() {
+# rank_pid R: heat2d of original rank R in this test's job (the files read
+# by grep -z itself, no pipe; looked for again for up to 10 s: in CI once
+# rank 4's was not found at the first look, rank 3's was)
+rank_pid_once() {
     local f p
     for f in /proc/[0-9]*/environ; do
-        { tr '\0' '\n' < "$f"; } 2> /dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1" || continue
-        { tr '\0' '\n' < "$f"; } 2> /dev/null | grep -qx "ELASTIC_SNAPSHOT_DIR=$tmp/snap" || continue
+        grep -qxz "OMPI_COMM_WORLD_RANK=$1" "$f" 2> /dev/null || continue
+        grep -qxz "ELASTIC_SNAPSHOT_DIR=$tmp/snap" "$f" 2> /dev/null || continue
         p=${f#/proc/}
         p=${p%/environ}
-        tr '\0' ' ' < "/proc/$p/cmdline" 2> /dev/null | grep -q "^$heat2d " && echo "$p" && return 0
+        [ "$(head -z -n 1 "/proc/$p/cmdline" 2> /dev/null | tr -d '\0')" = "$heat2d" ] &&
+            echo "$p" && return 0
+    done
+    return 1
+}
+rank_pid() {
+    local i
+    for i in $(seq 1 100); do
+        rank_pid_once "$1" && return 0
+        sleep 0.1
     done
     return 1
 }
