@@ -96,6 +96,7 @@ row steady "$ranks" "$mib" info 0 baseline_no_elastic "$no_elastic" flag
 overlap=0
 grep -q 'ELASTIC_SNAPSHOT_OVERLAP' "$BUILD/src/libelastic/.libs/libelastic.so" 2> /dev/null && overlap=1
 row steady "$ranks" "$mib" info 0 snapshot_overlap "$overlap" flag
+row steady "$ranks" "$mib" info 0 steps "$steps" flag
 variants="none"
 [ $no_elastic = 1 ] && variants+=" idle"
 variants+=" signals p10"

@@ -509,6 +509,68 @@ class Report:
                       "wall %s [95 %% CI %s, %s], CPU %s (median of %d interleaved pairs)" % (
                           pct(sw["med"]), pct(sw["ci"][0]), pct(sw["ci"][1]),
                           pct(sc["med"]) if sc else "—", sw["n"]))
+        self.b6_floor(n, m)
+
+    def b6_floor(self, n, m):
+        """Issue #19's per-snapshot cost at period 10 against its floor: the
+        snapshot's bytes copied to L1 at B3's memcpy rate plus the bytes
+        sent to the buddy at B4's rate (the faster of the library's own L2
+        exchange and MPI_Sendrecv: the stricter floor), both measured in the
+        same run at the same number of ranks.  The cost of a snapshot is
+        (p10 - idle) / snapshots, per trial, each run over the mean of the
+        baseline runs around it (drift cancels)."""
+        d = self.d
+        steps = d.flag("steady", "steps")
+        ks = [k for k in d.keys("snapshot", "baseline", "memcpy_s") if k[0] == str(n)]
+        if steps is None or not ks:
+            return
+        r, mib = ks[-1]  # the largest size measured at B6's number of ranks
+        mc = d.med("snapshot", r, mib, "baseline", "memcpy_s")
+        sr = d.med("snapshot", r, mib, "baseline", "sendrecv_s")
+        l2 = d.med("snapshot", r, mib, "elastic", "l2_s")
+        if mc is None or (sr is None and l2 is None):
+            return
+        scale = float(m) / float(mib)
+        fast = min(x for x in (sr, l2) if x is not None)
+        floor = (mc + fast) * scale
+        floor_sr = (mc + sr) * scale if sr is not None else None
+        nsnap = int(steps) // 10
+        self.details.append(
+            "**Per-snapshot cost at period 10 against its floor** (issue #19: ≤ 1.25×). "
+            "Floor for %s MiB per rank at %s ranks, from B3/B4 of this run (%s MiB per rank): "
+            "L1 copy at memcpy's rate %s + L2 at the faster of the library's exchange (%s) and "
+            "MPI_Sendrecv (%s) = **%s** (with MPI_Sendrecv's rate: %s).  Cost of one snapshot = "
+            "(p10 - idle) / %d snapshots per trial (each run over the mean of the baseline runs "
+            "around it, times their mean).\n" % (
+                m, n, mib, sfmt(mc * scale), sfmt(l2 * scale) if l2 else "—",
+                sfmt(sr * scale) if sr else "—", sfmt(floor),
+                sfmt(floor_sr) if floor_sr else "—", nsnap))
+        self.details.append("| variant | cost per snapshot: median [95 % CI] (min..max) | "
+                            "/ floor | target | trials |")
+        self.details.append("|---|---:|---:|---|---:|")
+        idle = self.d.t.get(("steady", str(n), str(m), "idle", "run_s"), {})
+        ibase = self.d.t.get(("steady", str(n), str(m), "idle", "base_run_s"), {})
+        for v in ("p10", "p10-sync"):
+            a = self.d.t.get(("steady", str(n), str(m), v, "run_s"), {})
+            z = self.d.t.get(("steady", str(n), str(m), v, "base_run_s"), {})
+            cs = []
+            for t in a:
+                if t in z and t in idle and t in ibase and z[t] > 0 and ibase[t] > 0:
+                    b = (z[t] + ibase[t]) / 2
+                    cs.append((a[t] / z[t] - idle[t] / ibase[t]) * b / nsnap / floor)
+            if not cs:
+                continue
+            sp = self.spread(cs)
+            self.details.append("| %s | %s [%s, %s] (%s..%s) | %.2f× | ≤ 1.25× | %d |" % (
+                v, sfmt(sp["med"] * floor), sfmt(sp["ci"][0] * floor), sfmt(sp["ci"][1] * floor),
+                sfmt(sp["lo"] * floor), sfmt(sp["hi"] * floor), sp["med"], sp["n"]))
+            if v == "p10":
+                self.head("B6", "cost of one snapshot at period 10 / its floor (L1 at memcpy's, "
+                          "L2 at B4's rate)", "%s ranks x %s MiB" % (n, m),
+                          sfmt(sp["med"] * floor), sfmt(floor), sp["med"], "≤ 1.25×",
+                          sp["med"] <= 1.25, "%.2f×, 95 %% CI %.2f..%.2f× over %d trials" % (sp["med"], 
+                              sp["ci"][0], sp["ci"][1], sp["n"]))
+        self.details.append("")
 
     # --- B7 -----------------------------------------------------------------
     def b7(self):

@@ -1,5 +1,6 @@
 /* t3000-l3-units.c - L3 helpers without MPI: checksums, names, types,
- * block tiling, the snapshot directory (listing, commit, cleaning) */
+ * block tiling, the snapshot directory (listing, commit, cleaning, the
+ * background unlinks of retention) */
 #include "config.h"
 #include <errno.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include "libelastic/l3.h"
+#include "libelastic/l3_bg.h"
 #include "libelastic/l3_dir.h"
 #include "libelastic/l3_format.h"
 #include "lib/tap.h"
@@ -170,6 +172,35 @@ int main (void)
         "... with a clear message");
     diag ("%s", why);
 
+    {
+        /* retention's unlinks in the background: a retired snapshot leaves
+         * the committed names at once (renamed to its temporary name) and
+         * is unlinked by the reaper's thread */
+        struct l3_reaper *r = l3_reaper_create ();
+        char p1[4096], p2[4096];
+        touch (dir, "snap-000000000007.h5");
+        touch (dir, "snap-000000000008.h5");
+        snprintf (p1, sizeof (p1), "%s/snap-000000000007.h5", dir);
+        snprintf (p2, sizeof (p2), "%s/snap-000000000008.h5", dir);
+        ok (r != NULL, "a reaper");
+        is_int (l3_reaper_retire (p1, r), 0, "retire step 7");
+        is_int (l3_reaper_retire (p2, r), 0, "retire step 8");
+        ok (!exists (dir, "snap-000000000007.h5") &&
+                exists (dir, ".snap-000000000007.h5.tmp"),
+            "step 7 is out of the committed names, under its temporary name");
+        errno = 0;
+        ok (l3_reaper_retire (p1, r) < 0 && errno == ENOENT,
+            "retiring a missing file fails with ENOENT");
+        l3_reaper_start (r);
+        l3_reaper_wait ();
+        ok (!exists (dir, ".snap-000000000007.h5.tmp") &&
+                !exists (dir, ".snap-000000000008.h5.tmp"),
+            "the reaper unlinked both");
+        l3_reaper_start (l3_reaper_create ()); /* an empty one: nothing to do */
+        l3_reaper_wait ();
+        l3_reaper_wait ();
+        ok (exists (dir, "snap-000000000200.h5"), "other snapshots are untouched");
+    }
     {
         char sub[4096];
         snprintf (sub, sizeof (sub), "%s/a/b/c", dir);

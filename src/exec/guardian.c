@@ -12,6 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <stdint.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -27,6 +30,7 @@
 struct guardian {
     pid_t pid;
     int wfd;
+    void *stack; /* the guardian's stack when it shares our memory */
 };
 
 /* The guardian's paths: 'D' a directory tree, 'S' a /dev/shm prefix. */
@@ -193,6 +197,59 @@ static void __attribute__ ((noreturn)) guardian_main (int rfd)
     _exit (0);
 }
 
+/* The guardian shares the agent's memory (clone with CLONE_VM, not fork):
+ * no copy of the agent's page tables and no copy-on-write fault in the
+ * agent afterwards, which on a virtual machine with shadow page tables
+ * were most of a wrapper's start (B7).  It runs on a stack of its own and
+ * touches only guardian_main's static state, which nothing else uses (one
+ * guardian per process); it keeps the memory alive when the agent dies.
+ * Sanitizer runtimes keep per-thread state the child would share, and
+ * valgrind refuses the flags: there, and wherever clone fails, fork. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define GUARDIAN_SHARED_VM 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define GUARDIAN_SHARED_VM 0
+#endif
+#endif
+#ifndef GUARDIAN_SHARED_VM
+#define GUARDIAN_SHARED_VM 1
+#endif
+#define GUARDIAN_STACK ((size_t)512 << 10)
+
+static int guardian_entry (void *arg)
+{
+    guardian_main ((int)(intptr_t)arg);
+}
+
+static pid_t guardian_spawn (struct guardian *g, int rfd)
+{
+    pid_t pid = -1;
+
+#if GUARDIAN_SHARED_VM
+    void *stk = mmap (NULL,
+                      GUARDIAN_STACK,
+                      PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK,
+                      -1,
+                      0);
+    if (stk != MAP_FAILED) {
+        pid = clone (guardian_entry,
+                     (char *)stk + GUARDIAN_STACK,
+                     CLONE_VM | SIGCHLD,
+                     (void *)(intptr_t)rfd);
+        if (pid > 0) {
+            g->stack = stk;
+            return pid;
+        }
+        munmap (stk, GUARDIAN_STACK);
+    }
+#endif
+    if ((pid = fork ()) == 0)
+        guardian_main (rfd);
+    return pid;
+}
+
 struct guardian *guardian_start (elastic_error_t *err)
 {
     struct guardian *g;
@@ -207,17 +264,13 @@ struct guardian *guardian_start (elastic_error_t *err)
         free (g);
         return NULL;
     }
-    g->pid = fork ();
+    g->pid = guardian_spawn (g, p[0]);
     if (g->pid < 0) {
         errprintf (err, "guardian: fork: %s", strerror (errno));
         close (p[0]);
         close (p[1]);
         free (g);
         return NULL;
-    }
-    if (g->pid == 0) {
-        close (p[1]);
-        guardian_main (p[0]);
     }
     close (p[0]);
     g->wfd = p[1];
@@ -307,6 +360,8 @@ void guardian_stop (struct guardian *g)
             close (g->wfd);
         while (waitpid (g->pid, NULL, 0) < 0 && errno == EINTR)
             ;
+        if (g->stack)
+            munmap (g->stack, GUARDIAN_STACK);
         free (g);
     }
     errno = saved;

@@ -1,7 +1,8 @@
 /* guardian.h - kill the workers' process groups if the agent dies
  *
  * The workers die with the agent through PR_SET_PDEATHSIG, but their own
- * children do not.  The guardian is a tiny process, forked once, in its own
+ * children do not.  The guardian is a tiny process, started once (sharing
+ * the agent's memory, see guardian.c), in its own
  * session, that holds the read end of a pipe: the agent writes "+PGID" when
  * a worker starts and "-PGID" when its group is gone.  When the pipe
  * reaches end of file - the agent exited, however it died, even SIGKILL -
@@ -20,7 +21,7 @@
 
 struct guardian;
 
-/* Fork the guardian.  Returns NULL with one line in err. */
+/* Start the guardian.  Returns NULL with one line in err. */
 struct guardian *guardian_start (elastic_error_t *err);
 
 /* Add or remove a process group.  Returns 0 or -1 with errno. */

@@ -388,3 +388,95 @@ void l3_bg_destroy (struct l3_bg *b)
     }
     bg_free (b);
 }
+
+/* --- retention's unlinks, in the background ---------------------------- */
+
+struct l3_reaper {
+    char **path;
+    int n, cap;
+};
+
+static pthread_t reaper_tid;
+static int reaper_running;
+
+struct l3_reaper *l3_reaper_create (void)
+{
+    return calloc (1, sizeof (struct l3_reaper));
+}
+
+static void reaper_free (struct l3_reaper *r)
+{
+    for (int i = 0; i < r->n; i++)
+        free (r->path[i]);
+    free (r->path);
+    free (r);
+}
+
+int l3_reaper_retire (const char *path, void *reaper)
+{
+    struct l3_reaper *r = reaper;
+    const char *base = strrchr (path, '/');
+    size_t dlen = base ? (size_t)(base - path + 1) : 0;
+    char *tmp;
+
+    base = base ? base + 1 : path;
+    if (r->n == r->cap) {
+        int cap = r->cap ? 2 * r->cap : 8;
+        char **p = realloc (r->path, (size_t)cap * sizeof (*p));
+        if (!p)
+            return unlink (path);
+        r->path = p;
+        r->cap = cap;
+    }
+    /* dir/snap-S.h5 -> dir/.snap-S.h5.tmp, the temporary name of its step */
+    if (asprintf (&tmp, "%.*s.%s.tmp", (int)dlen, path, base) < 0)
+        return unlink (path);
+    if (rename (path, tmp) < 0) {
+        int saved = errno;
+        free (tmp);
+        errno = saved;
+        return -1;
+    }
+    r->path[r->n++] = tmp;
+    return 0;
+}
+
+static void *reaper_main (void *arg)
+{
+    struct l3_reaper *r = arg;
+
+    for (int i = 0; i < r->n; i++)
+        (void)unlink (r->path[i]);
+    reaper_free (r);
+    return NULL;
+}
+
+void l3_reaper_wait (void)
+{
+    if (reaper_running) {
+        pthread_join (reaper_tid, NULL);
+        reaper_running = 0;
+    }
+}
+
+void l3_reaper_start (struct l3_reaper *r)
+{
+    sigset_t all, old;
+    int rc;
+
+    if (!r)
+        return;
+    l3_reaper_wait ();
+    if (r->n == 0) {
+        reaper_free (r);
+        return;
+    }
+    sigfillset (&all);
+    pthread_sigmask (SIG_SETMASK, &all, &old); /* inherited by the thread */
+    rc = pthread_create (&reaper_tid, NULL, reaper_main, r);
+    pthread_sigmask (SIG_SETMASK, &old, NULL);
+    if (rc != 0)
+        reaper_main (r); /* no thread: here and now */
+    else
+        reaper_running = 1;
+}

@@ -69,6 +69,21 @@ void l3_bg_abandon (struct l3_bg *b);
 /* Wait for the end, join and free (NULL-safe). */
 void l3_bg_destroy (struct l3_bg *b);
 
+/* Retention without the wait: unlink(2) of a 16 MiB file took 5.7 ms here
+ * (ext4 with online discard), on rank 0 while every rank waited for the
+ * commit.  l3_reaper_retire (an l3_unlink_f for l3_dir_prune, arg the
+ * reaper) renames a committed snapshot to its temporary name - out of the
+ * directory's committed set at once - and queues it; l3_reaper_start
+ * unlinks the queue in a thread of its own (waiting first for the previous
+ * one) and takes ownership of r; l3_reaper_wait joins the last one.  A
+ * file whose unlink a process exit interrupts is a temporary that the next
+ * write's l3_dir_clean removes.  Called from the rank's MPI thread only. */
+struct l3_reaper;
+struct l3_reaper *l3_reaper_create (void);
+int l3_reaper_retire (const char *path, void *reaper);
+void l3_reaper_start (struct l3_reaper *r);
+void l3_reaper_wait (void);
+
 /* Collective over comm: l3_write up to the point where only the ranks' own
  * bytes are left to write: check and compare the descriptors (the crc32 of
  * values now, of arrays and blobs later, in the thread), prepare the

@@ -272,6 +272,7 @@ int l3_dir_prune (const char *dir,
                   int keep,
                   const char *run_id,
                   int64_t newest_step,
+                  l3_unlink_f unlink_fn,
                   l3_removed_f removed,
                   void *arg,
                   elastic_error_t *err)
@@ -307,7 +308,7 @@ int l3_dir_prune (const char *dir,
                 cutoff = e[i].step;
             continue;
         }
-        if (unlink (e[i].path) == 0) {
+        if ((unlink_fn ? unlink_fn (e[i].path, arg) : unlink (e[i].path)) == 0) {
             count++;
             if (removed)
                 removed (e[i].path, reason, arg);

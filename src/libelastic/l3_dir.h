@@ -2,8 +2,9 @@
  * (internal, no MPI; in libl3format.la with l3_format.h)
  *
  * A directory holds committed snapshots snap-SSSSSSSSSSSS.h5 (the step,
- * zero-padded to 12 digits so that `ls` sorts them), at most one temporary
- * .snap-SSSSSSSSSSSS.h5.tmp being written, and a symbolic link `latest` to
+ * zero-padded to 12 digits so that `ls` sorts them), temporaries
+ * .snap-SSSSSSSSSSSS.h5.tmp (the one being written; older snapshots that
+ * retention took out, until they are unlinked), and a symbolic link `latest` to
  * the last committed snapshot.  It belongs to one job at a time.
  */
 #ifndef ELASTIC_L3_DIR_H
@@ -48,16 +49,24 @@ int l3_dir_commit (const char *dir, int64_t step, elastic_error_t *err);
 /* Called for each file removed by l3_dir_prune, with the reason. */
 typedef void (*l3_removed_f) (const char *path, const char *reason, void *arg);
 
+/* Takes a committed snapshot out of dir for l3_dir_prune instead of
+ * unlink(2) (l3_write renames it to its temporary name and unlinks it in
+ * the background): 0, or -1 with errno (then the file stays). */
+typedef int (*l3_unlink_f) (const char *path, void *arg);
+
 /* Retention: of the committed snapshots of run_id (NULL: any run) keep the
  * newest `keep` readable ones (keep 0: all) and remove older ones, and
  * unreadable ones older than the oldest kept; if newest_step >= 0, also
  * remove this run's snapshots of steps after newest_step (a timeline
  * abandoned by a restart from an older snapshot).  Snapshots of other runs
- * are never removed.  Returns the number removed, -1 with err set. */
+ * are never removed.  unlink_fn (NULL: unlink(2)) takes each file out;
+ * arg goes to it and to removed.  Returns the number removed, -1 with err
+ * set. */
 int l3_dir_prune (const char *dir,
                   int keep,
                   const char *run_id,
                   int64_t newest_step,
+                  l3_unlink_f unlink_fn,
                   l3_removed_f removed,
                   void *arg,
                   elastic_error_t *err);

@@ -1097,14 +1097,19 @@ static int commit_file (struct writer *w, const char *tmp, int rc)
         } else {
             if (c > 0)
                 el_log (EL_WARN, "%s", why.text);
+            /* the files retention takes out are unlinked in the background
+             * (l3_reaper): every rank waits for this commit */
+            struct l3_reaper *r = l3_reaper_create ();
             if (l3_dir_prune (opts->dir,
                               opts->keep,
                               opts->run_id ? opts->run_id : "",
                               w->step,
+                              r ? l3_reaper_retire : NULL,
                               removed_cb,
-                              NULL,
+                              r,
                               &why) < 0)
                 el_log (EL_WARN, "L3 retention in '%s' failed: %s", opts->dir, why.text);
+            l3_reaper_start (r);
         }
     }
     return l3_agree (w->comm, rc, w->err);

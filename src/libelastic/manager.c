@@ -102,6 +102,7 @@ void elastic_manager_destroy (elastic_manager_t *m)
     if (m->orig_group != MPI_GROUP_NULL && m->orig_group != 0)
         MPI_Group_free (&m->orig_group);
     persist_bg_abandon (m); /* one left (an error ended the job): never committed */
+    persist_reap_wait ();   /* retention's unlinks in the background */
     if (m->gpu && m->gpu->staged) {
         char why[256];
         gpu_stage_wait (m, why, sizeof (why)); /* before the mirrors go */

@@ -228,6 +228,10 @@ int persist_bg_drain (struct elastic_manager *m, elastic_error_t *err);
  * write; the L1 copy is no longer read when this returns. */
 void persist_bg_abandon (struct elastic_manager *m);
 
+/* Wait for retention's background unlinks (l3_reaper) to end: the end of
+ * the job. */
+void persist_reap_wait (void);
+
 /* resume.c: resume from L3 at start. */
 
 /* Decide whether this launch resumes (at create, every rank the same

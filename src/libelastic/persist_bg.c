@@ -80,6 +80,10 @@ static int commit (struct elastic_manager *m, struct persist_bg *j, elastic_erro
     /* what a synchronous write would have taken (the deadline's estimate):
      * the layout, this rank's thread, the commit; not the steps between */
     dt = j->t_fg + t_done + (mono_now () - t0);
+    el_log (EL_DEBUG,
+            "background L3 write of step %lld: committed in %.3f s",
+            (long long)step,
+            mono_now () - t0);
     bg_free (j);
     if (rc == ELASTIC_OK) {
         char path[PATH_MAX];
@@ -171,6 +175,11 @@ int persist_bg_drain (struct elastic_manager *m, elastic_error_t *err)
         l3_bg_wait (m->bg->b, L3_BG_DONE);
     }
     return commit (m, m->bg, err);
+}
+
+void persist_reap_wait (void)
+{
+    l3_reaper_wait ();
 }
 
 void persist_bg_abandon (struct elastic_manager *m)
@@ -326,6 +335,15 @@ int persist_bg_drain (struct elastic_manager *m, elastic_error_t *err)
     (void)m;
     (void)err;
     return ELASTIC_OK;
+}
+
+void persist_reap_wait (void)
+{
+}
+
+void persist_reap_wait (void)
+{
+    l3_reaper_wait ();
 }
 
 void persist_bg_abandon (struct elastic_manager *m)

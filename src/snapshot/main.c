@@ -416,7 +416,7 @@ static int cmd_prune (const char *dir, long keep, const char *run_id)
     elastic_error_t err;
     int n;
 
-    if ((n = l3_dir_prune (dir, (int)keep, run_id, -1, removed, NULL, &err)) < 0) {
+    if ((n = l3_dir_prune (dir, (int)keep, run_id, -1, NULL, removed, NULL, &err)) < 0) {
         fprintf (stderr, "%s: %s\n", prog, err.text);
         return 1;
     }
