@@ -302,6 +302,8 @@ int elastic_record_error (const char *fmt, ...) __attribute__ ((format (printf, 
  *   ELASTIC_SIGNAL_CHECK_PERIOD, ELASTIC_DEADLINE, ELASTIC_DEADLINE_MARGIN,
  *   ELASTIC_PERSIST_BACKGROUND (0, 1 or 2: persist_background),
  *   ELASTIC_PERSIST_NICE (0..19, 0: the background writer's nice value),
+ *   ELASTIC_PERSIST_DIRECT (0: the background writer goes through the page
+ *   cache; default: O_DIRECT for the 4 KiB-aligned part, where it can),
  *   ELASTIC_SNAPSHOT_OVERLAP (1, the default: see above; 0: synchronous);
  *   ELASTIC_LOG sets the log level.  Read as facts about the launch:
  *   ELASTIC_RESUME (0 or 1), SLURM_RESTART_COUNT, SLURM_JOB_ID,

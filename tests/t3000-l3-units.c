@@ -3,6 +3,8 @@
  * background unlinks of retention) */
 #include "config.h"
 #include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -200,6 +202,100 @@ int main (void)
         l3_reaper_wait ();
         l3_reaper_wait ();
         ok (exists (dir, "snap-000000000200.h5"), "other snapshots are untouched");
+    }
+    {
+        /* the background writer: extents at odd offsets and of odd lengths,
+         * across 4 MiB pieces, with O_DIRECT for their aligned middles and
+         * through the page cache (ELASTIC_PERSIST_DIRECT=0): every byte and
+         * each extent's crc32 where they belong, nothing else touched */
+        static const struct {
+            uint64_t off;
+            size_t len;
+        } xs[] = {
+            {5, 3}, {4093, 9000}, {12288, 4096}, {(4 << 20) - 777, (6 << 20) + 1234}};
+        size_t fsize = (12 << 20), src_len = (7 << 20);
+        char *src = malloc (src_len), *got = malloc (fsize), path[4096];
+        for (int mode = 0; mode < 2 && src && got; mode++) {
+            struct l3_bg *b;
+            uint64_t bytes = 0;
+            int fd, good = 1;
+            FILE *f;
+            snprintf (path, sizeof (path), "%s/bg.%d", dir, mode);
+            if ((f = fopen (path, "w"))) {
+                memset (got, 0xee, fsize);
+                good = fwrite (got, 1, fsize, f) == fsize;
+                fclose (f);
+            }
+            for (size_t i = 0; i < src_len; i++)
+                src[i] = (char)(i * 131 + mode);
+            setenv ("ELASTIC_PERSIST_DIRECT", mode ? "0" : "1", 1);
+            b = l3_bg_create (path, 1);
+            for (int k = 0; k < 4 && b; k++)
+                l3_bg_add (
+                    b, xs[k].off, src + k, xs[k].len, (11 << 20) + 8 * (uint64_t)k);
+            if (b) {
+                l3_bg_start (b);
+                l3_bg_wait (b, L3_BG_DONE);
+                is_int (l3_bg_result (b, &bytes, NULL),
+                        ELASTIC_OK,
+                        "background write (%s)",
+                        mode ? "page cache" : "O_DIRECT");
+                if (mode == 1)
+                    ok (l3_bg_direct (b) == 0,
+                        "ELASTIC_PERSIST_DIRECT=0: no byte with O_DIRECT");
+                else {
+                    int probe = open (path, O_WRONLY | O_DIRECT);
+                    diag ("%llu of %llu bytes with O_DIRECT",
+                          (unsigned long long)l3_bg_direct (b),
+                          (unsigned long long)bytes);
+                    /* the 4 KiB-aligned middles: [4096, 12288), [12288, 16384),
+                     * [4 MiB, 8 MiB) and [8 MiB, 10 MiB) */
+                    if (probe >= 0)
+                        is_int ((long long)l3_bg_direct (b),
+                                8192 + 4096 + (4 << 20) + (2 << 20),
+                                "the 4 KiB-aligned middles went with O_DIRECT");
+                    else
+                        skip (1, "the file system of /tmp refuses O_DIRECT");
+                    if (probe >= 0)
+                        close (probe);
+                }
+                l3_bg_destroy (b);
+            }
+            if ((fd = open (path, O_RDONLY)) < 0 ||
+                pread (fd, got, fsize, 0) != (ssize_t)fsize)
+                good = 0;
+            if (fd >= 0)
+                close (fd);
+            for (size_t at = 0, k = 0; good && at < fsize; at++) {
+                char want = (char)0xee;
+                for (k = 0; k < 4; k++)
+                    if (at >= xs[k].off && at < xs[k].off + xs[k].len)
+                        want = src[k + (at - xs[k].off)];
+                if (at >= (11u << 20) && at < (11u << 20) + 32)
+                    continue; /* the crc slots, below */
+                if (got[at] != want) {
+                    diag ("byte %zu: 0x%02x, expected 0x%02x",
+                          at,
+                          got[at] & 0xff,
+                          want & 0xff);
+                    good = 0;
+                }
+            }
+            for (int k = 0; good && k < 4; k++) {
+                uint64_t c;
+                memcpy (&c, got + (11 << 20) + 8 * k, sizeof (c));
+                if (c != l3_crc32 (0, src + k, xs[k].len)) {
+                    diag ("extent %d: crc32 %llx", k, (unsigned long long)c);
+                    good = 0;
+                }
+            }
+            ok (good,
+                "every byte and crc32 in place, nothing else written (%s)",
+                mode ? "page cache" : "O_DIRECT");
+        }
+        unsetenv ("ELASTIC_PERSIST_DIRECT");
+        free (src);
+        free (got);
     }
     {
         char sub[4096];

@@ -56,6 +56,9 @@ void l3_bg_wait (struct l3_bg *b, enum l3_bg_phase p);
  * bytes: the data bytes written. */
 int l3_bg_result (struct l3_bg *b, uint64_t *bytes, elastic_error_t *err);
 
+/* Of the data bytes written, those written with O_DIRECT. */
+uint64_t l3_bg_direct (struct l3_bg *b);
+
 /* Seconds from the start to the release of the source and to the end. */
 void l3_bg_times (struct l3_bg *b, double *t_release, double *t_done);
 

@@ -65,13 +65,14 @@ static int commit (struct elastic_manager *m, struct persist_bg *j, elastic_erro
 {
     struct l3_write_opts opts = write_opts (m);
     elastic_error_t e = {""};
-    uint64_t bytes = 0;
+    uint64_t bytes = 0, direct;
     double t_release, t_done, dt, t0;
     int64_t step = j->step;
     int rc;
 
     l3_bg_wait (j->b, L3_BG_DONE);
     rc = l3_bg_result (j->b, &bytes, &e);
+    direct = l3_bg_direct (j->b);
     l3_bg_times (j->b, &t_release, &t_done);
     l3_bg_destroy (j->b);
     m->bg = NULL;
@@ -92,12 +93,15 @@ static int commit (struct elastic_manager *m, struct persist_bg *j, elastic_erro
         if (m->myslot == 0)
             el_log (EL_INFO,
                     "L3 snapshot of step %lld written in the background: %s (%.1f MiB; "
-                    "L1 read in %.3f s, on disk in %.3f s)",
+                    "L1 read in %.3f s, on disk in %.3f s; rank 0's %.1f MiB, %.1f with "
+                    "O_DIRECT)",
                     (long long)step,
                     path,
                     size / 1048576.0,
                     t_release,
-                    t_done);
+                    t_done,
+                    bytes / 1048576.0,
+                    direct / 1048576.0);
         persist_emit (m, "persist", step, size, dt, path, NULL);
         return ELASTIC_OK;
     }
