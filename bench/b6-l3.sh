@@ -12,12 +12,14 @@
 #   p10       ELASTIC_SNAPSHOT_PERIOD=10: the baseline of this pair
 #   l3bg      p10 with ELASTIC_PERSIST_PERIOD=100: L3 in the background
 #             (ELASTIC_PERSIST_BACKGROUND unset: the default, 1)
+#   l3bgpc    l3bg with ELASTIC_PERSIST_DIRECT=0: the writer copies
+#             everything through the page cache (no O_DIRECT), as before
 #   l3bg10    l3bg with ELASTIC_PERSIST_NICE=10: the writer thread below
 #             the ranks' priority (l3bg's runs at the default, 0)
 #   l3sync    the same with ELASTIC_PERSIST_BACKGROUND=0: every rank waits
 #             for the write (what the L3 level cost before)
-# A trial runs p10 before and after every variant (p10 l3bg p10 l3bg10 p10
-# l3sync p10, the order of the variants rotated by one every trial); a variant's ratio
+# A trial runs p10 before and after every variant (p10 l3bg p10 l3bgpc p10
+# l3bg10 p10 l3sync p10, the order of the variants rotated by one every trial); a variant's ratio
 # is its time over the mean of the two p10 runs around it (wall and CPU
 # time).  The report, OUT/l3bg.md, gives per variant the median ratio,
 # min..max and the interquartile range over the trials.
@@ -61,6 +63,7 @@ l3_run() {
     case $v in idle*) n=$idle_steps ;; esac
     case $v in
         l3bg) env+=(ELASTIC_PERSIST_PERIOD=100 ELASTIC_LOG=info) ;;
+        l3bgpc) env+=(ELASTIC_PERSIST_PERIOD=100 ELASTIC_LOG=info ELASTIC_PERSIST_DIRECT=0) ;;
         l3bg10) env+=(ELASTIC_PERSIST_PERIOD=100 ELASTIC_LOG=info ELASTIC_PERSIST_NICE=10) ;;
         idle10) env+=(ELASTIC_PERSIST_PERIOD=50 ELASTIC_LOG=info ELASTIC_PERSIST_NICE=10) args=(--sleep 20) ;;
         idle0) env+=(ELASTIC_PERSIST_PERIOD=50 ELASTIC_LOG=info ELASTIC_PERSIST_NICE=0) args=(--sleep 20) ;;
@@ -92,7 +95,7 @@ l3_run() {
 l3_bandwidth() {
     local v=$1 t=$2 log=$3 size t0 t1
     tr -d '\0' < "$log" |
-        sed -n 's/.*written in the background: .* (\([0-9.]*\) MiB; L1 read in [0-9.]* s, on disk in \([0-9.]*\) s).*/\1 \2/p' |
+        sed -n 's/.*written in the background: .* (\([0-9.]*\) MiB; L1 read in [0-9.]* s, on disk in \([0-9.]*\) s[;)].*/\1 \2/p' |
         while read -r size secs; do
             row l3bg "$ranks" "$mib" "$v" "$t" file_mib "$size" MiB
             row l3bg "$ranks" "$mib" "$v" "$t" bw_mib_s "$(awk -v s="$size" -v d="$secs" 'BEGIN { if (d > 0) printf "%.1f", s / d; else print "inf" }')" MiB/s
@@ -127,8 +130,8 @@ l3_rows() {
 }
 
 for t in $(seq "$trials"); do
-    set -- l3bg l3bg10 l3sync
-    r=$(((t - 1) % 3))
+    set -- l3bg l3bgpc l3bg10 l3sync
+    r=$(((t - 1) % 4))
     order=("${@:r+1}" "${@:1:r}")
     l3_run p10 "$t.0"
     before=$stats

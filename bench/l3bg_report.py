@@ -26,7 +26,7 @@ for r in rows:
     val.setdefault((r["variant"], r["trial"], r["metric"]), []).append(r["value"])
 print("| variant | wall time / p10 around it | CPU time / p10 around it |")
 print("|---|---|---|")
-for v in ("l3bg", "l3bg10", "l3sync"):
+for v in ("l3bg", "l3bgpc", "l3bg10", "l3sync"):
     wall, cpu = [], []
     for (vv, t, m), x in val.items():
         if vv != v or m != "run_s" or (v, t, "base_run_s") not in val:
@@ -48,7 +48,9 @@ print()
 if dd:
     print("| write of %.1f MiB (rank 0's thread: start to fdatasync) | MiB/s | / dd |" % statistics.median(size))
     print("|---|---|---|")
-    for v, what in (("l3bg", "during l3bg (nice 0, cores busy)"), ("l3bg10", "during l3bg10 (nice 10, cores busy)"),
+    for v, what in (("l3bg", "during l3bg (nice 0, cores busy)"),
+                    ("l3bgpc", "during l3bgpc (page cache, nice 0, cores busy)"),
+                    ("l3bg10", "during l3bg10 (nice 10, cores busy)"),
                     ("idle10", "job sleeping 20 ms a step, nice 10"), ("idle0", "job sleeping 20 ms a step, nice 0")):
         if bw(v):
             print("| %s | %s | %.0f %% |" % (what, spread(bw(v), "%.0f"), 100 * statistics.median(bw(v)) / statistics.median(dd)))
