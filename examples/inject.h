@@ -12,15 +12,19 @@
  *               step STEP (the work is done, the result complete);
  *     spin      not a kill: during step STEP, after its communication, the
  *               process spins on the CPU for ever without reporting progress
- *               (a hang for elastic-exec's --hang-timeout to catch).
+ *               (a hang for elastic-exec's --hang-timeout to catch);
+ *     stall     not a kill: inside the first recovery that starts at step
+ *               >= STEP, after the shrink, the process stops itself
+ *               (SIGSTOP), so that its peers' recovery cannot end (for
+ *               ELASTIC_RECOVERY_TIMEOUT to catch).
  *
  *   --fail-rank RANK --fail-step STEP   the same as --fail RANK:STEP (pairs)
  *
  * Several "step" failures of one step die together (inject_step).
  *
- * "snapshot", "recovery", "protect", "persist" and "finalize" are handed to libelastic
- * through its test hook, the ELASTIC_TEST_KILL environment variable, before the manager
- * is created.
+ * "snapshot", "recovery", "protect", "persist", "finalize" and "stall" are handed to
+ * libelastic through its test hook, the ELASTIC_TEST_KILL environment variable
+ * ("stall" as RANK:STEP:recovery:STOP), before the manager is created.
  */
 #ifndef EXAMPLES_INJECT_H
 #define EXAMPLES_INJECT_H
@@ -72,7 +76,7 @@ static inline int inject_parse (struct inject *in, const char *prog, const char 
     if (!(n == 2 || n == 3) || rank < 0 || step < 0) {
         fprintf (stderr,
                  "%s: --fail: '%s' is invalid (expected RANK:STEP[:WHERE], WHERE step, "
-                 "snapshot, recovery, protect, persist, finalize or spin)\n",
+                 "snapshot, recovery, protect, persist, finalize, spin or stall)\n",
                  prog,
                  arg);
         return -1;
@@ -89,10 +93,10 @@ static inline int inject_parse (struct inject *in, const char *prog, const char 
     }
     if (strcmp (where, "snapshot") && strcmp (where, "recovery") &&
         strcmp (where, "protect") && strcmp (where, "persist") &&
-        strcmp (where, "finalize")) {
+        strcmp (where, "finalize") && strcmp (where, "stall")) {
         fprintf (stderr,
                  "%s: --fail: '%s' is invalid (expected WHERE step, snapshot, recovery, "
-                 "protect, persist, finalize or spin)\n",
+                 "protect, persist, finalize, spin or stall)\n",
                  prog,
                  where);
         return -1;
@@ -104,7 +108,7 @@ static inline int inject_parse (struct inject *in, const char *prog, const char 
               len ? "," : "",
               rank,
               step,
-              where);
+              strcmp (where, "stall") ? where : "recovery:STOP");
     return 0;
 }
 

@@ -304,7 +304,13 @@ int elastic_record_error (const char *fmt, ...) __attribute__ ((format (printf, 
  *   ELASTIC_PERSIST_NICE (0..19, 0: the background writer's nice value),
  *   ELASTIC_PERSIST_DIRECT (0: the background writer goes through the page
  *   cache; default: O_DIRECT for the 4 KiB-aligned part, where it can),
- *   ELASTIC_SNAPSHOT_OVERLAP (1, the default: see above; 0: synchronous);
+ *   ELASTIC_SNAPSHOT_OVERLAP (1, the default: see above; 0: synchronous),
+ *   ELASTIC_RECOVERY_TIMEOUT (seconds, 600; 0: no limit: a process whose
+ *   in-place recovery has not ended this long after it started, the
+ *   handler's time not counted, logs the phase it is stuck in, appends a
+ *   "recovery_timeout" event and exits ELASTIC_EXIT_RELAUNCH, for its
+ *   launcher to relaunch from the newest L3 snapshot; Open MPI's agreement
+ *   and shrink can block for ever after a failure);
  *   ELASTIC_LOG sets the log level.  Read as facts about the launch:
  *   ELASTIC_RESUME (0 or 1), SLURM_RESTART_COUNT, SLURM_JOB_ID,
  *   SLURM_JOB_END_TIME.  ELASTIC_REPORT_INIT=1 (set by elastic-mpirun): each
@@ -316,10 +322,10 @@ int elastic_record_error (const char *fmt, ...) __attribute__ ((format (printf, 
  * 60), ELASTIC_DEVICE_STAGING (1, the default: a periodic snapshot copies
  * device arrays on the device first; 0: straight to the host).  For tests only:
  * ELASTIC_TEST_NCCL_GROUP=G (one NCCL communicator per G consecutive working ranks),
- * ELASTIC_TEST_KILL=RANK:STEP:WHERE[,...] makes that original rank SIGKILL itself inside
- * a snapshot, a recovery, or (WHERE persist) an L3 write after its data is written and
- * before the commit, and ELASTIC_TEST_RANKS_PER_NODE=R treats every R consecutive ranks
- * as a node.
+ * ELASTIC_TEST_KILL=RANK:STEP:WHERE[:STOP][,...] makes that original rank SIGKILL (with
+ * :STOP, SIGSTOP) itself inside a snapshot, a recovery, or (WHERE persist) an L3 write
+ * after its data is written and before the commit, and ELASTIC_TEST_RANKS_PER_NODE=R
+ * treats every R consecutive ranks as a node.
  *
  * The end of the job.  elastic_manager_destroy is collective: the working
  * ranks and the idle spares agree there that the job is over.  A rank that

@@ -202,13 +202,41 @@ static void check_testhook (void)
     is_int (testhook_create ("3:40:lunch", &h, &err),
             ELASTIC_ERR_INVAL,
             "an unknown place is rejected");
-    is_str (err.text,
-            "ELASTIC_TEST_KILL: '3:40:lunch' is invalid (expected RANK:STEP:WHERE with "
-            "WHERE snapshot, recovery, protect, persist or finalize, comma-separated)",
-            "the message names the entry");
+    is_str (
+        err.text,
+        "ELASTIC_TEST_KILL: '3:40:lunch' is invalid (expected RANK:STEP:WHERE[:STOP] "
+        "with WHERE snapshot, recovery, protect, persist or finalize, comma-separated)",
+        "the message names the entry");
     is_int (testhook_create ("3:40", &h, &err),
             ELASTIC_ERR_INVAL,
             "a missing place is rejected");
+    is_int (testhook_create ("3:40:recovery:TERM", &h, &err),
+            ELASTIC_ERR_INVAL,
+            "a signal other than STOP is rejected");
+    is_int (testhook_create ("3:40:recovery:", &h, &err),
+            ELASTIC_ERR_INVAL,
+            "an empty signal is rejected");
+    is_int (testhook_create ("3:40:recovery:STOP:x", &h, &err),
+            ELASTIC_ERR_INVAL,
+            "a fifth field is rejected");
+    /* :STOP stops the process for real (a hung recovery, t5018) */
+    is_int (testhook_create ("3:40:recovery:STOP", &h, &err),
+            ELASTIC_OK,
+            "RANK:STEP:WHERE:STOP");
+    pid = fork ();
+    if (pid == 0) {
+        testhook_check (h, 3, 39, HOOK_RECOVERY); /* must not fire */
+        testhook_check (h, 3, 40, HOOK_RECOVERY);
+        _exit (0);
+    }
+    ok (pid > 0 && waitpid (pid, &status, WUNTRACED) == pid && WIFSTOPPED (status) &&
+            WSTOPSIG (status) == SIGSTOP,
+        "a :STOP hook stops its process with SIGSTOP");
+    if (pid > 0) {
+        kill (pid, SIGKILL);
+        waitpid (pid, &status, 0);
+    }
+    testhook_destroy (h);
 }
 
 /* the registry */

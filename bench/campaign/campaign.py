@@ -4,6 +4,7 @@
     bench/campaign/campaign.py --build DIR [--runs N] [--launchers exec,mpirun,srun]
         [--kinds kill,rank0,hook,stop,term,damage,node,cut] [--ranks 8] [--steps N]
         [--persist-period N] [--seed S] [--out DIR] [--timeout SEC]
+        [--recovery-timeout SEC]
         [--nodes 3] [--nproc-per-node 2] [--spares 0] [--sleep MS]
 
 Each run starts heat2d (examples/heat2d.c) under a launcher, injects one
@@ -32,6 +33,11 @@ against a failure-free run of the same configuration:
           run's only one, the rerun must refuse (exit non-zero, "no valid
           L3 snapshot" naming it) and not start over: its restarts get
           ELASTIC_RESUME_FRESH_OK=2, fresh only when nothing was saved.
+
+Every job runs with ELASTIC_RECOVERY_TIMEOUT=--recovery-timeout (60 s,
+below the run's --timeout): a recovery that Open MPI leaves blocked (its
+agreement or shrink) ends in exit 76 and a restart or relaunch from L3,
+which the run must complete like any other.
 
 The launcher srun is elastic-exec's mesh mode (doc/mesh.md) on an emulated
 Slurm cluster (scripts/slurm-cluster.sh, network namespaces; root, Slurm
@@ -117,6 +123,8 @@ def parse_args():
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--out", default=None)
     p.add_argument("--timeout", type=float, default=300.0, help="a run that takes longer hung")
+    p.add_argument("--recovery-timeout", type=float, default=60.0,
+                   help="ELASTIC_RECOVERY_TIMEOUT of every job (default 60; 0: none)")
     p.add_argument("--nodes", type=int, default=3, help="srun: nodes of the emulated cluster")
     p.add_argument("--nproc-per-node", type=int, default=2, help="srun: ranks per node")
     p.add_argument("--spares", type=int, default=0, help="srun: ELASTIC_SPARE_RANKS")
@@ -131,6 +139,8 @@ def parse_args():
         if getattr(a, name) < 1:
             p.error("--%s: '%s' is invalid (expected an integer >= 1)"
                     % (name.replace("_", "-"), getattr(a, name)))
+    if a.recovery_timeout < 0:
+        p.error("--recovery-timeout: '%g' is invalid (expected seconds >= 0)" % a.recovery_timeout)
     if a.max_faults < 1:
         p.error("--max-faults: '%d' is invalid (expected an integer >= 1)" % a.max_faults)
     if a.max_restarts < 0:
@@ -267,6 +277,7 @@ class Campaign:
                 del env[k]
         env.update({"TMPDIR": os.path.join(d, "tmp"), "CAMPAIGN_MARK": mark,
                     "ELASTIC_RUN_ID": rid, "ELASTIC_SNAPSHOT_PERIOD": str(self.a.snapshot_period),
+                    "ELASTIC_RECOVERY_TIMEOUT": "%g" % self.a.recovery_timeout,
                     "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
                     "OMPI_MCA_opal_cuda_support": "0"})
         if launcher == "srun":

@@ -866,6 +866,11 @@ static int local_stop (elastic_agent_t *agent, void *ctx, struct elastic_agent_s
                 setpriority (PRIO_PGRP, (id_t)l->lw[i].pid, 19);
         if (signum > 0)
             signal_groups (l, signum, 1);
+        /* a stopped worker (SIGSTOP, a tracer gone) acts on no signal but
+         * SIGKILL until it runs again: continue it, as systemd does after
+         * its stop signal, so that it ends now and not at the timeout */
+        if (signum > 0 && signum != SIGKILL && signum != SIGCONT)
+            signal_groups (l, SIGCONT, 1);
         if (detach) {
             req->detached = drain_detach_live (l, timeout);
             log_debug ("%d stopped worker%s left to exit in the background",

@@ -154,22 +154,27 @@ int event_format_l3 (const struct l3_event_rec *e, char *buf, size_t size)
     return b.overflow ? -1 : (int)b.len;
 }
 
-/* Log, append to the event log, pass to the callback. */
-static void emit_line (struct elastic_manager *m, char *line, int n, int write_file)
+void event_append (struct elastic_manager *m, char *line, int n)
 {
     int fd;
 
+    if (!m->event_log)
+        return;
+    line[n] = '\n';
+    if ((fd = open (m->event_log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) < 0 ||
+        write (fd, line, n + 1) != n + 1)
+        el_log (EL_WARN, "event log %s: %s", m->event_log, strerror (errno));
+    if (fd >= 0)
+        close (fd);
+    line[n] = '\0';
+}
+
+/* Log, append to the event log, pass to the callback. */
+static void emit_line (struct elastic_manager *m, char *line, int n, int write_file)
+{
     el_log (EL_INFO, "event: %s", line);
-    if (write_file && m->event_log) {
-        line[n] = '\n';
-        if ((fd = open (m->event_log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) <
-                0 ||
-            write (fd, line, n + 1) != n + 1)
-            el_log (EL_WARN, "event log %s: %s", m->event_log, strerror (errno));
-        if (fd >= 0)
-            close (fd);
-        line[n] = '\0';
-    }
+    if (write_file)
+        event_append (m, line, n);
     if (m->event_cb)
         m->event_cb (line, m->event_arg);
 }

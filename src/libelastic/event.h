@@ -36,6 +36,11 @@ int event_format (const struct event_rec *e, char *buf, size_t size);
  * callback.  Never fails (a log that cannot be written is warned about). */
 void event_emit (struct elastic_manager *m, const struct event_rec *e, int write_file);
 
+/* Append line (n bytes; line[n] must be writable, it is restored) and a
+ * newline to the event log, if there is one, in one write(2).  Safe from
+ * any thread; warns if the log cannot be written. */
+void event_append (struct elastic_manager *m, char *line, int n);
+
 /* An event of the L3 level: persist, persist_failed, suspend, resume.
  * Unset strings are left out (file: null). */
 struct l3_event_rec {

@@ -23,6 +23,7 @@
 #include "manager.h"
 #include "diff.h"
 #include "preempt.h"
+#include "recwatch.h"
 #include "registry.h"
 #include "retire.h"
 #include "snapshot.h"
@@ -111,6 +112,7 @@ void elastic_manager_destroy (elastic_manager_t *m)
     gpu_state_destroy (m->gpu);
     snapstore_destroy (m->store);
     testhook_destroy (m->hooks);
+    recwatch_destroy (m->watch);
     preempt_destroy (m->pre);
     free (m->run_id);
     free (m->resume_from);
@@ -167,6 +169,8 @@ int elastic_manager_create (MPI_Comm comm,
         rc = elastic_config_validate (&m->cfg, n, err);
     if (rc == ELASTIC_OK)
         rc = testhook_create (getenv ("ELASTIC_TEST_KILL"), &m->hooks, err);
+    if (rc == ELASTIC_OK)
+        rc = recwatch_create (m, &m->watch, err);
     if (rc == ELASTIC_OK)
         rc = resume_decide (m, err);
     /* every rank must fail together, or the others would wait for it */

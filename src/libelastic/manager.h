@@ -95,6 +95,7 @@ struct elastic_manager {
     int fatal_rc;    /* the final error, once finished by one */
 
     struct testhook *hooks;
+    struct recwatch *watch; /* a recovery's time limit (recwatch.h) */
 
     /* L3 (persist.c, resume.c) */
     char *run_id;         /* resolved: run_id, ELASTIC_RUN_ID, SLURM_JOB_ID, "default" */

@@ -43,6 +43,7 @@
 #include "log.h"
 #include "manager.h"
 #include "preempt.h"
+#include "recwatch.h"
 #include "restore.h"
 #include "retire.h"
 #include "snapshot.h"
@@ -533,6 +534,7 @@ phase_agree (struct elastic_manager *m, struct ev *ev, elastic_error_t *err)
     /* The working communicator is revoked only to interrupt a repair:
      * at the end of the job or to grow, slower ranks may still be
      * finishing a collective on it. */
+    recwatch_phase (m->watch, "agreement (MPIX_Comm_agree)");
     if (ev->why == WHY_FAILURE || ev->kind_failure || ev->attempts > 1)
         ft_revoke (m->work);
     ft_revoke (m->world);
@@ -568,6 +570,7 @@ phase_shrink (struct elastic_manager *m, struct ev *ev, elastic_error_t *err)
     double t = mono_now ();
     int mrc;
 
+    recwatch_phase (m->watch, "shrink (MPIX_Comm_shrink)");
     if ((mrc = ft_shrink (m->world, &ev->nw)) != MPI_SUCCESS) {
         ev->rc = errcodef (err,
                            ELASTIC_ERR_RELAUNCH,
@@ -754,9 +757,12 @@ static enum step phase_handler (struct elastic_manager *m, struct ev *ev)
             hrc = -1;
     }
     if (ev->handler && hrc == 0) {
+        /* the application's time is not the recovery's */
+        recwatch_disarm (m->watch);
         m->in_handler = 1;
         hrc = ev->handler (m, m->work, ev->arg);
         m->in_handler = 0;
+        recwatch_arm (m->watch, "agreement on the handlers", m->step);
     }
     if (hrc == 0 && !mgr_all_restored (m))
         hrc = -1;
@@ -790,6 +796,7 @@ phase_protect (struct elastic_manager *m, struct ev *ev, elastic_error_t *err)
     double t = mono_now ();
     int rc;
 
+    recwatch_phase (m->watch, "protecting snapshot");
     rc = snapshot_adopt (m, err);
     if (rc == ELASTIC_ERR_STATE)
         rc = snapshot_take (m, m->step, err);
@@ -823,7 +830,9 @@ static enum step attempt (struct elastic_manager *m, struct ev *ev, elastic_erro
     if ((st = phase_agree (m, ev, err)) != STEP_ON ||
         (st = phase_shrink (m, ev, err)) != STEP_ON)
         return st;
+    recwatch_phase (m->watch, "drain and exchange of the state");
     phase_place (m, ev);
+    recwatch_phase (m->watch, "restore");
     if ((st = phase_restore (m, ev, err)) != STEP_ON ||
         (st = phase_handler (m, ev)) != STEP_ON ||
         (st = phase_protect (m, ev, err)) != STEP_ON)
@@ -905,6 +914,7 @@ int event_run (struct elastic_manager *m,
         ev.rc = errcodef (err, ELASTIC_ERR_NOMEM, "recovery: out of memory");
         goto out;
     }
+    recwatch_arm (m->watch, "agreement on the working communicator", m->step);
     if (m->myslot >= 0 && m->work != MPI_COMM_NULL && !m->work_final)
         work_final_agree (m, &ev);
     if (m->myslot >= 0 && !(m->work_result & W_NO_FAILURE))
@@ -915,6 +925,7 @@ int event_run (struct elastic_manager *m,
         event_done (m, &ev);
     *outcome = ev.outcome;
 out:
+    recwatch_disarm (m->watch);
     ev_free (&ev);
     return ev.rc;
 }

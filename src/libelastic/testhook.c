@@ -19,6 +19,7 @@ struct hook {
     int rank;
     int64_t step;
     enum hook_where where;
+    int sig; /* SIGKILL, or SIGSTOP (":STOP") */
 };
 
 struct testhook {
@@ -38,12 +39,13 @@ void testhook_destroy (struct testhook *h)
 
 static int bad (elastic_error_t *err, const char *entry)
 {
-    return errcodef (err,
-                     ELASTIC_ERR_INVAL,
-                     "ELASTIC_TEST_KILL: '%s' is invalid (expected RANK:STEP:WHERE with "
-                     "WHERE snapshot, recovery, protect, persist or finalize, "
-                     "comma-separated)",
-                     entry);
+    return errcodef (
+        err,
+        ELASTIC_ERR_INVAL,
+        "ELASTIC_TEST_KILL: '%s' is invalid (expected RANK:STEP:WHERE[:STOP] "
+        "with WHERE snapshot, recovery, protect, persist or finalize, "
+        "comma-separated)",
+        entry);
 }
 
 int testhook_create (const char *spec, struct testhook **out, elastic_error_t *err)
@@ -58,12 +60,31 @@ int testhook_create (const char *spec, struct testhook **out, elastic_error_t *e
     if (!(t = calloc (1, sizeof (*t))) || !(copy = strdup (spec)))
         goto error;
     for (tok = strtok_r (copy, ",", &save); tok; tok = strtok_r (NULL, ",", &save)) {
-        char where[32], extra;
+        char where[32], sig[8], extra;
         long rank;
         long long step;
         struct hook *nh;
-        if (sscanf (tok, "%ld:%lld:%31[a-z]%c", &rank, &step, where, &extra) != 3 ||
-            rank < 0 || step < 0) {
+        int colons = 0, n;
+        for (const char *c = tok; *c; c++)
+            colons += *c == ':';
+        if (colons == 2)
+            n = sscanf (tok, "%ld:%lld:%31[a-z]%c", &rank, &step, where, &extra) == 3
+                    ? 3
+                    : -1;
+        else if (colons == 3)
+            n = sscanf (tok,
+                        "%ld:%lld:%31[a-z]:%7[A-Z]%c",
+                        &rank,
+                        &step,
+                        where,
+                        sig,
+                        &extra) == 4 &&
+                        !strcmp (sig, "STOP")
+                    ? 4
+                    : -1;
+        else
+            n = -1;
+        if (n < 0 || rank < 0 || step < 0) {
             rc = bad (err, tok);
             goto error;
         }
@@ -72,6 +93,7 @@ int testhook_create (const char *spec, struct testhook **out, elastic_error_t *e
         t->h = nh;
         t->h[t->n].rank = (int)rank;
         t->h[t->n].step = step;
+        t->h[t->n].sig = n == 4 ? SIGSTOP : SIGKILL;
         if (!strcmp (where, "snapshot"))
             t->h[t->n].where = HOOK_SNAPSHOT;
         else if (!strcmp (where, "recovery"))
@@ -102,14 +124,15 @@ error:
 static const char *const where_names[] = {
     "snapshot", "recovery", "protect", "persist", "finalize"};
 
-static void kill_myself (const char *where, int64_t step)
+static void kill_myself (const char *where, int64_t step, int sig)
 {
     el_log (EL_INFO,
-            "ELASTIC_TEST_KILL: killing myself (pid %d) in %s at step %lld",
+            "ELASTIC_TEST_KILL: %s myself (pid %d) in %s at step %lld",
+            sig == SIGSTOP ? "stopping" : "killing",
             (int)getpid (),
             where,
             (long long)step);
-    kill (getpid (), SIGKILL);
+    kill (getpid (), sig);
     for (;;)
         pause ();
 }
@@ -129,8 +152,9 @@ armed (struct testhook *h, int rank, int64_t step, enum hook_where where)
 
 void testhook_check (struct testhook *h, int rank, int64_t step, enum hook_where where)
 {
-    if (armed (h, rank, step, where))
-        kill_myself (where_names[where], step);
+    const struct hook *k = armed (h, rank, step, where);
+    if (k)
+        kill_myself (where_names[where], step, k->sig);
 }
 
 static int64_t finalize_step;
@@ -142,7 +166,7 @@ static int finalize_cb (MPI_Comm comm, int key, void *val, void *extra)
     (void)key;
     (void)val;
     (void)extra;
-    kill_myself ("MPI_Finalize", finalize_step);
+    kill_myself ("MPI_Finalize", finalize_step, SIGKILL);
     return MPI_SUCCESS;
 }
 

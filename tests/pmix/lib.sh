@@ -72,6 +72,14 @@ pl_wait() {
 pl_backtraces() {
     local p
     command -v gdb > /dev/null || return 0
+    # PL_CORE_DIR (bench/pmix-soak.sh --cores DIR): keep a core of every
+    # rank and pmix-launch's directory, to read the hang's state afterwards
+    if [ -n "${PL_CORE_DIR:-}" ]; then
+        mkdir -p "$PL_CORE_DIR/$pl_name" && cp -r "$pl_dir/." "$PL_CORE_DIR/$pl_name/" 2> /dev/null
+        for p in $(pl_job_procs); do
+            timeout 120 gcore -o "$PL_CORE_DIR/$pl_name/core" "$p" > /dev/null 2>&1
+        done
+    fi
     for p in $(pl_job_procs); do
         diag "rank process $p: $(tr '\0' ' ' 2> /dev/null < "/proc/$p/cmdline")" \
             "$(timeout 60 gdb -p "$p" -batch -ex 'thread apply 1 bt' 2> /dev/null | grep '^#')"
