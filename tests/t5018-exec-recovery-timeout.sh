@@ -14,7 +14,8 @@
 # stopped rank included: it is continued after SIGTERM, and ends as well)
 # and restarts it, which resumes from the L3 snapshot of step 20 to the
 # failure-free checksum.  Without --max-restarts elastic-exec ends with 76
-# itself.  A bad ELASTIC_RECOVERY_TIMEOUT is refused by name.
+# itself.  Under elastic-mpirun the attempt is relaunched from L3 and the
+# summary says why.  A bad ELASTIC_RECOVERY_TIMEOUT is refused by name.
 . "${srcdir:-.}/pmix/exec.sh"
 
 [ "${HAVE_ULFM:-no}" = yes ] || skip_all "no ULFM Open MPI"
@@ -63,6 +64,35 @@ n=$(grep -c '"event":"recovery_timeout","step":20,.*"error":"in-place recovery d
 ok $([ "$n" -ge 2 ]; echo $?) "each survivor's recovery_timeout event, at step 20 ($n lines)" || diag "$(cat "$ep_root/rank-events")"
 is "$(ep_checksum)" "" "no result is claimed"
 ep_check_clean "stalled, no restart"
+
+# under elastic-mpirun (each rank wrapped by elastic-exec): the attempt is
+# relaunched from L3, and its line in the summary quotes the library
+EMR=${top_builddir:-..}/src/mpirun/elastic-mpirun
+if [ -x "$EMR" ]; then
+    stalled_env mpirun
+    d=$ep_root/emr
+    mkdir -p "$d"
+    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 TMPDIR=$d \
+        "$EMR" -n 4 --run-dir "$d/run" -- /bin/sh -c \
+        'if [ "${ELASTIC_ATTEMPT:-1}" = 1 ]; then exec "$0" "$@" --fail 2:20 --fail 1:20:stall; fi; exec "$0" "$@"' \
+        "${heat[@]}" > "$d/out" 2> "$d/err" &
+    pid=$!
+    if wait_for_exit "$pid" 180; then
+        wait "$pid"
+        rc=$?
+    else
+        kill -KILL "$pid"
+        rc=124
+    fi
+    is "$rc" 0 "elastic-mpirun: a stalled recovery, relaunched: exit 0" || diag "$(tail -n 30 "$d/err")"
+    is "$(sed -n 's/^checksum \([0-9a-f]*\)$/\1/p' "$d/out" | tail -n 1)" "$ref" "elastic-mpirun: the failure-free checksum"
+    grep -q 'attempt 1: .*failed, relaunched (mpirun exit 76).*library: in-place recovery did not end within 3 s (ELASTIC_RECOVERY_TIMEOUT): stuck in its drain and exchange of the state' "$d/err"
+    ok $? "elastic-mpirun: the summary says the recovery did not end, and where" || diag "$(grep -A8 'summary:' "$d/err")"
+    grep -q 'attempt 2: .*resumed from L3: completed' "$d/err"
+    ok $? "elastic-mpirun: attempt 2 resumed from L3 and completed" || diag "$(grep -A8 'summary:' "$d/err")"
+else
+    for i in 1 2 3 4; do skip "elastic-mpirun is not built"; done
+fi
 
 # a bad value is refused on every rank; 0 (no limit) is accepted
 unset ELASTIC_RECOVERY_TIMEOUT

@@ -275,7 +275,9 @@ static void parse_line (struct events *ev, const char *line)
     ev->lines++;
     if (strncmp (name, "reshard", 7) == 0) {
         parse_reshard (ev, line, name);
-    } else if (strcmp (name, "fatal") == 0) {
+    } else if (strcmp (name, "fatal") == 0 || strcmp (name, "recovery_timeout") == 0) {
+        /* recovery_timeout: the library gave up a recovery that did not end
+         * (ELASTIC_RECOVERY_TIMEOUT) and exits 76, as after a fatal error */
         int failed[256], nf = get_ints (line, "failed", failed, 256);
         if (ev->nfatal++ == 0)
             get_str (line, "error", ev->fatal, sizeof (ev->fatal));
