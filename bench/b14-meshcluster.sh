@@ -38,6 +38,9 @@
 # (c) init: MPI_Init of ft_app (no victim), 3 nodes x 2 ranks (and x 4 with
 #     --full): mesh; srun --mpi=pmix of the bare program (srun-pmix) and of
 #     `elastic-exec --wireup inherit` (srun-inherit, wrapper mode); mpirun.
+#     With B14_EXEC_BEFORE=PATH (another build's elastic-exec), also
+#     mesh-before: the mesh line with that binary, interleaved (a change's
+#     before and after in one run).
 #     rows: init_ms (slowest rank's MPI_Init, measured by ft_app),
 #     exec_init_ms (mesh: the slowest member's mpi_initialized init_ms,
 #     from its ranks' start), job_ms (launcher start to exit)
@@ -161,6 +164,8 @@ init_one() {
     case $v in
         mesh) cmd=(srun --no-kill -N3 --ntasks-per-node=1 "$ELASTIC_EXEC" --nproc-per-node "$k"
             "${MESH[@]}" --event-log "$ev" "$APP") ;;
+        mesh-before) cmd=(srun --no-kill -N3 --ntasks-per-node=1 "$B14_EXEC_BEFORE" --nproc-per-node "$k"
+            "${MESH[@]}" --event-log "$ev" "$APP") ;;
         srun-pmix) cmd=(srun --mpi=pmix -N3 --ntasks-per-node="$k" "$APP") ;;
         srun-inherit) cmd=(srun --mpi=pmix -N3 --ntasks-per-node="$k" "$ELASTIC_EXEC" --wireup inherit "$APP") ;;
         mpirun) cmd=(salloc -N3 --ntasks-per-node="$k" "$MPIRUN" -n "$n" "${MPIRUN_ARGS[@]}" "$APP") ;;
@@ -177,13 +182,17 @@ init_one() {
     x=$(tr -d '\0' < "$out" | sed -n 's/^init_max_ms=\([0-9.]*\) .*/\1/p' | head -n 1)
     row meshcluster "$n" "" "init:$v" "$i" init_ms "$x" ms
     row meshcluster "$n" "" "init:$v" "$i" job_ms "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e6 }')" ms
-    if [ "$v" = mesh ]; then
+    if [ "$v" = mesh ] || [ "$v" = mesh-before ]; then
         x=$(grep -h '"event":"mpi_initialized"' "$ev" | sed -n 's/.*"init_ms":\([0-9.]*\).*/\1/p' | sort -g | tail -n 1)
         [ -n "$x" ] && row meshcluster "$n" "" "init:$v" "$i" exec_init_ms "$x" ms
     fi
 }
 INIT_VARIANTS=(mesh srun-pmix srun-inherit mpirun)
 ctl srun --mpi=list 2>&1 | grep -q pmix || INIT_VARIANTS=(mesh mpirun)
+if [ -n "${B14_EXEC_BEFORE:-}" ]; then
+    [ -x "$B14_EXEC_BEFORE" ] || bench_die "B14_EXEC_BEFORE: '$B14_EXEC_BEFORE' is not an executable"
+    INIT_VARIANTS=(mesh mesh-before "${INIT_VARIANTS[@]:1}")
+fi
 for k in $SIZES; do
     bench_log "(c) init: ${INIT_VARIANTS[*]}, $((k * 3)) ranks"
     for i in $(seq "$NC"); do

@@ -9,6 +9,10 @@
 #      failure-free checksum, exit 0, the same summary line from every
 #      member, the agreed result in --status-file; no secret is set, the
 #      members authenticate each other with munge;
+#   1b. a member that comes late (n3's elastic-exec starts 2 s after the
+#      others): no rank of any node starts before every member is up (the
+#      launch barrier: mesh_launch made with 3 members), so no rank waits
+#      in MPI_Init for a node the launcher has not reached; the checksum;
 #   2. one task per rank (--ntasks-per-node=2): the node's task 0 starts
 #      its ranks, the other task follows it; the same checksum and line;
 #      the mesh on the ports Slurm reserved for the step (--resv-ports);
@@ -58,6 +62,28 @@ ok $? "node shape: it says 6 ranks on 3 nodes, nothing lost, completed (exit 0)"
 # every member writes the same line (here to one file: a shared /tmp)
 grep -q '^0 job slurm\.[0-9]*\.0: 6 ranks on 3 nodes;' "$tmp/status" 2> /dev/null
 ok $? "node shape: --status-file holds the agreed result (exit 0 first)" || diag "$(cat "$tmp/status" 2>&1)"
+
+# 1b. a late member: a wrapper holds n3's elastic-exec back 2 s (as a
+# launcher that reaches one node late); the ranks of n1 and n2 must not
+# start before n3's member is up (its agent_start event; one clock: the
+# nodes are namespaces of one kernel)
+srun_fg late -N3 --ntasks-per-node=1 sh -c '[ "$SLURM_NODEID" != 2 ] || sleep 2; exec "$@"' late \
+    "$EXEC" "${COMMON[@]}" --nproc-per-node 2 --event-log "$tmp/ev.late" "$HEAT" $HEAT_ARGS --steps 300
+is "$SRUN_RC" 0 "late member: n3's elastic-exec 2 s late: exit 0" || diag "$(show late)"
+is "$(tr -d '\0' < "$tmp/late.out" | sed -n 's/^checksum //p')" "$ref300" "late member: the failure-free checksum"
+# ev_ts HOST EVENT: the first EVENT's time of HOST's member
+ev_ts() { grep "\"event\":\"$2\"" "$tmp/ev.late" | grep "\"host\":\"$1\"" | head -n 1 | sed -n 's/^{"ts":\([0-9.]*\),.*/\1/p'; }
+t3=$(ev_ts n3 agent_start)
+early=
+for n in n1 n2 n3; do
+    ts=$(ev_ts "$n" workers_started)
+    awk -v a="$ts" -v b="$t3" 'BEGIN { exit !(a != "" && b != "" && a + 0 >= b + 0) }' || early="$early $n:$ts"
+done
+is "$early" "" "late member: no node started its ranks before n3's member was up ($t3)" ||
+    diag "$(grep -h -e agent_start -e workers_started -e mesh_launch "$tmp/ev.late" | cut -c1-160)"
+is "$(grep '"event":"mesh_launch"' "$tmp/ev.late" | grep -c '"result":"made","members":3,')" 3 \
+    "late member: every member's launch barrier was made with the 3 members" ||
+    diag "$(grep -h mesh_launch "$tmp/ev.late")"
 
 # 2. one task per rank
 # (on the ports Slurm reserves for the step: MpiParams=ports= in the

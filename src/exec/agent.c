@@ -472,6 +472,21 @@ int agent_stopping (elastic_agent_t *agent)
     return agent->stopping;
 }
 
+int agent_signal_pending (elastic_agent_t *agent)
+{
+    sigset_t pending;
+
+    if (agent->requested_signal > 0)
+        return 1;
+    if (!agent->signals_set || sigpending (&pending) < 0)
+        return 0;
+    for (int sig = 1; sig < NSIG; sig++)
+        if (sig != SIGCHLD && sigismember (&agent->blocked, sig) == 1 &&
+            sigismember (&pending, sig) == 1)
+            return 1;
+    return 0;
+}
+
 const struct worker *agent_worker (elastic_agent_t *agent, int index)
 {
     if (!agent || index < 0 || index >= agent->nworkers)

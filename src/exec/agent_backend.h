@@ -46,6 +46,11 @@ const struct elastic_agent_rdzv_info *agent_rendezvous_info (elastic_agent_t *ag
  * job abort). */
 int agent_stopping (elastic_agent_t *agent);
 
+/* 1 when a signal the agent acts on (SIGTERM, SIGINT, a preemption notice:
+ * not SIGCHLD) or a stop request waits to be read by its loop: for a backend
+ * that must block before the loop runs again (not from a signal handler). */
+int agent_signal_pending (elastic_agent_t *agent);
+
 /* Worker index's record (read-only), NULL for a bad index. */
 const struct worker *agent_worker (elastic_agent_t *agent, int index);
 

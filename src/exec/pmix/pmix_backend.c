@@ -112,7 +112,8 @@ struct pmixb {
     int mesh_pipe[2];         /* the mesh thread's news for the agent */
     pthread_mutex_t news_lock;
     struct mesh_news *news, **news_tail;
-    int fenced; /* cut off from the mesh: the ranks are killed */
+    int fenced;   /* cut off from the mesh: the ranks are killed */
+    int launched; /* the launch barrier was made (or given up) */
 };
 
 /* What the mesh thread tells the agent's thread (events, self-fencing). */
@@ -685,7 +686,9 @@ static void on_mesh_pipe (elastic_agent_t *agent, int fd, int revents, void *arg
                                           n->b));
                 break;
             case NEWS_JOINED:
-                log_info ("mesh: every one of the %d members is connected", m->nnodes);
+                log_info (
+                    "mesh: joined (linked with its neighbours in the tree of %d members)",
+                    m->nnodes);
                 eventlog_emit (
                     agent_eventlog (agent),
                     "member_joined",
@@ -797,6 +800,54 @@ static void mesh_finish (struct pmixb *pb)
 }
 #endif
 
+static int signal_waits (void *arg)
+{
+    return agent_signal_pending (arg);
+}
+
+/* Before the first ranks start: wait until every member is up (the launch
+ * barrier of pmix_transport_mesh.h), so that no node's ranks sit in
+ * MPI_Init while the launcher is still starting another node's member.
+ * A signal for the agent ends the wait: the ranks start and the agent's
+ * loop acts on it at once. */
+static void launch_barrier (struct pmixb *pb)
+{
+    const struct jobmap *m = pb->map;
+    double t0 = mono_now (), ms;
+    uint32_t members = 0;
+    int r;
+
+    pb->launched = 1;
+    r = pmixhost_mesh_launch_barrier (pb->tp, signal_waits, pb->agent, &members);
+    ms = (mono_now () - t0) * 1e3;
+    if (r == 1)
+        log_info ("mesh: %u of %d members up after %.1f ms: starting the ranks",
+                  members,
+                  m->nnodes,
+                  ms);
+    else if (r == 0)
+        log_info ("mesh: a signal came while waiting for the other members (%.1f ms): "
+                  "starting the ranks",
+                  ms);
+    else
+        log_warn ("mesh: the launch barrier failed after %.1f ms (this member left the "
+                  "mesh): starting the ranks",
+                  ms);
+    eventlog_emit (agent_eventlog (pb->agent),
+                   "mesh_launch",
+                   json_pack ("{s:s s:i s:i s:f}",
+                              "result",
+                              r == 1   ? "made"
+                              : r == 0 ? "signal"
+                                       : "failed",
+                              "members",
+                              (int)members,
+                              "nnodes",
+                              m->nnodes,
+                              "duration_ms",
+                              ms));
+}
+
 static int start_server (struct pmixb *pb, elastic_error_t *err)
 {
     struct pmixhost_opts o = {0};
@@ -886,6 +937,10 @@ static int pmix_start (elastic_agent_t *agent, void *ctx, elastic_error_t *err)
         pb->disabled = 1;
         return local_backend.start_workers (agent, pb->local, err);
     }
+#if HAVE_SODIUM
+    if (pb->tp && !pb->launched)
+        launch_barrier (pb);
+#endif
     end_job (pb); /* a start without a stop before it */
     jo.run_id = pb->run_id;
     jo.attempt = pb->njobs;

@@ -42,6 +42,10 @@ struct pmixhost_mesh {
     size_t *done_len; /* [nnodes] */
     int idle_fence;   /* an empty fence of ours is pending */
     int fenced;       /* the mesh stopped this member */
+    /* the launch barrier (pmixhost_mesh_launch_barrier), under lock: 0
+     * pending, 1 made, -1 failed; how many members were in it */
+    int launch;
+    uint32_t launch_members;
 };
 
 struct pending {
@@ -528,6 +532,51 @@ void pmixhost_mesh_destroy (struct pmixhost_mesh *t)
     free (t->reported);
     free (t);
     errno = saved_errno;
+}
+
+/* ---- the launch barrier --------------------------------------------------- */
+
+static void launch_done (void *arg, int status, const struct mesh_fence_result *res)
+{
+    struct pmixhost_mesh *t = arg;
+
+    pthread_mutex_lock (&t->lock);
+    t->launch = status == MESH_OK ? 1 : -1;
+    t->launch_members = status == MESH_OK ? res->count : 0;
+    pthread_cond_broadcast (&t->cond);
+    pthread_mutex_unlock (&t->lock);
+}
+
+int pmixhost_mesh_launch_barrier (struct pmixhost_mesh *t,
+                                  int (*stop) (void *),
+                                  void *arg,
+                                  uint32_t *members)
+{
+    int state;
+
+    *members = 0;
+    if (!t || !t->mesh)
+        return -1;
+    pthread_mutex_lock (&t->lock);
+    t->launch = 0;
+    pthread_mutex_unlock (&t->lock);
+    if (mesh_fence (t->mesh, "", 0, launch_done, t) < 0)
+        return -1;
+    pthread_mutex_lock (&t->lock);
+    while (t->launch == 0 && !(stop && stop (arg))) {
+        struct timespec ts;
+        clock_gettime (CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 50 * 1000 * 1000; /* look at stop() every 50 ms */
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait (&t->cond, &t->lock, &ts);
+    }
+    state = t->launch;
+    *members = t->launch_members;
+    pthread_mutex_unlock (&t->lock);
+    return state;
 }
 
 /* ---- the end of the job --------------------------------------------------- */

@@ -31,6 +31,7 @@
  *     hopts.transport = &pmixhost_transport_mesh; hopts.transport_ctx = t;
  *     h = pmixhost_create (&hopts, err);         t is owned by h from now
  *     pmixhost_mesh_start (t, err);
+ *     pmixhost_mesh_launch_barrier (t, stop, arg, &n);   before the first ranks
  *     per attempt: job = pmixhost_job_create (h, {.map = map}, err);
  *                  pmixhost_mesh_set_job (t, job);  ... ranks run ...
  *                  pmixhost_mesh_set_job (t, NULL); pmixhost_job_destroy (job);
@@ -92,6 +93,20 @@ int pmixhost_mesh_start (struct pmixhost_mesh *t, elastic_error_t *err);
 
 /* The job whose ranks get the failures reported by other members (NULL:
  * none; failures reported meanwhile are dropped).  Never fails. */
+/* The launch barrier: an empty fence of every member, made before the first
+ * ranks start (as PRRTE starts a job's processes only once every daemon has
+ * reported), so that the ranks of every node start together and MPI_Init
+ * does not wait out the launcher's skew between nodes.  Blocks until the
+ * fence is made among the live members (a member that never comes is lost
+ * after the mesh's join timeout) or stop(arg) returns non-zero (looked at
+ * every 50 ms).  Returns 1 (made; *members: how many were in it), 0
+ * (stopped: the fence stays pending, so no other may follow: the caller is
+ * ending) or -1 (the mesh failed it: cut off or stopped). */
+int pmixhost_mesh_launch_barrier (struct pmixhost_mesh *t,
+                                  int (*stop) (void *),
+                                  void *arg,
+                                  uint32_t *members);
+
 void pmixhost_mesh_set_job (struct pmixhost_mesh *t, struct pmixhost_job *job);
 
 /* Stop the mesh (pending fences and requests fail; idempotent).  From the
