@@ -6,7 +6,11 @@
 # complete) while its thread keeps running: the majority must lose it
 # within the node timeout and agree; the cut-off member must fence itself
 # on its own (it cannot be told), within about two node timeouts.  First a
-# leaf (member 4), then the root (member 0) of the four left.
+# leaf (member 4), then the root (member 0) of the four left.  Last, the
+# new root (member 1) stops reading while what it sends still arrives (a
+# member starved of CPU, or whose input is lost): it finds both its
+# neighbours silent and fences itself alone; the two it found silent must
+# not take its verdict for theirs (they were the majority) and go on.
 . "${srcdir:-.}/mesh/lib.sh"
 
 timeout=1
@@ -54,6 +58,23 @@ for i in 1 2 3; do
     ok $? "member $i: fence 3 among 1, 2, 3" || diag "$(mesh_out $i)"
     ! grep -q 'fencing itself' "$mesh_dir/err$i"
     ok $? "member $i never fenced itself"
+done
+
+# only the new root's input cut: it fences itself, 2 and 3 go on
+mesh_cmd 1 cutin
+mesh_wait 1 '^fenced ' 30
+ok $? "the root that hears nothing fences itself: $(mesh_line 1 '^fenced ' | cut -d' ' -f3-)" ||
+    diag "$(mesh_out 1)" "$(mesh_err 1)"
+for i in 2 3; do
+    mesh_wait "$i" '^lost 1 epoch 3 live 2 ' 30
+    ok $? "member $i loses the deaf root" || diag "$(mesh_out $i)" "$(mesh_err $i)"
+done
+mesh_fence 2 3
+for i in 2 3; do
+    grep -q '^fence 4 ok epoch 3 members 2,3 ' "$mesh_dir/out$i"
+    ok $? "member $i: fence 4 among 2 and 3" || diag "$(mesh_out $i)" "$(mesh_err $i)"
+    ! grep -q 'fencing itself' "$mesh_dir/err$i"
+    ok $? "member $i did not fence itself on the deaf root's word" || diag "$(mesh_err $i)"
 done
 mesh_stop
 done_testing

@@ -7,7 +7,8 @@
  *       ELASTIC_MESH_SECRET_FILE, job "mesh-test") and print one line per
  *       event on stdout; read commands on stdin, one per line:
  *         fence | bcast TEXT | failed RANK | dmodex MEMBER | live | stats |
- *         cut | uncut (a network cut, mesh_test_cut) | quit
+ *         cut | uncut (a network cut, mesh_test_cut) | cutin (only what
+ *         comes in is cut: mesh_test_cut 2) | quit
  *       Event lines (t= wall-clock milliseconds):
  *         ready I port P | joined t=T | lost M,.. epoch E live L t=T |
  *         fence SEQ ok epoch E members M,.. ms D | fence SEQ error S |
@@ -263,6 +264,8 @@ static void command (char *line, uint32_t *fences)
         free (live);
     } else if (strcmp (line, "cut") == 0 || strcmp (line, "uncut") == 0) {
         mesh_test_cut (mesh, line[0] == 'c');
+    } else if (strcmp (line, "cutin") == 0) {
+        mesh_test_cut (mesh, 2);
     } else if (strcmp (line, "stats") == 0) {
         struct mesh_stats st;
         mesh_get_stats (mesh, &st);

@@ -204,7 +204,7 @@ int conn_connect (struct mesh *m, uint32_t member)
     struct conn *c;
     int fd, rc;
 
-    if (m->deaf) { /* a cut network: the SYN goes nowhere */
+    if (m->deaf == 1) { /* a cut network: the SYN goes nowhere */
         p->refused = 0;
         p->next_connect = mesh_now () + m->hs_timeout;
         return 0;
@@ -241,7 +241,7 @@ void conn_flush (struct mesh *m, struct conn *c)
 {
     int want;
 
-    if (m->deaf) {
+    if (m->deaf == 1) {
         c->out.len = 0;
         return;
     }
@@ -315,7 +315,7 @@ void conn_close (struct mesh *m, struct conn *c, int bye_reason)
             next_port (m, c->member);
     }
     (void)epoll_ctl (m->epfd, EPOLL_CTL_DEL, c->fd, NULL);
-    if (m->deaf) { /* a cut network carries no FIN either: keep it open */
+    if (m->deaf == 1) { /* a cut network carries no FIN either: keep it open */
         int *fds = realloc (m->mute_fds, (m->nmute + 1) * sizeof (*fds));
         if (fds) {
             m->mute_fds = fds;

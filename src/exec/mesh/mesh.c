@@ -207,8 +207,15 @@ void mesh_mark_lost (struct mesh *m, uint32_t member, int cause)
               cause_name (cause),
               m->epoch,
               m->nlive);
-    if (p->conn)
-        conn_close (m, p->conn, cause == MESH_CAUSE_LEFT ? 0 : MESH_BYE_YOU_LOST);
+    /* It gets its bye (you are lost) only from mesh_view_changed, once this
+     * member knows it is not itself the minority: a member starved of CPU
+     * that finds every neighbour silent must fence itself alone, not make
+     * the majority fence themselves first.  Until then the link stays open
+     * and carries nothing (the caller runs mesh_view_changed next). */
+    if (p->conn && cause != MESH_CAUSE_LEFT)
+        p->bye_due = MESH_BYE_YOU_LOST;
+    else if (p->conn)
+        conn_close (m, p->conn, 0);
     mesh_wbuf_free (&p->pending);
     p->neighbour = 0;
     route_lost (m, member);
@@ -258,6 +265,19 @@ static void update_neighbours (struct mesh *m)
     }
 }
 
+/* The links of members lost since the last view change: closed with the
+ * bye mesh_mark_lost left due (not sent when this member fenced itself
+ * instead: mesh_self_fence closes every link with its own bye). */
+static void close_lost_links (struct mesh *m)
+{
+    for (uint32_t i = 0; i < m->n; i++) {
+        struct peer *p = &m->peers[i];
+        if (p->bye_due && p->conn && !m->live[i])
+            conn_close (m, p->conn, p->bye_due);
+        p->bye_due = 0;
+    }
+}
+
 void mesh_view_changed (struct mesh *m)
 {
     if (m->fenced)
@@ -276,6 +296,7 @@ void mesh_view_changed (struct mesh *m)
                          m->nlive);
         return;
     }
+    close_lost_links (m);
     if (m->nnewly_lost && m->ops.lost)
         m->ops.lost (m->arg, m->newly_lost, m->nnewly_lost, m->epoch, m->nlive);
     m->nnewly_lost = 0;
@@ -512,7 +533,11 @@ static void run_command (struct mesh *m, struct cmd *c)
             break;
         case CMD_DEAF:
             m->deaf = c->status;
-            log_warn ("mesh %u: TEST: network %s", m->self, m->deaf ? "cut" : "restored");
+            log_warn ("mesh %u: TEST: network %s",
+                      m->self,
+                      m->deaf == 2 ? "cut inbound"
+                      : m->deaf    ? "cut"
+                                   : "restored");
             break;
         case CMD_RESPOND:
             if (!m->fenced)

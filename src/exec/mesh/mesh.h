@@ -182,9 +182,12 @@ void mesh_get_live (struct mesh *m, uint8_t *live, uint32_t n);
  * tick.  Thread-safe. */
 void mesh_get_ages (struct mesh *m, double *age, uint32_t n);
 
-/* TEST ONLY: cut (on != 0) or restore this member's network as a
+/* TEST ONLY: cut (on = 1) or restore (0) this member's network as a
  * partition would: nothing it sends arrives, nothing sent to it is read,
- * its connection attempts never complete; its thread keeps running. */
+ * its connection attempts never complete; its thread keeps running.
+ * on = 2 cuts only what comes in (its sends, connects and closes go out),
+ * as a member whose input is not read for a while sees its neighbours go
+ * silent while they hear it. */
 void mesh_test_cut (struct mesh *m, int on);
 
 #endif /* ELASTIC_EXEC_MESH_MESH_H */

@@ -56,6 +56,8 @@ struct peer {
     uint32_t port_idx; /* mesh_config.ports: the candidate tried next */
     int port_known;    /* we linked with it on that port: no more trying */
     int neighbour;
+    int bye_due; /* lost with its link up: MESH_BYE_YOU_LOST once this member
+                    knows it is not the minority (mesh_view_changed) */
 };
 
 struct cmd {
