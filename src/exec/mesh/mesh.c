@@ -452,8 +452,12 @@ static void tick (struct mesh *m)
     /* Stalled since we woke (descheduled, or SIGSTOPped and resumed)?  Then
      * what our peers sent meanwhile is still unread: read it first, judge
      * silence next round. */
-    if (now - m->woke > m->hb_interval / 2)
+    if (now - m->woke > m->hb_interval / 2) {
+        log_debug ("mesh %u: held up %.0f ms since its wake: reading before judging",
+                   m->self,
+                   (now - m->woke) * 1e3);
         return;
+    }
     conn_tick (m, now);
     for (uint32_t i = 0; i < m->n && !m->fenced; i++) {
         struct peer *p = &m->peers[i];
@@ -604,6 +608,11 @@ static void *mesh_thread (void *arg)
         /* a loop that slept far longer than asked was stopped: gather
          * input once more before any timer runs */
         stalled = !stalled && now - m->woke > tmo / 1000.0 + m->hb_interval;
+        if (stalled)
+            log_debug ("mesh %u: its loop stalled %.0f ms (descheduled or stopped): "
+                       "reading before judging",
+                       m->self,
+                       (now - m->woke) * 1e3);
         m->woke = now;
         for (int i = 0; i < n; i++) {
             void *p = ev[i].data.ptr;
