@@ -44,8 +44,56 @@
  * ompi_mpi_init (measured with 5.0.7). */
 #define OMPI5_INIT_FENCES 4
 
-/* PMIx upcalls carry no context pointer: the one server of this process. */
+/* PMIx upcalls carry no context pointer: the one server of this process,
+ * and the upcalls that hold it (pmixhost_get). */
 struct pmixhost *pmixhost_self;
+static pthread_mutex_t self_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t self_idle = PTHREAD_COND_INITIALIZER;
+static int self_users;
+
+/* How long pmixhost_destroy waits for the upcalls in flight (they never
+ * block, so only a thread that is not scheduled takes long). */
+#define SELF_DRAIN_S 2
+
+struct pmixhost *pmixhost_get (void)
+{
+    struct pmixhost *h;
+
+    pthread_mutex_lock (&self_lock);
+    if ((h = pmixhost_self))
+        self_users++;
+    pthread_mutex_unlock (&self_lock);
+    return h;
+}
+
+void pmixhost_put (struct pmixhost *h)
+{
+    if (!h)
+        return;
+    pthread_mutex_lock (&self_lock);
+    if (--self_users == 0)
+        pthread_cond_broadcast (&self_idle);
+    pthread_mutex_unlock (&self_lock);
+}
+
+/* Unpublish h and wait until no upcall holds it.  0 when none does, -1
+ * when one still did after SELF_DRAIN_S (h must not be freed then). */
+static int self_unpublish (struct pmixhost *h)
+{
+    struct timespec until;
+    int rc = 0;
+
+    clock_gettime (CLOCK_REALTIME, &until);
+    until.tv_sec += SELF_DRAIN_S;
+    pthread_mutex_lock (&self_lock);
+    if (pmixhost_self == h)
+        pmixhost_self = NULL;
+    while (self_users > 0 && rc == 0)
+        rc = pthread_cond_timedwait (&self_idle, &self_lock, &until);
+    rc = self_users > 0 ? -1 : 0;
+    pthread_mutex_unlock (&self_lock);
+    return rc;
+}
 
 double pmixhost_now (void)
 {
@@ -189,7 +237,10 @@ struct pmixhost *pmixhost_create (const struct pmixhost_opts *opts, elastic_erro
     char name[64];
     int n;
 
-    if (pmixhost_self) {
+    pthread_mutex_lock (&self_lock);
+    n = pmixhost_self != NULL;
+    pthread_mutex_unlock (&self_lock);
+    if (n) {
         errprintf (err, "a PMIx server already runs in this process (one per process)");
         errno = EBUSY;
         return NULL;
@@ -250,7 +301,9 @@ struct pmixhost *pmixhost_create (const struct pmixhost_opts *opts, elastic_erro
     /* PMIx's threads inherit this mask: they must never take a signal. */
     sigfillset (&all);
     pthread_sigmask (SIG_BLOCK, &all, &old);
+    pthread_mutex_lock (&self_lock);
     pmixhost_self = h;
+    pthread_mutex_unlock (&self_lock);
     rc = PMIx_server_init (&pmixhost_module, info, 6);
     pthread_sigmask (SIG_SETMASK, &old, NULL);
     env_pop (env_localonly, saved_lo);
@@ -299,8 +352,17 @@ void pmixhost_destroy (struct pmixhost *h)
      * the process is about to exit, and our directory goes below */
     if (h->pmix_up && !h->tainted)
         PMIx_server_finalize ();
-    if (pmixhost_self == h)
-        pmixhost_self = NULL;
+    /* with PMIx finalized no upcall can come; in a tainted process PMIx's
+     * progress thread runs on and may be inside one now */
+    if (self_unpublish (h) < 0) {
+        fprintf (stderr,
+                 "elastic-exec: a PMIx upcall still ran %d s after the server "
+                 "was stopped: its memory is left to the process's exit\n",
+                 SELF_DRAIN_S);
+        remove_tree (h->dir);
+        errno = saved_errno;
+        return;
+    }
     if (h->tp && h->tp->destroy)
         h->tp->destroy (h->tp_ctx);
     remove_tree (h->dir);

@@ -76,8 +76,16 @@ struct pmixhost {
     struct nodelay_set listeners;
 };
 
-/* The one server of this process (PMIx upcalls carry no context). */
+/* The one server of this process (PMIx upcalls carry no context).  Read
+ * it only through pmixhost_get/put outside of create and destroy. */
 extern struct pmixhost *pmixhost_self;
+
+/* An upcall's hold on the server: NULL once pmixhost_destroy has begun to
+ * take it down; else the server, which is not freed before the matching
+ * pmixhost_put.  (PMIx's progress thread can outlive the server where
+ * PMIx_server_finalize is skipped: see job_may_be_torn.) */
+struct pmixhost *pmixhost_get (void);
+void pmixhost_put (struct pmixhost *h);
 
 /* The server module handed to PMIx_server_init (pmix_upcalls.c). */
 extern pmix_server_module_t pmixhost_module;

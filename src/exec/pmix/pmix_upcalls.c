@@ -24,7 +24,7 @@
 /* Set a rank's connected, finalized or lost flag once, with its event. */
 static void rank_mark (const pmix_proc_t *proc, int event)
 {
-    struct pmixhost *h = pmixhost_self;
+    struct pmixhost *h = pmixhost_get ();
     struct pmixhost_job *job;
     struct rank_state *r;
     int *flag;
@@ -42,6 +42,7 @@ static void rank_mark (const pmix_proc_t *proc, int event)
         }
     }
     pthread_mutex_unlock (&h->lock);
+    pmixhost_put (h);
 }
 
 static pmix_status_t up_client_connected (const pmix_proc_t *proc,
@@ -74,7 +75,7 @@ static pmix_status_t up_abort (const pmix_proc_t *proc,
                                pmix_op_cbfunc_t cbfunc,
                                void *cbdata)
 {
-    struct pmixhost *h = pmixhost_self;
+    struct pmixhost *h = pmixhost_get ();
     struct pmixhost_job *job;
     struct rank_state *r;
 
@@ -88,6 +89,7 @@ static pmix_status_t up_abort (const pmix_proc_t *proc,
             pmixhost_push_event (h, job, PMIXHOST_EV_ABORT, (int)proc->rank, status, msg);
         }
         pthread_mutex_unlock (&h->lock);
+        pmixhost_put (h);
     }
     if (cbfunc)
         cbfunc (PMIX_SUCCESS, cbdata);
@@ -111,7 +113,7 @@ static void fence_done (pmix_status_t status,
                         void *relcbdata)
 {
     struct fence_op *op = cbdata;
-    struct pmixhost *h = pmixhost_self;
+    struct pmixhost *h = pmixhost_get ();
     struct pmixhost_job *job;
 
     if (h && op->whole) {
@@ -127,6 +129,7 @@ static void fence_done (pmix_status_t status,
             job->fences++;
         pthread_mutex_unlock (&h->lock);
     }
+    pmixhost_put (h);
     op->cbfunc (status, data, ndata, op->cbdata, relfn, relcbdata);
     free (op);
 }
@@ -140,14 +143,18 @@ static pmix_status_t up_fence_nb (const pmix_proc_t procs[],
                                   pmix_modex_cbfunc_t cbfunc,
                                   void *cbdata)
 {
-    struct pmixhost *h = pmixhost_self;
+    struct pmixhost *h;
     struct fence_op *op;
     pmix_status_t rc;
 
-    if (!h || !cbfunc)
+    if (!cbfunc)
         return PMIX_ERR_BAD_PARAM;
-    if (!(op = calloc (1, sizeof (*op))))
+    if (!(h = pmixhost_get ()))
+        return PMIX_ERR_BAD_PARAM;
+    if (!(op = calloc (1, sizeof (*op)))) {
+        pmixhost_put (h);
         return PMIX_ERR_NOMEM;
+    }
     if (nprocs > 0) {
         PMIX_LOAD_NSPACE (op->nspace, procs[0].nspace);
         op->whole = nprocs == 1 && procs[0].rank == PMIX_RANK_WILDCARD;
@@ -161,6 +168,7 @@ static pmix_status_t up_fence_nb (const pmix_proc_t procs[],
     op->cbdata = cbdata;
     rc =
         h->tp->fence (h->tp_ctx, procs, nprocs, info, ninfo, data, ndata, fence_done, op);
+    pmixhost_put (h);
     if (rc != PMIX_SUCCESS) {
         free (op);
         if (rc == PMIX_OPERATION_SUCCEEDED)
@@ -175,11 +183,14 @@ static pmix_status_t up_direct_modex (const pmix_proc_t *proc,
                                       pmix_modex_cbfunc_t cbfunc,
                                       void *cbdata)
 {
-    struct pmixhost *h = pmixhost_self;
+    struct pmixhost *h = pmixhost_get ();
+    pmix_status_t rc;
 
     if (!h)
         return PMIX_ERR_NOT_FOUND;
-    return h->tp->direct_modex (h->tp_ctx, proc, info, ninfo, cbfunc, cbdata);
+    rc = h->tp->direct_modex (h->tp_ctx, proc, info, ninfo, cbfunc, cbdata);
+    pmixhost_put (h);
+    return rc;
 }
 
 static pmix_status_t up_notify_event (pmix_status_t code,
@@ -190,11 +201,14 @@ static pmix_status_t up_notify_event (pmix_status_t code,
                                       pmix_op_cbfunc_t cbfunc,
                                       void *cbdata)
 {
-    struct pmixhost *h = pmixhost_self;
+    struct pmixhost *h = pmixhost_get ();
+    pmix_status_t rc;
 
     if (!h)
         return PMIX_OPERATION_SUCCEEDED;
-    return h->tp->notify (h->tp_ctx, code, source, range, info, ninfo, cbfunc, cbdata);
+    rc = h->tp->notify (h->tp_ctx, code, source, range, info, ninfo, cbfunc, cbdata);
+    pmixhost_put (h);
+    return rc;
 }
 
 /* PMIx delivers events to the ranks that registered for them; there are
