@@ -30,6 +30,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,7 +53,7 @@ extern char **environ;
 static FILE *evf;
 static pthread_mutex_t evlock = PTHREAD_MUTEX_INITIALIZER;
 static int wake[2] = {-1, -1};
-static volatile int fenced_self;
+static atomic_int fenced_self; /* set by the mesh thread */
 
 static double now_real (void)
 {
@@ -112,7 +113,7 @@ static void on_joined (void *arg)
 static void on_bye_fence (void *arg, int status, const struct mesh_fence_result *res)
 {
     evlog ("bye_fence", "status=%d count=%u", status, res ? res->count : 0);
-    *(volatile int *)arg = 1;
+    atomic_store ((atomic_int *)arg, 1);
     poke ();
 }
 
@@ -292,13 +293,13 @@ static void run (struct node *N)
 /* One last fence among the live nodes, so none leaves while others run. */
 static void bye (struct node *N)
 {
-    volatile int done = 0;
+    atomic_int done = 0;
     struct mesh *m = pmixhost_mesh_get (N->t);
     char buf[64];
 
     if (fenced_self || !m || mesh_fence (m, "", 0, on_bye_fence, (void *)&done) < 0)
         return;
-    for (int i = 0; i < 1200 && !done; i++) { /* 120 s */
+    for (int i = 0; i < 1200 && !atomic_load (&done); i++) { /* 120 s */
         struct pollfd p = {wake[0], POLLIN, 0};
         if (poll (&p, 1, 100) > 0 && read (wake[0], buf, sizeof (buf)) < 0) {
         }
