@@ -12,12 +12,20 @@
 # MPI_Finalize).  After each run no process of the job, no run or PMIx
 # directory and no Open MPI /dev/shm segment may be left.  EXEC_SOAK_RUNS
 # (default 60) sets the count.
+#
+# Open MPI 5.0.7's shrink and agreement can block for ever after a kill
+# (doc/reliability.md, seen here once in about 1000 runs: exit 124 after a
+# rank was SIGKILLed 43 ms after MPI_Init).  libelastic's recovery watch
+# contains that (exit 76, then the group restart): the runs use 20 s, not
+# the default 600 s, so that it acts within a run's 90 s.  A contained run
+# still has to end with the failure-free checksum; the count is reported.
 . "${srcdir:-.}/pmix/exec.sh"
 
 [ "${HAVE_ULFM:-no}" = yes ] || skip_all "no ULFM Open MPI"
 [ -x "$HEAT2D" ] || skip_all "the examples are not built"
 
 runs=${EXEC_SOAK_RUNS:-60}
+export ELASTIC_RECOVERY_TIMEOUT=20
 steps=40 long=12000
 heat=("$HEAT2D" --nx 32 --ny 32 --steps $steps --quiet)
 heat_long=("$HEAT2D" --nx 32 --ny 32 --steps $long --quiet)
@@ -31,7 +39,7 @@ ep_wait 120
 ref_long=$(ep_checksum)
 is "$EP_RC" 0 "reference run, $long steps: exit 0 (checksum $ref_long)" || diag "$(ep_err)"
 
-pass=0 hangs=0 inplace=0 relaunched=0 t0=$(now_ms)
+pass=0 hangs=0 inplace=0 relaunched=0 contained=0 t0=$(now_ms)
 for i in $(seq "$runs"); do
     victim=$((RANDOM % 4))
     if [ $((i % 3)) -eq 0 ]; then
@@ -50,6 +58,10 @@ for i in $(seq "$runs"); do
     fi
     ep_wait 90
     [ "$EP_RC" = 124 ] && hangs=$((hangs + 1))
+    if grep -q 'in-place recovery did not end within' "$ep_dir/err" 2> /dev/null; then
+        contained=$((contained + 1))
+        diag "run $i: a recovery did not end within 20 s: $(grep -m 1 -o 'stuck in its [^;]*' "$ep_dir/err")"
+    fi
     good=0
     [ "$EP_RC" = 0 ] && [ "$(ep_checksum)" = "$want" ] || good=1
     restarts=$(ep_get shutdown restarts)
@@ -68,6 +80,6 @@ for i in $(seq "$runs"); do
     fi
     [ $good = 0 ] && [ -z "$left" ] && rm -rf "$ep_dir"
 done
-diag "$pass/$runs runs ended with the right checksum ($inplace in place, $relaunched after a relaunch), $hangs hang(s), $((($(now_ms) - t0) / 1000)) s"
+diag "$pass/$runs runs ended with the right checksum ($inplace in place, $relaunched after a relaunch), $contained recovery hang(s) contained, $hangs hang(s), $((($(now_ms) - t0) / 1000)) s"
 is "$hangs" 0 "no run hung"
 done_testing

@@ -6,7 +6,8 @@
 # id, so what it leaves behind is told apart from anything else running.
 #
 #   ep_start NAME N [elastic-exec args] -- PROG ARGS...   start a job in the background
-#   ep_wait TIMEOUT                      wait for it; sets EP_RC (124: hung, killed)
+#   ep_wait TIMEOUT                      wait for it; sets EP_RC (124: hung, killed,
+#                                        the live workers' stacks reported)
 #   ep_ev EVENT [KEY=VALUE...]           count the job's events
 #   ep_get EVENT KEY [N]                 a field of the N-th (default last) such event
 #   ep_rank_pid RANK [ATTEMPT]           PID of a rank (default: the last attempt)
@@ -57,6 +58,7 @@ ep_wait() {
     local timeout=${1:-120}
     if ! wait_for_exit "$ep_pid" "$timeout"; then
         diag "elastic-exec (pid $ep_pid) still running after $timeout s; killing the job"
+        ep_backtraces
         ep_kill_job
         wait "$ep_pid" 2> /dev/null
         EP_RC=124
@@ -65,6 +67,18 @@ ep_wait() {
     wait "$ep_pid"
     EP_RC=$?
     return 0
+}
+
+# ep_backtraces: the main-thread stack of every live worker of the job, as
+# TAP comments (gdb, where installed): where a hung run hung
+ep_backtraces() {
+    local p
+    command -v gdb > /dev/null || return 0
+    for p in $("$PY" -c 'import json,sys; print(" ".join(str(e["pid"]) for e in map(json.loads, open(sys.argv[1])) if e.get("event") == "worker_start"))' "$ep_dir/ev" 2> /dev/null); do
+        kill -0 "$p" 2> /dev/null || continue
+        diag "worker $p: $(tr '\0' ' ' 2> /dev/null < "/proc/$p/cmdline")" \
+            "$(timeout 60 gdb -p "$p" -batch -ex 'thread apply 1 bt' 2> /dev/null | grep '^#')"
+    done
 }
 
 ep_out() { cat "$ep_dir/out"; }
