@@ -27,10 +27,17 @@
  * a benchmark can subtract a victim's "kill" time from a survivor's
  * "error" time.  The last line of rank 0 of the final communicator is
  * "ft-app: ok ..." or "ft-app: FAIL ...".  Exit 0 on success.
+ *
+ * Loop mode also prints "fault-event RANK LOST CODE t=NS" when this rank's PMIx
+ * client receives the launcher's fault event for rank LOST (a handler of
+ * its own, first in the chain, that passes the event on to Open MPI's):
+ * when a run hangs, it tells whether the launcher's notice reached every
+ * survivor (t5004).
  */
 #include <errno.h>
 #include <mpi.h>
 #include <mpi-ext.h>
+#include <pmix.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -295,10 +302,68 @@ static void wait_for_file (const char *path)
         usleep (10000);
 }
 
+/* The fault events a launcher sends (src/exec/pmix/pmix_host.c) */
+static void on_fault (size_t id,
+                      pmix_status_t status,
+                      const pmix_proc_t *source,
+                      pmix_info_t info[],
+                      size_t ninfo,
+                      pmix_info_t *results,
+                      size_t nresults,
+                      pmix_event_notification_cbfunc_fn_t cbfunc,
+                      void *cbdata)
+{
+    long lost = source ? (long)source->rank : -1;
+
+    (void)id;
+    (void)results;
+    (void)nresults;
+    for (size_t i = 0; i < ninfo; i++)
+        if (PMIX_CHECK_KEY (&info[i], PMIX_EVENT_AFFECTED_PROC) &&
+            info[i].value.type == PMIX_PROC && info[i].value.data.proc)
+            lost = (long)info[i].value.data.proc->rank;
+    say ("fault-event %d %ld %s t=%lld",
+         world_rank,
+         lost,
+         PMIx_Error_string (status),
+         (long long)now_ns ());
+    if (cbfunc)
+        cbfunc (PMIX_EVENT_NO_ACTION_TAKEN, NULL, 0, NULL, NULL, cbdata);
+}
+
+/* Watch for fault events (after MPI_Init: PMIx is initialized already,
+ * this takes a second reference, which unwatch_faults drops: with it held,
+ * MPI_Finalize would not tell the launcher that the rank finalized).
+ * Returns 1 when it took the reference. */
+static int watch_faults (void)
+{
+    pmix_status_t codes[] = {
+        PMIX_ERR_PROC_ABORTED_BY_SIG, PMIX_ERR_PROC_TERM_WO_SYNC, PMIX_ERR_PROC_ABORTED};
+    pmix_info_t first;
+    pmix_proc_t me;
+    bool yes = true;
+    pmix_status_t rc;
+
+    if ((rc = PMIx_Init (&me, NULL, 0)) != PMIX_SUCCESS) {
+        say ("rank %d: PMIx_Init: %s (no fault-event lines)",
+             world_rank,
+             PMIx_Error_string (rc));
+        return 0;
+    }
+    PMIX_INFO_LOAD (&first, PMIX_EVENT_HDLR_FIRST, &yes, PMIX_BOOL);
+    rc = PMIx_Register_event_handler (codes, 3, &first, 1, on_fault, NULL, NULL);
+    PMIX_INFO_DESTRUCT (&first);
+    if (rc < 0)
+        say ("rank %d: PMIx_Register_event_handler: %s (no fault-event lines)",
+             world_rank,
+             PMIx_Error_string (rc));
+    return 1;
+}
+
 int main (int argc, char **argv)
 {
     int self_kill = 0, loop = 0, kill_us = 20000, abort_rank = -1, abort_code = 0;
-    int init_victim = -1, before_victim = -1, opt, good;
+    int init_victim = -1, before_victim = -1, opt, good, watching = 0;
     MPI_Comm comm = MPI_COMM_NULL;
     const char *wait_file = NULL, *linger_file = NULL,
                *attempt = getenv ("ELASTIC_RESTART_COUNT");
@@ -420,6 +485,8 @@ int main (int argc, char **argv)
         return 1;
     }
 
+    if (loop)
+        watching = watch_faults ();
     good = loop ? loop_mode (self_kill, kill_us, &comm) : barrier_mode (self_kill, &comm);
     {
         /* the survivors agree on the outcome */
@@ -442,6 +509,8 @@ int main (int argc, char **argv)
     }
     if (linger_file)
         wait_for_file (linger_file);
+    if (watching)
+        PMIx_Finalize (NULL, 0);
     MPI_Finalize ();
     return good ? 0 : 1;
 }

@@ -68,7 +68,8 @@ pl_wait() {
     return 0
 }
 
-# pl_backtraces: every live rank's main-thread stack, as TAP comments (gdb)
+# pl_backtraces: every live rank's main-thread stack, as TAP comments (gdb),
+# and one line per rank ("PID FRAMES...") in $pl_dir/stacks
 pl_backtraces() {
     local p
     command -v gdb > /dev/null || return 0
@@ -80,9 +81,12 @@ pl_backtraces() {
             timeout 120 gcore -o "$PL_CORE_DIR/$pl_name/core" "$p" > /dev/null 2>&1
         done
     fi
+    : > "$pl_dir/stacks"
     for p in $(pl_job_procs); do
-        diag "rank process $p: $(tr '\0' ' ' 2> /dev/null < "/proc/$p/cmdline")" \
-            "$(timeout 60 gdb -p "$p" -batch -ex 'thread apply 1 bt' 2> /dev/null | grep '^#')"
+        timeout 60 gdb -p "$p" -batch -ex 'thread apply 1 bt' 2> /dev/null | grep '^#' > "$pl_dir/stack.$p"
+        diag "rank process $p: $(tr '\0' ' ' 2> /dev/null < "/proc/$p/cmdline")" "$(cat "$pl_dir/stack.$p")"
+        echo "$p $(tr '\n' ' ' < "$pl_dir/stack.$p")" >> "$pl_dir/stacks"
+        rm -f "$pl_dir/stack.$p"
     done
 }
 
