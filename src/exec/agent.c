@@ -487,6 +487,11 @@ int agent_signal_pending (elastic_agent_t *agent)
     return 0;
 }
 
+int agent_signal_received (elastic_agent_t *agent)
+{
+    return agent->pending_signal;
+}
+
 const struct worker *agent_worker (elastic_agent_t *agent, int index)
 {
     if (!agent || index < 0 || index >= agent->nworkers)

@@ -51,6 +51,10 @@ int agent_stopping (elastic_agent_t *agent);
  * that must block before the loop runs again (not from a signal handler). */
 int agent_signal_pending (elastic_agent_t *agent);
 
+/* The signal the agent's loop has read and will act on (a stop, a
+ * preemption notice), or 0: for a module waiting in elastic_agent_wait. */
+int agent_signal_received (elastic_agent_t *agent);
+
 /* Worker index's record (read-only), NULL for a bad index. */
 const struct worker *agent_worker (elastic_agent_t *agent, int index);
 

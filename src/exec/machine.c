@@ -411,6 +411,22 @@ on_failure (elastic_agent_t *agent, int state, struct outcome *out, elastic_erro
     const struct elastic_agent_spec *spec = agent->spec;
 
     group_set_state (agent, state);
+    if (agent->rdzv->num_nodes_waiting &&
+        agent->rdzv->num_nodes_waiting (agent, agent->rdzv_ctx) > 0) {
+        /* the group changed under the workers (a node lost, another node's
+         * group restarted): a membership change, as on_membership, not a
+         * failure of this node's workers to spend a restart on */
+        log_warn ("worker group failed while the rendezvous changed: restarting "
+                  "without spending a restart");
+        agent_stop (agent, spec->stop_signal, spec->shutdown_timeout);
+        group_set_state (agent, ELASTIC_AGENT_STOPPED);
+        if (initialize_workers (agent, err) == ELASTIC_OK)
+            return 0;
+        log_err ("%s", err ? err->text : "rendezvous failed");
+        agent_stop (agent, SIGKILL, 0);
+        group_set_state (agent, ELASTIC_AGENT_FAILED);
+        return ended (out, 1, ELASTIC_AGENT_FAILED);
+    }
     if (agent->remaining_restarts > 0) {
         if (restart_workers (agent, err) == ELASTIC_OK)
             return 0;
@@ -441,7 +457,8 @@ static int on_membership (elastic_agent_t *agent, elastic_error_t *err)
     if (!agent->rdzv->num_nodes_waiting ||
         agent->rdzv->num_nodes_waiting (agent, agent->rdzv_ctx) <= 0)
         return ELASTIC_OK;
-    log_info ("new agents are waiting: restarting the worker group");
+    log_info ("the rendezvous changed (a node waiting, lost or restarting): restarting "
+              "the worker group");
     agent_stop (agent, spec->stop_signal, spec->shutdown_timeout);
     group_set_state (agent, ELASTIC_AGENT_STOPPED);
     return initialize_workers (agent, err);

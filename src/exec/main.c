@@ -39,6 +39,7 @@
 #if HAVE_PMIX && HAVE_SODIUM
 #include "jobmap.h"
 #include "meshjob.h"
+#include "rdzv_mesh.h"
 #endif
 #include "spec.h"
 #include "util.h"
@@ -292,10 +293,46 @@ static int finish_run (const elastic_agent_result_t *result,
 }
 
 #if HAVE_PMIX && HAVE_SODIUM
+/* Across nodes, which rendezvous: 1 for torchrun's elastic one over the
+ * mesh (rdzv_mesh.h: workers that are not MPI ranks, --wireup none; a
+ * range MIN:MAX implies it), 0 for the MPI job the hosted PMIx servers
+ * wire up (--wireup pmix), -1 after one line on stderr. */
+static int rdzv_mode (elastic_agent_spec_t *spec)
+{
+    int range = spec->min_nodes > 0 && spec->min_nodes < spec->nnodes;
+
+    if (spec->wireup == WIREUP_NONE || (range && spec->wireup == WIREUP_AUTO)) {
+        spec->wireup = WIREUP_NONE;
+        return 1;
+    }
+    if (spec->wireup != WIREUP_AUTO && spec->wireup != WIREUP_PMIX) {
+        fprintf (stderr,
+                 "%s: --nnodes %d: a job across nodes takes --wireup pmix (MPI ranks) "
+                 "or none (other workers; given: %s)\n",
+                 prog,
+                 spec->nnodes,
+                 spec_wireup_name (spec->wireup));
+        return -1;
+    }
+    if (range) {
+        fprintf (stderr,
+                 "%s: --nnodes %d:%d: a range of sizes is for workers that are not MPI "
+                 "ranks (--wireup none); MPI ranks recover in place with a fixed "
+                 "--nnodes N\n",
+                 prog,
+                 spec->min_nodes,
+                 spec->nnodes);
+        return -1;
+    }
+    return 0;
+}
+
 /* Mesh mode: this task is one of several of a launcher that is not mpirun
- * (srun), and the wire-up is the hosted PMIx server's (the default): the
- * nodes' elastic-exec join in one job (meshjob.h).  Returns 1 and *mjp, 0
- * when the mode does not apply, -1 after one line on stderr. */
+ * (srun), or torchrun's flags name several nodes: the nodes' elastic-exec
+ * join in one job (meshjob.h).  Returns 1 and *mjp for an MPI job the
+ * hosted PMIx servers wire up, 2 and *mjp for torchrun's elastic
+ * rendezvous (rdzv_mesh.h), 0 when the mode does not apply, -1 after one
+ * line on stderr. */
 static int
 mesh_mode (elastic_agent_spec_t *spec, const struct cli *cli, struct meshjob **mjp)
 {
@@ -305,6 +342,7 @@ mesh_mode (elastic_agent_spec_t *spec, const struct cli *cli, struct meshjob **m
     const struct jobmap_node *me;
     elastic_error_t err;
     struct meshjob *mj;
+    int rc;
 
     *mjp = NULL;
     if (spec->nnodes > 0 || spec->node_rank >= 0 || spec->rdzv_endpoint) {
@@ -330,21 +368,36 @@ mesh_mode (elastic_agent_spec_t *spec, const struct cli *cli, struct meshjob **m
                      !spec->rdzv_endpoint ? "--rdzv-endpoint" : "");
             return -1;
         }
-        if (spec->wireup != WIREUP_AUTO && spec->wireup != WIREUP_PMIX) {
-            fprintf (stderr,
-                     "%s: --nnodes %d: a job across nodes needs --wireup pmix (given: "
-                     "%s)\n",
-                     prog,
-                     spec->nnodes,
-                     spec_wireup_name (spec->wireup));
+        if ((rc = rdzv_mode (spec)) < 0)
             return -1;
-        }
         if (!(mj = meshjob_create_torchrun (&t, &err))) {
             fprintf (stderr, "%s: %s\n", prog, err.text);
             return -1;
         }
         *mjp = mj;
-        return 1;
+        return rc ? 2 : 1;
+    }
+    if (spec->nnodes > 0 && meshjob_detect (NULL) && !cli->standalone &&
+        !cli->print_binding) {
+        /* torchrun's --nnodes under srun: the map from Slurm */
+        if ((rc = rdzv_mode (spec)) < 0)
+            return -1;
+        if (!(mj = meshjob_create (&o, &err))) {
+            fprintf (stderr, "%s: %s\n", prog, err.text);
+            return -1;
+        }
+        if (mj->map->nnodes > spec->nnodes || mj->map->nnodes < spec->min_nodes) {
+            fprintf (stderr,
+                     "%s: --nnodes %d:%d: the Slurm step has %d nodes\n",
+                     prog,
+                     spec->min_nodes,
+                     spec->nnodes,
+                     mj->map->nnodes);
+            meshjob_destroy (mj);
+            return -1;
+        }
+        *mjp = mj;
+        return rc ? 2 : 1;
     }
     if (cli->standalone || cli->print_binding || !meshjob_detect (NULL) ||
         (spec->wireup != WIREUP_AUTO && spec->wireup != WIREUP_PMIX))
@@ -371,6 +424,34 @@ mesh_mode (elastic_agent_spec_t *spec, const struct cli *cli, struct meshjob **m
         }
     *mjp = mj;
     return 1;
+}
+
+/* torchrun's elastic rendezvous over the mesh (rdzv_mesh.h). */
+static int set_rdzv_mesh (elastic_agent_t *agent,
+                          struct meshjob *mj,
+                          const elastic_agent_spec_t *spec,
+                          elastic_error_t *err)
+{
+    struct rdzv_mesh_opts o = {
+        .mj = mj,
+        .min_nodes = spec->min_nodes > 0 ? spec->min_nodes : mj->map->nnodes,
+        .join_timeout = 300,
+    };
+    void *ctx;
+    char desc[1024];
+
+    if (!(ctx = rdzv_mesh_create (&o, err)))
+        return -1;
+    if (elastic_agent_set_rendezvous (agent, &rdzv_mesh_ops, ctx) != ELASTIC_OK) {
+        rdzv_mesh_ops.destroy (ctx);
+        return errprintf (err, "cannot set the rendezvous");
+    }
+    jobmap_describe (mj->map, desc, sizeof (desc));
+    log_info ("elastic rendezvous over the mesh (at least %d of %d nodes): %s",
+              o.min_nodes,
+              mj->map->nnodes,
+              desc);
+    return 0;
 }
 
 /* Mesh mode, this node's leader: its ranks are the node's ranks of the map. */
@@ -457,6 +538,8 @@ int main (int argc, char **argv)
             goto out;
         }
         spec->nproc = me->nranks;
+        if (mesh == 2)
+            goto mesh_done; /* restarts and the rest as on one node */
         spec->wireup = WIREUP_PMIX;
         spec->mesh = mj;
         if (spec->max_restarts > 0)
@@ -465,6 +548,7 @@ int main (int argc, char **argv)
                       "fails)",
                       spec->max_restarts);
         spec->max_restarts = 0;
+    mesh_done:
         if (!cli.run_id_given)
             elastic_agent_spec_set (spec, "run-id", mj->map->key, NULL);
     } else
@@ -499,7 +583,8 @@ int main (int argc, char **argv)
     }
     if (!(agent = elastic_agent_create (spec, &err)) ||
 #if HAVE_PMIX && HAVE_SODIUM
-        (mesh && set_mesh_rendezvous (agent, mj, &cli, &err) < 0) ||
+        (mesh == 1 && set_mesh_rendezvous (agent, mj, &cli, &err) < 0) ||
+        (mesh == 2 && set_rdzv_mesh (agent, mj, spec, &err) < 0) ||
 #endif
         (wrapper && set_wrapper_rendezvous (agent, &li, &cli, &err) < 0)) {
         fprintf (stderr, "%s: %s\n", prog, err.text);
@@ -526,7 +611,21 @@ int main (int argc, char **argv)
     } else
         status = finish_run (result, wrapper, own_error_file, &reraise);
 #if HAVE_PMIX && HAVE_SODIUM
-    if (mesh) {
+    if (mesh == 2) {
+        /* each node's own result, as torchrun's agents (the followers of a
+         * task-per-rank step print it too) */
+        snprintf (mj->summary,
+                  sizeof (mj->summary),
+                  "job %s: node %s: %s (exit %d)",
+                  mj->map->key,
+                  mj->map->node[mj->map->node_id].name,
+                  status == 0    ? "completed"
+                  : status == 75 ? "suspended"
+                                 : "FAILED",
+                  status);
+        fprintf (stderr, "%s: %s\n", prog, mj->summary);
+        meshjob_publish (mj, status, NULL);
+    } else if (mesh) {
         if (mj->decided)
             status = mj->status;
         else

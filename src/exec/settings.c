@@ -119,7 +119,8 @@ static int set_max_restarts (struct elastic_agent_spec *s,
     return set_int (&s->max_restarts, key, v, 0, 1000000, err);
 }
 
-/* --nnodes N, or torchrun's MIN:MAX with MIN = MAX (a fixed size) */
+/* --nnodes N, or torchrun's MIN:MAX: the job starts with MAX nodes and goes
+ * on while at least MIN are left (rdzv_mesh.h) */
 static int set_nnodes (struct elastic_agent_spec *s,
                        const char *key,
                        const char *v,
@@ -128,8 +129,12 @@ static int set_nnodes (struct elastic_agent_spec *s,
     const char *colon = strchr (v, ':');
     int lo, hi;
 
-    if (!colon)
-        return set_int (&s->nnodes, key, v, 1, 65536, err);
+    if (!colon) {
+        if (set_int (&s->nnodes, key, v, 1, 65536, err) < 0)
+            return -1;
+        s->min_nodes = s->nnodes;
+        return 0;
+    }
     {
         char a[32];
         if ((size_t)(colon - v) >= sizeof (a))
@@ -139,14 +144,11 @@ static int set_nnodes (struct elastic_agent_spec *s,
             set_int (&hi, key, colon + 1, 1, 65536, err) < 0)
             return -1;
     }
-    if (lo != hi)
+    if (lo > hi)
         return errprintf (
-            err,
-            "%s: '%s': a range of sizes (elastic membership) is not in this "
-            "version; give one number of nodes (N or N:N)",
-            key,
-            v);
-    s->nnodes = lo;
+            err, "%s: '%s': MIN %d is larger than MAX %d (MIN:MAX)", key, v, lo, hi);
+    s->nnodes = hi;
+    s->min_nodes = lo;
     return 0;
 }
 
@@ -715,8 +717,8 @@ const struct setting settings_table[] = {
      .arg = SETTING_VALUE,
      .env = "ELASTIC_NNODES",
      .set = set_nnodes,
-     .help = "multi-node without Slurm (torchrun's spelling): the job's number of "
-             "nodes, N (or N:N)"},
+     .help = "multi-node (torchrun's spelling): the job's nodes, N or MIN:MAX (it "
+             "starts with MAX and goes on while MIN are left; --wireup none)"},
     {.name = "node-rank",
      .arg = SETTING_VALUE,
      .env = "ELASTIC_NODE_RANK",

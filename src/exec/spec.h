@@ -79,7 +79,8 @@ struct elastic_agent_spec {
     double init_timeout; /* MPI_Init deadline per attempt (hosted PMIx); 0: off */
     int subreaper;
     double node_timeout;    /* the mesh's heartbeat timeout (seconds) */
-    int nnodes;             /* --nnodes (torchrun's shape); 0: not given */
+    int nnodes;             /* --nnodes (torchrun's shape; MAX); 0: not given */
+    int min_nodes;          /* --nnodes MIN:MAX's MIN (= nnodes for N) */
     int node_rank;          /* --node-rank; -1: not given */
     char *rdzv_endpoint;    /* --rdzv-endpoint */
     char *status_file;      /* the job's agreed result is written here (mesh) */

@@ -72,8 +72,13 @@ enum mesh_bcast_kind {
     MESH_BCAST_RANK_FAILED = 1, /* payload: u32 rank, i32 status, string nspace */
     MESH_BCAST_NOTIFY,          /* payload: opaque (a PMIx event, packed) */
     MESH_BCAST_DONE,            /* payload: opaque (a member's outcome: its
-                                   ranks are gone; pmix_transport_mesh.c) */
-    MESH_BCAST_KIND_MAX = MESH_BCAST_DONE
+                                   ranks are gone; pmix_transport_mesh.c; or
+                                   its workers are done: rdzv_mesh.c) */
+    MESH_BCAST_ROUND,           /* payload: a rendezvous round started
+                                   (rdzv_mesh.c) */
+    MESH_BCAST_CLOSE,           /* payload: the rendezvous is closed, and why
+                                   (rdzv_mesh.c) */
+    MESH_BCAST_KIND_MAX = MESH_BCAST_CLOSE
 };
 
 struct mesh_hdr {

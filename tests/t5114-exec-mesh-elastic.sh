@@ -1,0 +1,207 @@
+#!/bin/bash
+# t5114-exec-mesh-elastic.sh - torchrun's elastic rendezvous over the mesh
+# (src/exec/rdzv_mesh.c): `elastic-exec --nnodes MIN:MAX --node-rank K
+# --rdzv-endpoint HOST:PORT --nproc-per-node P --wireup none ddp_train.py`
+# started once per "node" on this machine, the workers a real PyTorch DDP
+# training (gloo, CPU; tests/exec/ddp_train.py: deterministic, its result
+# independent of the world size, a checkpoint every 5 steps):
+#
+#   - 2 nodes x 2 workers: the parameters' checksum of a single-node run of
+#     4 workers, exit 0 on both;
+#   - 3 x 1 (--nnodes 2:3, --max-restarts 0): node 2's elastic-exec
+#     SIGKILLed mid-training (its worker dies with it): the others log the
+#     lost node, stop their workers and re-rendezvous at 2 without spending
+#     a restart, resume from the last checkpoint at world size 2 and end
+#     with the failure-free checksum, exit 0;
+#   - the same with node 0 killed: the rendezvous endpoint's host and the
+#     master (group rank 0) - no single point of failure;
+#   - a worker SIGKILLed on node 1 (--max-restarts 1): node 1 spends its
+#     restart, the others restart with it without spending one, world 3
+#     again, the checksum;
+#   - --nnodes 3 (MIN = 3) and a node killed: the survivors fail, exit 1,
+#     with one line saying how many nodes are left;
+#   - restarts spent on node 1 (--max-restarts 0, a worker killed): node 1
+#     closes the rendezvous and the others end too (exit 1, the line names
+#     node 1) instead of going on without it;
+#   - a node with another secret: its JOIN refused at the bootstrap (exit
+#     2), no worker started; bad usage (MIN > MAX, a range with --wireup
+#     pmix): exit 2.
+. "${srcdir:-.}/exec/lib.sh"
+
+"$PY" -c 'import torch.distributed' 2> /dev/null || skip_all "$PY cannot import torch (python3-torch)"
+"$EXEC" --help 2>&1 | grep -q -- '--rdzv-endpoint' || skip_all "elastic-exec has no mesh mode in this build"
+TRAIN=${srcdir:-.}/exec/ddp_train.py
+tmp=$(mktemp -d /tmp/t5114.XXXXXX)
+cleanup() {
+    local p
+    for p in $(mark_pids); do kill -KILL "$p" 2> /dev/null; done
+    [ "${tap_failed:-0}" -eq 0 ] && rm -rf "$tmp"
+}
+trap cleanup EXIT
+STEPS=40
+
+free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# the reference: one node, 4 workers, no failure
+mkdir -p "$tmp/ref.ck"
+ELASTIC_TEST_MARK=$test_mark timeout --kill-after=10 180 "$EXEC" --nproc-per-node 4 \
+    "$PY" "$TRAIN" --steps $STEPS --ckpt "$tmp/ref.ck" > "$tmp/ref" 2>&1
+ok $? "reference: one node of 4 workers trains" || diag "$(tail -n 20 "$tmp/ref")"
+ref=$(sed -n 's/^final .*checksum=//p' "$tmp/ref")
+[ -n "$ref" ] || bail_out "no reference checksum: $(tail -n 5 "$tmp/ref")"
+
+# start NAME NNODES SPEC NPROC [ELASTIC-EXEC ARGS...]: NNODES nodes in the
+# background (--nnodes SPEC); node K's output in $tmp/NAME.K, status in
+# $tmp/NAME.K.rc, event log $tmp/NAME.ev.K, progress in $tmp/NAME.prog
+start() {
+    local name=$1 n=$2 spec=$3 nproc=$4 port k
+    shift 4
+    port=$(free_port)
+    mkdir -p "$tmp/$name.ck"
+    for ((k = n - 1; k >= 0; k--)); do
+        (
+            rc=0
+            ELASTIC_MESH_SECRET=${SECRET:-t5114.$$} ELASTIC_TEST_MARK=$test_mark \
+                timeout --kill-after=10 240 "$EXEC" -v --nnodes "$spec" --node-rank $k \
+                --rdzv-endpoint 127.0.0.1:$port --nproc-per-node "$nproc" --wireup none \
+                --node-timeout 1 --event-log "$tmp/$name.ev.$k" "$@" \
+                "$PY" "$TRAIN" --steps $STEPS --ckpt "$tmp/$name.ck" --step-delay 0.1 \
+                --progress "$tmp/$name.prog" > "$tmp/$name.$k" 2>&1 || rc=$?
+            echo $rc > "$tmp/$name.$k.rc"
+        ) &
+    done
+}
+agent_of() { sed -n 's/.*"agent_pid":\([0-9]*\).*/\1/p' "$tmp/$1.ev.$2" | head -n 1; }
+done_all() {
+    local name=$1 k
+    for k in "${@:2}"; do wait_for_file "$tmp/$name.$k.rc" 240 || return 1; done
+}
+rcs() { for k in "${@:2}"; do cat "$tmp/$1.$k.rc"; done | tr '\n' ' '; }
+final() { sed -n 's/^final .*checksum=//p' "$tmp/$1".[0-9]; }
+# same CHECKSUM: equal to the reference within 1e-4 (the sum of the
+# gradients' shares differs in float rounding between world sizes)
+same() { awk -v a="$1" -v b="$ref" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && d < 1e-4) }'; }
+# wait until training passed step 10 (a checkpoint exists)
+training() { wait_for_grep '^step 1[0-9] ' "$tmp/$1.prog" 120; }
+
+# 1. two nodes of two workers
+start clean 2 2 2
+done_all clean 0 1
+is "$(rcs clean 0 1)" "0 0 " "clean: both nodes exit 0" || diag "$(tail -n 8 "$tmp"/clean.[01])"
+c=$(final clean)
+same "$c"
+ok $? "clean: 2 nodes x 2 workers end with the single-node checksum ($c, $ref)"
+grep -q '^start world=4 step=0 restart=0$' "$tmp/clean.0"
+ok $? "clean: one group of 4 workers"
+is "$(ev_get "$tmp/clean.ev.1" rendezvous group_rank)" 1 "clean: node 1 is group rank 1"
+
+# node_case NAME K: node K's elastic-exec SIGKILLed mid-training
+node_case() {
+    local name=$1 v=$2 k s=()
+    start "$name" 3 2:3 1 --max-restarts 0
+    training "$name"
+    ok $? "$name: the group trains" || diag "$(tail -n 5 "$tmp/$name".[012])"
+    kill -KILL "$(agent_of "$name" "$v")"
+    ok $? "$name: node $v's elastic-exec SIGKILLed"
+    for k in 0 1 2; do [ "$k" != "$v" ] && s+=("$k"); done
+    done_all "$name" "${s[@]}"
+    is "$(rcs "$name" "${s[@]}")" "0 0 " "$name: the other nodes exit 0" ||
+        diag "$(tail -n 12 "$tmp/$name".[012])"
+    grep -q '^start world=2 step=[1-9][0-9]* restart=0$' "$tmp/$name".[0-9]
+    ok $? "$name: resumed from a checkpoint at world size 2, no restart spent" ||
+        diag "$(grep -h '^start' "$tmp/$name".[012])"
+    c=$(final "$name")
+    same "$c"
+    ok $? "$name: the failure-free checksum ($c, $ref)"
+    for k in "${s[@]}"; do
+        is "$(ev_count "$tmp/$name.ev.$k" node_lost member="$v")" 1 "$name: node $k logged node $v lost"
+        is "$(ev_get "$tmp/$name.ev.$k" rendezvous group_world_size)" 2 "$name: node $k's last round has 2 nodes"
+    done
+    wait_no_marked 30
+    ok $? "$name: no process of the job is left" || diag "$(mark_pids)"
+}
+node_case node2 2
+node_case node0 0
+
+# 4. a worker killed: a group restart across the nodes
+start worker 3 3 1 --max-restarts 1
+training worker
+ok $? "worker: the group trains"
+victim=$(pgrep -P "$(agent_of worker 1)" -x "$(basename "$PY")" | head -n 1)
+kill -KILL "$victim"
+ok $? "worker: node 1's worker (pid $victim) SIGKILLed"
+done_all worker 0 1 2
+is "$(rcs worker 0 1 2)" "0 0 0 " "worker: the three nodes exit 0" || diag "$(tail -n 12 "$tmp"/worker.[012])"
+grep -q '^start world=3 step=[1-9][0-9]* restart=[01]$' "$tmp/worker.0"
+ok $? "worker: the group restarted from a checkpoint at world size 3" ||
+    diag "$(grep -h '^start' "$tmp"/worker.[012])"
+# node 1 sees its worker die first and spends its restart; a node whose
+# worker failed (gloo: the peer is gone) before node 1's new round reached
+# it spends one of its own, a node that hears the round first none
+is "$(ev_count "$tmp/worker.ev.1" restart)" 1 "worker: node 1 spent its restart"
+n=$(($(ev_count "$tmp/worker.ev.0" rendezvous) + $(ev_count "$tmp/worker.ev.2" rendezvous)))
+is "$n" 4 "worker: nodes 0 and 2 took part in both rounds"
+c=$(final worker)
+same "$c"
+ok $? "worker: the failure-free checksum ($c, $ref)"
+
+# 5. fewer nodes than MIN
+start min 3 3 1 --max-restarts 0
+training min
+ok $? "min: the group trains"
+kill -KILL "$(agent_of min 2)"
+done_all min 0 1
+is "$(rcs min 0 1)" "1 1 " "min: the survivors exit 1" || diag "$(tail -n 8 "$tmp"/min.[01])"
+grep -q '2 nodes left, fewer than the 3 --nnodes asks for' "$tmp/min.0" &&
+    grep -q '2 nodes left, fewer than the 3 --nnodes asks for' "$tmp/min.1"
+ok $? "min: both say how many nodes are left" || diag "$(grep -h 'rendezvous' "$tmp"/min.[01] | tail -n 4)"
+wait_no_marked 30
+ok $? "min: no process of the job is left" || diag "$(mark_pids)"
+
+# 6. restarts spent on one node: it closes the rendezvous
+start closed 3 2:3 1 --max-restarts 0
+training closed
+ok $? "closed: the group trains"
+kill -KILL "$(pgrep -P "$(agent_of closed 1)" -x "$(basename "$PY")" | head -n 1)"
+done_all closed 0 1 2
+is "$(rcs closed 0 1 2)" "1 137 1 " "closed: node 1 exits with its worker's status (SIGKILL), the others 1" || diag "$(tail -n 8 "$tmp"/closed.[012])"
+grep -q 'node 127.0.0.1-1 (member 1) closed the rendezvous' "$tmp/closed.0" &&
+    grep -q 'node 127.0.0.1-1 (member 1) closed the rendezvous' "$tmp/closed.2"
+ok $? "closed: the others name node 1 as the one that closed it" ||
+    diag "$(grep -h 'rendezvous' "$tmp"/closed.[02] | tail -n 4)"
+wait_no_marked 30
+ok $? "closed: no process of the job is left" || diag "$(mark_pids)"
+
+# 7. another secret: the bootstrap refuses the stranger at once (the other
+# node, which serves or waits for its peer, is killed after)
+port=$(free_port)
+for k in 0 1; do
+    (
+        rc=0
+        ELASTIC_MESH_SECRET=t5114.$$.$k ELASTIC_TEST_MARK=$test_mark timeout 120 "$EXEC" \
+            --nnodes 2 --node-rank $k --rdzv-endpoint 127.0.0.1:$port --nproc-per-node 1 \
+            --wireup none "$PY" "$TRAIN" --steps 2 --ckpt "$tmp" > "$tmp/secret.$k" 2>&1 || rc=$?
+        echo $rc > "$tmp/secret.$k.rc"
+    ) &
+done
+wait_until 60 eval "[ -f $tmp/secret.0.rc ] || [ -f $tmp/secret.1.rc ]"
+ok $? "secret: one of two nodes with different secrets ends"
+stranger=0
+[ -f "$tmp/secret.1.rc" ] && stranger=1
+is "$(cat "$tmp/secret.$stranger.rc")" 2 "secret: it exits 2, as any bootstrap refusal"
+grep -q "the JOIN's MAC does not verify" "$tmp/secret.$stranger"
+ok $? "secret: the rendezvous refused its JOIN" || diag "$(cat "$tmp/secret.$stranger")"
+for p in $(mark_pids); do kill -TERM "$p" 2> /dev/null; done
+wait_no_marked 30
+ok $? "secret: the other node stops on SIGTERM" || diag "$(mark_pids)"
+! grep -q '^start world' "$tmp"/secret.[01]
+ok $? "secret: no worker trained"
+rc=0
+ELASTIC_MESH_SECRET=x "$EXEC" --nnodes 3:2 --node-rank 0 --rdzv-endpoint 127.0.0.1:1 true > "$tmp/bad1" 2>&1 || rc=$?
+is "$rc" 2 "bad usage: --nnodes 3:2 exits 2" && grep -q "MIN 3 is larger than MAX 2" "$tmp/bad1"
+ok $? "bad usage: the line names MIN and MAX" || diag "$(cat "$tmp/bad1")"
+rc=0
+ELASTIC_MESH_SECRET=x "$EXEC" --nnodes 2:3 --node-rank 0 --rdzv-endpoint 127.0.0.1:1 --wireup pmix true > "$tmp/bad2" 2>&1 || rc=$?
+is "$rc" 2 "bad usage: a range with --wireup pmix exits 2" && grep -q "wireup none" "$tmp/bad2"
+ok $? "bad usage: the line says a range is for --wireup none" || diag "$(cat "$tmp/bad2")"
+done_testing
