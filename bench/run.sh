@@ -14,7 +14,7 @@
 #   --out DIR    results (default ./bench-results): one CSV per benchmark,
 #                summary.csv, results.md, plots/*.png, logs/
 #   --only LIST  comma-separated subset of B1,B2,B3,B4,B5,B6,B6L3,B7,B8,B9,B11
-#                (the default), or B12, B13, B14 (run only when named)
+#                (the default), or B12, B13, B14, B15 (run only when named)
 #   --no-build   build nothing, use the programs the build tree has (for
 #                `make check`, which builds them first)
 #
@@ -43,6 +43,9 @@
 #                      ulfm, node loss in place vs elastic-mpirun's
 #                      relaunch, MPI_Init vs srun --mpi=pmix and mpirun
 #                      (root, Slurm; only with --only; OUT/meshcluster.md)
+#   B15 b15-torchnodes.sh  a node lost under multi-node PyTorch training:
+#                      elastic-exec's elastic rendezvous vs torchrun c10d
+#                      (only with --only; OUT/torchnodes.md)
 # Exit status: 0 when every selected benchmark produced rows (targets met
 # or not: see summary.csv), 1 when one produced none, 2 on bad usage.
 set -u
@@ -68,8 +71,8 @@ while [ $# -gt 0 ]; do
 done
 for b in ${only//,/ }; do
     case $b in
-        B1 | B2 | B3 | B4 | B5 | B6 | B6L3 | B7 | B8 | B9 | B11 | B12 | B13 | B14) ;;
-        *) echo "run.sh: --only: '$b' is invalid (expected a comma-separated list of B1 ... B9, B6L3, B11, B12, B13, B14)" >&2; exit 2 ;;
+        B1 | B2 | B3 | B4 | B5 | B6 | B6L3 | B7 | B8 | B9 | B11 | B12 | B13 | B14 | B15) ;;
+        *) echo "run.sh: --only: '$b' is invalid (expected a comma-separated list of B1 ... B9, B6L3, B11, B12, B13, B14, B15)" >&2; exit 2 ;;
     esac
 done
 want() { [[ ",$only," == *",$1,"* ]]; }
@@ -120,6 +123,7 @@ want B11 && drive B11 "$here/b11-meshscale.sh"
 want B12 && drive B12 "$here/b12-diff.sh"
 want B13 && drive B13 "$here/b13-fastpath.sh"
 want B14 && drive B14 "$here/b14-meshcluster.sh"
+want B15 && drive B15 "$here/b15-torchnodes.sh"
 if want B8; then
     bench_log "== B8: models"
     "$PY" "$here/b8-model.py" "$OUT" || status=1

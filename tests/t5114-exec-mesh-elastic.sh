@@ -25,7 +25,8 @@
 #     node 1) instead of going on without it;
 #   - a node with another secret: its JOIN refused at the bootstrap (exit
 #     2), no worker started; bad usage (MIN > MAX, a range with --wireup
-#     pmix): exit 2.
+#     pmix or --rdzv-backend static, an unknown backend or --rdzv-conf
+#     key): exit 2 and one line.
 . "${srcdir:-.}/exec/lib.sh"
 
 "$PY" -c 'import torch.distributed' 2> /dev/null || skip_all "$PY cannot import torch (python3-torch)"
@@ -81,11 +82,20 @@ final() { sed -n 's/^final .*checksum=//p' "$tmp/$1".[0-9]; }
 # same CHECKSUM: equal to the reference within 1e-4 (the sum of the
 # gradients' shares differs in float rounding between world sizes)
 same() { awk -v a="$1" -v b="$ref" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && d < 1e-4) }'; }
+# rdzv_ms EVENTLOG: ms from the node_lost event to the last rendezvous
+rdzv_ms() {
+    "$PY" -c '
+import json, sys
+evs = [json.loads(l) for l in open(sys.argv[1])]
+lost = [e["ts"] for e in evs if e["event"] == "node_lost"]
+rdzv = [e["ts"] for e in evs if e["event"] == "rendezvous"]
+print("%.1f" % ((rdzv[-1] - lost[0]) * 1e3) if lost and rdzv else "?")' "$1"
+}
 # wait until training passed step 10 (a checkpoint exists)
 training() { wait_for_grep '^step 1[0-9] ' "$tmp/$1.prog" 120; }
 
-# 1. two nodes of two workers
-start clean 2 2 2
+# 1. two nodes of two workers (torchrun's habits: c10d, a join timeout)
+start clean 2 2 2 --rdzv-backend c10d --rdzv-conf join_timeout=120,last_call_timeout=1
 done_all clean 0 1
 is "$(rcs clean 0 1)" "0 0 " "clean: both nodes exit 0" || diag "$(tail -n 8 "$tmp"/clean.[01])"
 c=$(final clean)
@@ -116,6 +126,7 @@ node_case() {
     for k in "${s[@]}"; do
         is "$(ev_count "$tmp/$name.ev.$k" node_lost member="$v")" 1 "$name: node $k logged node $v lost"
         is "$(ev_get "$tmp/$name.ev.$k" rendezvous group_world_size)" 2 "$name: node $k's last round has 2 nodes"
+        diag "$name: node $k: node_lost -> round 2 made: $(rdzv_ms "$tmp/$name.ev.$k") ms"
     done
     wait_no_marked 30
     ok $? "$name: no process of the job is left" || diag "$(mark_pids)"
@@ -204,4 +215,16 @@ rc=0
 ELASTIC_MESH_SECRET=x "$EXEC" --nnodes 2:3 --node-rank 0 --rdzv-endpoint 127.0.0.1:1 --wireup pmix true > "$tmp/bad2" 2>&1 || rc=$?
 is "$rc" 2 "bad usage: a range with --wireup pmix exits 2" && grep -q "wireup none" "$tmp/bad2"
 ok $? "bad usage: the line says a range is for --wireup none" || diag "$(cat "$tmp/bad2")"
+rc=0
+"$EXEC" --nnodes 2 --rdzv-backend etcd true > "$tmp/bad3" 2>&1 || rc=$?
+is "$rc" 2 "bad usage: --rdzv-backend etcd exits 2" && grep -q "'etcd' is not a rendezvous backend (elastic, c10d or static)" "$tmp/bad3"
+ok $? "bad usage: the line names the backends" || diag "$(cat "$tmp/bad3")"
+rc=0
+"$EXEC" --nnodes 2 --rdzv-conf join_timeout=1,foo=2 true > "$tmp/bad4" 2>&1 || rc=$?
+is "$rc" 2 "bad usage: --rdzv-conf foo=2 exits 2" && grep -q "'foo' is not a rendezvous setting" "$tmp/bad4"
+ok $? "bad usage: the line names the key" || diag "$(cat "$tmp/bad4")"
+rc=0
+ELASTIC_MESH_SECRET=x "$EXEC" --nnodes 2:3 --rdzv-backend static --node-rank 0 --rdzv-endpoint 127.0.0.1:1 true > "$tmp/bad5" 2>&1 || rc=$?
+is "$rc" 2 "bad usage: a range with --rdzv-backend static exits 2" && grep -q "static takes a fixed --nnodes N" "$tmp/bad5"
+ok $? "bad usage: the line says static takes a fixed N" || diag "$(cat "$tmp/bad5")"
 done_testing

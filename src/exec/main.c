@@ -301,9 +301,26 @@ static int rdzv_mode (elastic_agent_spec_t *spec)
 {
     int range = spec->min_nodes > 0 && spec->min_nodes < spec->nnodes;
 
-    if (spec->wireup == WIREUP_NONE || (range && spec->wireup == WIREUP_AUTO)) {
+    if (range && spec->rdzv_backend == RDZV_STATIC) {
+        fprintf (stderr,
+                 "%s: --nnodes %d:%d: --rdzv-backend static takes a fixed --nnodes N\n",
+                 prog,
+                 spec->min_nodes,
+                 spec->nnodes);
+        return -1;
+    }
+    if (spec->wireup == WIREUP_NONE ||
+        ((range || spec->rdzv_backend != RDZV_AUTO) && spec->wireup == WIREUP_AUTO)) {
         spec->wireup = WIREUP_NONE;
         return 1;
+    }
+    if (spec->rdzv_backend == RDZV_ELASTIC) {
+        fprintf (stderr,
+                 "%s: --rdzv-backend elastic is for workers that are not MPI ranks "
+                 "(--wireup none); MPI ranks across nodes recover in place with "
+                 "--wireup pmix\n",
+                 prog);
+        return -1;
     }
     if (spec->wireup != WIREUP_AUTO && spec->wireup != WIREUP_PMIX) {
         fprintf (stderr,
@@ -434,8 +451,10 @@ static int set_rdzv_mesh (elastic_agent_t *agent,
 {
     struct rdzv_mesh_opts o = {
         .mj = mj,
-        .min_nodes = spec->min_nodes > 0 ? spec->min_nodes : mj->map->nnodes,
-        .join_timeout = 300,
+        .min_nodes = spec->min_nodes > 0 && spec->rdzv_backend != RDZV_STATIC
+                         ? spec->min_nodes
+                         : mj->map->nnodes,
+        .join_timeout = spec->rdzv_join_timeout > 0 ? spec->rdzv_join_timeout : 300,
     };
     void *ctx;
     char desc[1024];

@@ -108,7 +108,8 @@ on_broadcast (void *arg, uint32_t origin, int kind, const void *data, size_t len
 
     if (origin >= (uint32_t)r->map->nnodes)
         return;
-    snprintf (text, sizeof (text), "%.*s", (int)(len < 599 ? len : 599), (const char *)data);
+    snprintf (
+        text, sizeof (text), "%.*s", (int)(len < 599 ? len : 599), (const char *)data);
     pthread_mutex_lock (&r->lock);
     if (kind == MESH_BCAST_ROUND) {
         char *end;
@@ -252,7 +253,8 @@ static int watch (struct rdzv_mesh *r, elastic_agent_t *agent, elastic_error_t *
  * (0 when none could be had). */
 static int free_port (void)
 {
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl (INADDR_ANY)};
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_addr.s_addr = htonl (INADDR_ANY)};
     socklen_t sl = sizeof (sa);
     int fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port = 0;
 
@@ -295,14 +297,16 @@ static int run_round (struct rdzv_mesh *r,
         pthread_mutex_unlock (&r->lock);
         snprintf (num, sizeof (num), "%d", r->round + 1);
         if (mesh_broadcast (r->mesh, MESH_BCAST_ROUND, num, strlen (num)) < 0)
-            log_debug ("rendezvous: round %d: broadcast: %s", r->round + 1, strerror (errno));
+            log_debug (
+                "rendezvous: round %d: broadcast: %s", r->round + 1, strerror (errno));
     } else
         pthread_mutex_unlock (&r->lock);
     if (mesh_fence (r->mesh, blob, strlen (blob), fence_done, r) < 0) {
         pthread_mutex_lock (&r->lock);
         r->fence_pending = 0;
         pthread_mutex_unlock (&r->lock);
-        return errprintf (err, "rendezvous: the mesh refused the round: %s", strerror (errno));
+        return errprintf (
+            err, "rendezvous: the mesh refused the round: %s", strerror (errno));
     }
     rc = elastic_agent_wait (agent, timeout, fence_or_closed, r);
     pthread_mutex_lock (&r->lock);
@@ -324,10 +328,11 @@ static int run_round (struct rdzv_mesh *r,
                           r->round + 1,
                           signal_name (agent_signal_received (agent)));
     if (rc != ELASTIC_OK)
-        return errprintf (err,
-                          "rendezvous round %d: the other nodes did not come within %.0f s",
-                          r->round + 1,
-                          timeout);
+        return errprintf (
+            err,
+            "rendezvous round %d: the other nodes did not come within %.0f s",
+            r->round + 1,
+            timeout);
     return errprintf (err, "rendezvous round %d: the mesh stopped", r->round + 1);
 }
 
@@ -377,7 +382,8 @@ static int next_rendezvous (elastic_agent_t *agent,
         for (uint32_t i = 0; i < r->res_count; i++)
             members += r->res_nproc[i] >= 0;
         if (me == UINT32_MAX)
-            return errprintf (err, "rendezvous round %d: this node is not in it", r->round),
+            return errprintf (
+                       err, "rendezvous round %d: this node is not in it", r->round),
                    ELASTIC_ERR_STATE;
         if (members < r->min_nodes)
             return errprintf (err,

@@ -152,6 +152,83 @@ static int set_nnodes (struct elastic_agent_spec *s,
     return 0;
 }
 
+/* --rdzv-backend: elastic (the mesh's rounds), c10d (torchrun's habit:
+ * the same, there is no store to host), static (a fixed group: a lost node
+ * ends the job) */
+static int set_rdzv_backend (struct elastic_agent_spec *s,
+                             const char *key,
+                             const char *v,
+                             elastic_error_t *err)
+{
+    if (!strcmp (v, "elastic") || !strcmp (v, "c10d"))
+        s->rdzv_backend = RDZV_ELASTIC;
+    else if (!strcmp (v, "static"))
+        s->rdzv_backend = RDZV_STATIC;
+    else
+        return errprintf (
+            err,
+            "%s: '%s' is not a rendezvous backend (elastic, c10d or static)",
+            key,
+            v);
+    return 0;
+}
+
+/* --rdzv-conf KEY=VALUE,...: torchrun's keys that mean something here */
+static int set_rdzv_conf (struct elastic_agent_spec *s,
+                          const char *key,
+                          const char *v,
+                          elastic_error_t *err)
+{
+    char *copy = strdup (v), *save = NULL, *kv;
+    double interval = 0, attempts = 0;
+    int rc = 0;
+
+    if (!copy)
+        return errprintf (err, "out of memory");
+    for (kv = strtok_r (copy, ",", &save); kv && rc == 0;
+         kv = strtok_r (NULL, ",", &save)) {
+        char *eq = strchr (kv, '=');
+        double d;
+        if (!eq || eq == kv) {
+            rc = errprintf (err, "%s: '%s' is not KEY=VALUE", key, kv);
+            break;
+        }
+        *eq = '\0';
+        if (!strcmp (kv, "join_timeout")) {
+            rc = parse_seconds (key, eq + 1, 1, 1e7, &s->rdzv_join_timeout, err);
+        } else if (!strcmp (kv, "keep_alive_interval")) {
+            rc = parse_seconds (key, eq + 1, 0.1, 1e6, &interval, err);
+        } else if (!strcmp (kv, "keep_alive_max_attempt")) {
+            rc = parse_seconds (key, eq + 1, 1, 1e6, &attempts, err);
+        } else if (!strcmp (kv, "last_call_timeout") || !strcmp (kv, "close_timeout") ||
+                   !strcmp (kv, "read_timeout") || !strcmp (kv, "timeout")) {
+            /* accepted, no meaning here (doc/mesh.md) */
+            rc = parse_seconds (key, eq + 1, 0, 1e7, &d, err);
+        } else if (!strcmp (kv, "is_host") || !strcmp (kv, "store_type")) {
+            /* the c10d store's: there is none here */
+        } else {
+            rc = errprintf (err,
+                            "%s: '%s' is not a rendezvous setting (join_timeout, "
+                            "keep_alive_interval, keep_alive_max_attempt; "
+                            "last_call_timeout, close_timeout, read_timeout, timeout, "
+                            "is_host and store_type are accepted and ignored)",
+                            key,
+                            kv);
+        }
+    }
+    free (copy);
+    if (rc < 0)
+        return -1;
+    if (interval > 0 || attempts > 0) {
+        /* torchrun's keep-alive: a node silent for interval x attempts is
+         * gone; here that is the mesh's node timeout */
+        s->node_timeout = (interval > 0 ? interval : 5) * (attempts > 0 ? attempts : 3);
+        if (s->node_timeout < 0.5)
+            s->node_timeout = 0.5;
+    }
+    return 0;
+}
+
 static int set_node_rank (struct elastic_agent_spec *s,
                           const char *key,
                           const char *v,
@@ -730,6 +807,18 @@ const struct setting settings_table[] = {
      .set = set_rdzv_endpoint,
      .help = "with --nnodes: HOST[:PORT] where the nodes meet at start (default port "
              "29400)"},
+    {.name = "rdzv-backend",
+     .arg = SETTING_VALUE,
+     .env = "ELASTIC_RDZV_BACKEND",
+     .set = set_rdzv_backend,
+     .help = "with --nnodes: elastic (the default; c10d is accepted for it: rounds "
+             "over the mesh, no store) or static (a lost node ends the job)"},
+    {.name = "rdzv-conf",
+     .arg = SETTING_VALUE,
+     .env = "ELASTIC_RDZV_CONF",
+     .set = set_rdzv_conf,
+     .help = "with --nnodes: join_timeout=S (a round's wait, default 300 s), "
+             "keep_alive_interval=S,keep_alive_max_attempt=N (the node timeout)"},
     {.name = "node-timeout",
      .arg = SETTING_VALUE,
      .env = "ELASTIC_NODE_TIMEOUT",

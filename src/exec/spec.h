@@ -78,15 +78,19 @@ struct elastic_agent_spec {
     char *mpi_btl;       /* "sm" or "tcp" (hosted PMIx) */
     double init_timeout; /* MPI_Init deadline per attempt (hosted PMIx); 0: off */
     int subreaper;
-    double node_timeout;    /* the mesh's heartbeat timeout (seconds) */
-    int nnodes;             /* --nnodes (torchrun's shape; MAX); 0: not given */
-    int min_nodes;          /* --nnodes MIN:MAX's MIN (= nnodes for N) */
-    int node_rank;          /* --node-rank; -1: not given */
-    char *rdzv_endpoint;    /* --rdzv-endpoint */
-    char *status_file;      /* the job's agreed result is written here (mesh) */
-    struct meshjob *mesh;   /* set by elastic-exec in mesh mode (borrowed) */
-    char *text[SPEC_NKEYS]; /* the values as set, for elastic_agent_spec_get */
+    double node_timeout;      /* the mesh's heartbeat timeout (seconds) */
+    int nnodes;               /* --nnodes (torchrun's shape; MAX); 0: not given */
+    int min_nodes;            /* --nnodes MIN:MAX's MIN (= nnodes for N) */
+    int node_rank;            /* --node-rank; -1: not given */
+    char *rdzv_endpoint;      /* --rdzv-endpoint */
+    int rdzv_backend;         /* RDZV_* (--rdzv-backend) */
+    double rdzv_join_timeout; /* --rdzv-conf join_timeout; 0: 300 s */
+    char *status_file;        /* the job's agreed result is written here (mesh) */
+    struct meshjob *mesh;     /* set by elastic-exec in mesh mode (borrowed) */
+    char *text[SPEC_NKEYS];   /* the values as set, for elastic_agent_spec_get */
 };
+
+enum { RDZV_AUTO = 0, RDZV_ELASTIC, RDZV_STATIC };
 
 /* The wire-up in effect: the spec's, or for WIREUP_AUTO pmix (agent mode,
  * a program entrypoint, a build with PMIx) or inherit (wrapper mode) or

@@ -19,7 +19,7 @@ Rank 0 saves {step, model, optimizer} to DIR/ckpt.pt every K steps (written
 to a temporary file, then renamed); every rank loads it at start.  Rank 0
 prints "start world=W step=S restart=R" at each start and, at the end,
 "final steps=N world=W checksum=C" (C: the sum of the parameters, %.6f);
-with --progress it appends "step S world W" after each step.
+with --progress it appends "step S world W t=UNIXTIME" after each step.
 """
 import argparse
 import os
@@ -89,7 +89,7 @@ def main():
             os.replace(tmp, path)
         if rank == 0 and a.progress:
             with open(a.progress, "a") as f:
-                f.write(f"step {step} world {world}\n")
+                f.write(f"step {step} world {world} t={time.time():.6f}\n")
         if a.step_delay:
             time.sleep(a.step_delay)
     dist.barrier()
