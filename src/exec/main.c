@@ -359,10 +359,11 @@ mesh_mode (elastic_agent_spec_t *spec, const struct cli *cli, struct meshjob **m
     const struct jobmap_node *me;
     elastic_error_t err;
     struct meshjob *mj;
-    int rc;
+    int rc, slurm;
 
     *mjp = NULL;
-    if (spec->nnodes > 0 || spec->node_rank >= 0 || spec->rdzv_endpoint) {
+    slurm = !cli->standalone && !cli->print_binding && meshjob_detect (NULL);
+    if (spec->node_rank >= 0 || spec->rdzv_endpoint || (spec->nnodes > 0 && !slurm)) {
         /* torchrun's shape: the flags say it, under any launcher */
         struct meshjob_torchrun_opts t = {
             .nnodes = spec->nnodes,
@@ -394,9 +395,8 @@ mesh_mode (elastic_agent_spec_t *spec, const struct cli *cli, struct meshjob **m
         *mjp = mj;
         return rc ? 2 : 1;
     }
-    if (spec->nnodes > 0 && meshjob_detect (NULL) && !cli->standalone &&
-        !cli->print_binding) {
-        /* torchrun's --nnodes under srun: the map from Slurm */
+    if (spec->nnodes > 0) {
+        /* torchrun's --nnodes under srun (slurm): the map from Slurm */
         if ((rc = rdzv_mode (spec)) < 0)
             return -1;
         if (!(mj = meshjob_create (&o, &err))) {
