@@ -16,13 +16,16 @@
 # survivors' workers training again: detection, rendezvous, restart,
 # import and init_process_group, checkpoint load, one step); a run whose
 # survivors never train again within 180 s is a `failed` row with their
-# exit codes in the log.  elastic-exec also: rdzv_ms, the survivors'
-# node_lost event -> their next rendezvous event (the round alone).
+# exit codes in the log.  Its phases: begin_s, the kill -> rank 0's new
+# process began (detection, rendezvous, the old workers stopped, the new
+# one started); init_s, that -> init_process_group done (import torch, the
+# store, gloo).  elastic-exec also: rdzv_ms, the survivors' node_lost
+# event -> their next rendezvous event (the round alone).
 # Variants: elastic-exec (--max-restarts 0: a lost node costs none);
 # torchrun (Debian's 1.13 through bench/torchrun_patched.py, c10d,
 # --max-restarts 3, --monitor-interval 0.1; rdzv defaults).
 # Quick: 1 run of each variant and victim.  Full: 3 (--trials N).
-# Rows: torchnodes,3,,VARIANT-VICTIM,RUN,recover_s|rdzv_ms,V,s|ms
+# Rows: torchnodes,3,,VARIANT-VICTIM,RUN,recover_s|begin_s|init_s|rdzv_ms,V,s|ms
 # Also OUT/torchnodes.md: medians, ranges and the ratio torchrun /
 # elastic-exec.  Only with bench/run.sh --only B15 (about 5 minutes quick,
 # 15 full: torchrun takes tens of seconds per recovery).
@@ -109,6 +112,21 @@ if t1 is None:
     print(p + "failed,1,flag")
     sys.exit(0)
 print(p + "recover_s,%.3f,s" % (t1 - t0))
+# the phases, from rank 0's lines of the new start: the kill -> its process
+# began (detection, rendezvous, the old workers stopped, the new started),
+# -> init_process_group done (import torch, the store, gloo's connections)
+tb = ti = None
+for line in open(os.path.join(d, "prog")):
+    f = line.split()
+    if len(f) == 4 and f[2] == "2" and f[3].startswith("t=") and float(f[3][2:]) > t0 - 60:
+        t = float(f[3][2:])
+        if f[0] == "begin" and t > t0:
+            tb = t
+        if f[0] == "init" and tb is not None and t >= tb:
+            ti = t
+if tb is not None and ti is not None:
+    print(p + "begin_s,%.3f,s" % (tb - t0))
+    print(p + "init_s,%.3f,s" % (ti - tb))
 if v == "elastic-exec":
     for k in "012":
         if k == vk:
@@ -139,15 +157,16 @@ def vals(var, metric):
 def failed(var):
     return sum(1 for r in rows if r["variant"] == var and r["metric"] == "failed")
 out = ["# B15: a node lost under multi-node PyTorch training (3 nodes on one machine)", "",
-       "| victim | elastic-exec recover (median, range, n) | torchrun c10d recover | ratio | elastic-exec round (node_lost -> rendezvous) |",
-       "|---|---|---|---|---|"]
+       "| victim | elastic-exec recover (median, range, n) | torchrun c10d recover | ratio | elastic-exec round (node_lost -> rendezvous) | elastic-exec begin / init (medians) | torchrun begin / init |",
+       "|---|---|---|---|---|---|---|"]
 for victim in ("node", "endpoint"):
     e, t = vals("elastic-exec-" + victim, "recover_s"), vals("torchrun-" + victim, "recover_s")
     r = vals("elastic-exec-" + victim, "rdzv_ms")
     fmt = lambda x, n: ("%.2f s (%.2f-%.2f, %d)" % (statistics.median(x), min(x), max(x), len(x)) if x else "-") + ("; %d failed" % n if n else "")
     ratio = "%.1fx" % (statistics.median(t) / statistics.median(e)) if e and t else ("torchrun never recovered" if e and failed("torchrun-" + victim) else "-")
     rr = "%.1f ms (%.1f-%.1f)" % (statistics.median(r), min(r), max(r)) if r else "-"
-    out.append("| %s | %s | %s | %s | %s |" % (victim, fmt(e, failed("elastic-exec-" + victim)), fmt(t, failed("torchrun-" + victim)), ratio, rr))
+    ph = lambda var: "%s / %s" % tuple(("%.2f s" % statistics.median(vals(var + "-" + victim, m))) if vals(var + "-" + victim, m) else "-" for m in ("begin_s", "init_s"))
+    out.append("| %s | %s | %s | %s | %s | %s | %s |" % (victim, fmt(e, failed("elastic-exec-" + victim)), fmt(t, failed("torchrun-" + victim)), ratio, rr, ph("elastic-exec"), ph("torchrun")))
 open(sys.argv[2], "w").write("\n".join(out) + "\n")
 print("\n".join(out))
 PYEOF

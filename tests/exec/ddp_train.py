@@ -19,12 +19,17 @@ Rank 0 saves {step, model, optimizer} to DIR/ckpt.pt every K steps (written
 to a temporary file, then renamed); every rank loads it at start.  Rank 0
 prints "start world=W step=S restart=R" at each start and, at the end,
 "final steps=N world=W checksum=C" (C: the sum of the parameters, %.6f);
-with --progress it appends "step S world W t=UNIXTIME" after each step.
+with --progress it appends "begin world W t=UNIXTIME" (the process's start,
+before torch is imported) and "init world W t=UNIXTIME" (init_process_group
+done) at each start, and "step S world W t=UNIXTIME" after each step.
 """
+import time
+
+T_BEGIN = time.time()  # before torch is imported
+
 import argparse
 import os
 import sys
-import time
 
 import torch
 import torch.distributed as dist
@@ -58,6 +63,10 @@ def main():
         return 2
     import datetime
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
+    if rank == 0 and a.progress:
+        with open(a.progress, "a") as f:
+            f.write(f"begin world {world} t={T_BEGIN:.6f}\n")
+            f.write(f"init world {world} t={time.time():.6f}\n")
 
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(),
