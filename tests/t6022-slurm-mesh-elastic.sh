@@ -11,13 +11,29 @@
 #      of a single-node run of 4 workers (outside the cluster);
 #   2. bad: --nnodes 4:5 on a 3-node step: exit 2 on every task, with one
 #      line naming the step's node count, before any worker starts;
-#   3. node lost: every process of n3 SIGKILLed (its slurmd, elastic-exec
+#   3. cut: n3's network cut (its veth on the cluster's bridge down, as
+#      t6020 cuts n2's) once training passed step 10: no connection
+#      closes, so n1's and n2's elastic-exec log node_lost for n3 (member
+#      2) once it is silent for --node-timeout (1 s; the delay from the
+#      cut is printed), re-rendezvous at 2 nodes (world 4) without
+#      spending a restart, resume from the checkpoint and end with the
+#      reference checksum, exit 0; n3, the minority side, is fenced by its
+#      mesh ("cut off from the mesh, fencing itself"), its rendezvous
+#      fails ("this node is cut off from the mesh"), it stops its workers
+#      and exits 1, leaving no process of the job; the link comes back
+#      (and n3 into Slurm) after the case, whatever happened in it.  It
+#      runs before case 4, which leaves the cluster without n3;
+#   4. node lost: every process of n3 SIGKILLed (its slurmd, elastic-exec
 #      and workers) once training passed step 10: n1's and n2's
 #      elastic-exec log node_lost for n3, re-rendezvous at 2 nodes
 #      (world 4) without spending a restart, resume from the checkpoint and
 #      end with the reference checksum; each survivor's own exit status is
 #      0 (a wrapper records it: srun's is the largest of its tasks', and
 #      n3's task is Slurm's to report).
+#
+# A wrapper runs each task's elastic-exec: it records the node's event log,
+# the exit status and a copy of the stderr (what a node cut off from srun
+# says) in per-node files.
 #
 # The workers' gloo binds to the address of the node's host name, which
 # the emulated nodes cannot resolve (gloo would fall back to 127.0.0.1 and
@@ -64,14 +80,19 @@ mesh_cluster_up 3
 # summed in another order at another world size)
 same() { awk -v a="$1" -v b="$ref" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && d < 1e-4) }'; }
 final() { tr -d '\0' < "$tmp/$1.out" | sed -n 's/^final .*checksum=//p'; }
-# WRAP: each task records its node's event log ($tmp/NAME.ev.nK) and its
-# elastic-exec's exit status ($tmp/NAME.rc.nK)
+# WRAP: each task records its node's event log ($tmp/NAME.ev.nK), its
+# elastic-exec's exit status ($tmp/NAME.rc.nK, written whole: a rename) and
+# a copy of its stderr ($tmp/NAME.err.nK: what a node cut off from srun
+# says; srun gets it too)
 # shellcheck disable=SC2016 # expanded by the task's shell
-WRAP=(sh -c 'p=$1 x=$2 rc=0
+WRAP=(sh -c 'p=$1 x=$2 n=$SLURMD_NODENAME
 shift 2
-"$x" --event-log "$p.ev.$SLURMD_NODENAME" "$@" || rc=$?
-echo "$rc" > "$p.rc.$SLURMD_NODENAME"
-exit "$rc"' wrap)
+{ {
+    rc=0
+    "$x" --event-log "$p.ev.$n" "$@" 2>&1 >&3 3>&- || rc=$?
+    echo "$rc" > "$p.rc.$n.tmp" && mv "$p.rc.$n.tmp" "$p.rc.$n"
+} | tee "$p.err.$n" >&2 3>&-; } 3>&1
+exit "$(cat "$p.rc.$n")"' wrap)
 # job NAME ARGS...: the training's srun arguments, NAME's files under $tmp
 job() {
     local name=$1
@@ -125,22 +146,110 @@ is "$(grep -ac -e '--nnodes 4:5: the Slurm step has 3 nodes$' "$tmp/bad.out")" 3
 ! grep -aq '^start world' "$tmp/bad.out" && ! [ -e "$tmp/bad.prog" ]
 ok $? "bad: no worker started"
 
-# 3. node lost: every process of n3 SIGKILLed mid-training
-# (after step 10: a checkpoint exists, ckpt.pt at step 10 or later)
-training() { grep -q '^step [1-4][0-9] world 6\( \|$\)' "$tmp/lost.prog" 2> /dev/null; }
-training_or_end() { training || [ -e "$tmp/lost.rc" ]; }
+# training NAME: NAME's group of 6 trains after step 10 (a checkpoint
+# exists, ckpt.pt at step 10 or later); training_or_end: or its srun ended
+training() { grep -q '^step [1-4][0-9] world 6\( \|$\)' "$tmp/$1.prog" 2> /dev/null; }
+training_or_end() { training "$1" || [ -e "$tmp/$1.rc" ]; }
+# lost_logged NAME: n1's and n2's event logs have node_lost for n3
 lost_logged() {
     local n
     for n in n1 n2; do
-        grep '"event":"node_lost"' "$tmp/lost.ev.$n" 2> /dev/null | grep -q '"node":"n3"' || return 1
+        grep '"event":"node_lost"' "$tmp/$1.ev.$n" 2> /dev/null | grep -q '"node":"n3"' || return 1
     done
 }
+
+# 3. cut: n3's network cut mid-training (its veth on the cluster's bridge
+# down, as t6020 cuts n2's), before the node-lost case (which leaves the
+# cluster without n3's slurmd); the link comes back after the case,
+# whatever happened in it
+prefix=$(sed -n 's/^PREFIX=//p' "$CLUSTER_DIR/cluster.env")
+link_n3() { ip -n "$prefix-ctl" link set veth3 "$1"; }
+# since_ms T0 T: (T - T0) in ms, T and T0 Unix seconds (nothing without T)
+since_ms() { [ -n "$2" ] && awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f", (b - a) * 1000 }'; }
+cut_case() {
+    local n c t_cut d
+    job cut --nnodes 2:3
+    srun_bg cut "${JOB[@]}"
+    wait_until 180 training_or_end cut
+    training cut
+    ok $? "cut: the group of 6 trains past step 10" || {
+        diag "$(show cut 30)"
+        return 1
+    }
+    t_cut=$(date +%s.%N)
+    link_n3 down
+    ok $? "cut: n3's link cut (veth3 down)" || return 1
+    wait_until 60 lost_logged cut
+    ok $? "cut: n1's and n2's elastic-exec logged node_lost for n3" ||
+        diag "$(grep -h node_lost "$tmp"/cut.ev.* 2>&1)" "$(show cut 30)"
+    # no connection closes: n3 is lost once silent for the node timeout,
+    # counted from the last heartbeat it sent before the cut (they go every
+    # 0.2 s, a fifth of it): so 0.8 s at least (less the loop's ticks),
+    # where a closed connection takes ~0.15 s (the node-lost case)
+    for n in n1 n2; do
+        d=$(since_ms "$t_cut" "$(ev_last "$tmp/cut.ev.$n" node_lost ts)")
+        diag "cut: n3's link cut -> $n's node_lost: ${d:-?} ms (--node-timeout 1)"
+        [ -n "$d" ] && [ "$d" -ge 600 ]
+        ok $? "cut: $n lost n3 to its silence, not at once (${d:-?} ms)"
+    done
+    # n1 (member 0) is n3's tree parent: it sees the silence, n2 is told
+    grep -aq 'mesh 0: member 2 lost (silent)' "$tmp/cut.err.n1"
+    ok $? "cut: n1's mesh lost member 2 (n3) as silent" || diag "$(grep -a 'mesh 0' "$tmp/cut.err.n1")"
+    # n3, the minority side: its mesh fences it, it stops its workers
+    wait_for_grep 'mesh 2: cut off from the mesh, fencing itself' "$tmp/cut.err.n3" 60
+    ok $? "cut: n3's mesh fenced itself (cut off from the mesh)" ||
+        diag "$(tail -n 20 "$tmp/cut.err.n3" 2>&1)"
+    wait_for_file "$tmp/cut.rc.n3" 120
+    is "$(rcs cut n3)" "1 " "cut: n3's elastic-exec exits 1" || diag "$(tail -n 20 "$tmp/cut.err.n3" 2>&1)"
+    diag "cut: n3's link cut -> its elastic-exec exited: $(since_ms "$t_cut" "$(stat -c %.3Y "$tmp/cut.rc.n3" 2> /dev/null)") ms" \
+        "(its workers stopped in $(ev_last "$tmp/cut.ev.n3" workers_stopped duration_ms) ms); it said:" \
+        "$(grep -a -e ' lost' -e 'fencing itself' -e 'error:' "$tmp/cut.err.n3" | cut -d' ' -f3-)"
+    grep -aq 'rendezvous closed: this node is cut off from the mesh' "$tmp/cut.err.n3"
+    ok $? "cut: n3's rendezvous says this node is cut off from the mesh" ||
+        diag "$(tail -n 20 "$tmp/cut.err.n3" 2>&1)"
+    is "$(ev_n "$tmp/cut.ev.n3" self_fence)" 1 "cut: n3's event log records its self_fence"
+    is "$(ev_n "$tmp/cut.ev.n3" rendezvous)" 1 "cut: n3 made no group of its own (its first rendezvous only)"
+    wait_until 60 no_job_on n3
+    ok $? "cut: no process of the job is left on n3" ||
+        diag "$(for p in $(task_pids n3 'elastic-exec|ddp_train'); do tr '\0' ' ' < "/proc/$p/cmdline"; echo; done)"
+    # n1 and n2, the majority: 2 nodes from the checkpoint
+    wait_for_file "$tmp/cut.rc.n1" 240 && wait_for_file "$tmp/cut.rc.n2" 240
+    is "$(rcs cut n1 n2)" "0 0 " "cut: n1's and n2's elastic-exec exit 0" || diag "$(show cut 40)"
+    grep -aq '^start world=4 step=[1-9][0-9]* restart=0$' "$tmp/cut.out"
+    ok $? "cut: resumed from a checkpoint at world size 4 (2 nodes), no restart spent" ||
+        diag "$(grep -a '^start' "$tmp/cut.out")"
+    grep -aq "^final steps=$STEPS world=4 " "$tmp/cut.out"
+    ok $? "cut: the 4 workers finished the $STEPS steps" || diag "$(grep -a '^final' "$tmp/cut.out")"
+    c=$(final cut)
+    same "$c"
+    ok $? "cut: the single-node checksum ($c, $ref)"
+    for n in n1 n2; do
+        is "$(ev_n "$tmp/cut.ev.$n" node_lost node=n3 member=2)" 1 "cut: $n logged n3 (member 2) lost once"
+        is "$(ev_last "$tmp/cut.ev.$n" rendezvous group_world_size)" 2 "cut: $n's last round has 2 nodes"
+        is "$(ev_n "$tmp/cut.ev.$n" restart)" 0 "cut: $n spent no restart"
+        node_summary cut $n | grep -q ': completed (exit 0)$'
+        ok $? "cut: $n's elastic-exec says completed (exit 0)" || diag "$(node_summary cut $n)"
+    done
+}
+cut_case
+link_n3 up
+ok $? "cut: n3's link restored (veth3 up)"
+wait_for_file "$tmp/cut.rc" 120
+ok $? "cut: srun --no-kill ends" || diag "$(show cut 20)"
+diag "cut: srun exit $(cat "$tmp/cut.rc" 2> /dev/null); what it said of the tasks:" \
+    "$(grep -a '^srun: ' "$tmp/cut.out")"
+wait_until 30 no_job_on n1 n2
+ok $? "cut: no process of the job is left on n1 and n2"
+node_back n3
+ok $? "cut: n3 is back in Slurm (its link up, resumed)"
+
+# 4. node lost: every process of n3 SIGKILLed mid-training
 lost_case() {
     local n c t0
     job lost --nnodes 2:3
     srun_bg lost "${JOB[@]}"
-    wait_until 180 training_or_end
-    training
+    wait_until 180 training_or_end lost
+    training lost
     ok $? "lost: the group of 6 trains past step 10" || {
         diag "$(show lost 30)"
         return 1
@@ -148,7 +257,7 @@ lost_case() {
     t0=$(now_ms)
     kill_node n3
     ok $? "lost: every process of n3 SIGKILLed (slurmd, elastic-exec, workers)"
-    wait_until 60 lost_logged
+    wait_until 60 lost_logged lost
     ok $? "lost: n1's and n2's elastic-exec logged node_lost for n3" ||
         diag "$(grep -h node_lost "$tmp"/lost.ev.* 2>&1)" "$(show lost 30)"
     diag "lost: n3 killed -> both survivors logged node_lost: $(($(now_ms) - t0)) ms (--node-timeout 1)"

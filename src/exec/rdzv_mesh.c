@@ -61,6 +61,7 @@ struct rdzv_mesh {
     int nlost_new;        /* lost since the loop last logged them */
     uint32_t *lost_new;   /* [nnodes] */
     int closed;           /* a member closed the rendezvous, or we fenced */
+    int fenced_news;      /* we fenced: the loop emits the event */
     int closed_status;
     char closed_why[512];
     /* the pending round's result */
@@ -156,6 +157,7 @@ static void on_self_fence (void *arg, const char *reason)
                   sizeof (r->closed_why),
                   "this node is cut off from the mesh (%s): it stops, the others go on",
                   reason ? reason : "fenced");
+        r->fenced_news = 1;
     }
     pthread_mutex_unlock (&r->lock);
     wake (r);
@@ -223,10 +225,21 @@ static void on_wake (elastic_agent_t *agent, int fd, int revents, void *arg)
     (void)revents;
     while (read (fd, &v, sizeof (v)) == sizeof (v))
         ;
+    char why[sizeof (r->closed_why)] = "";
+
     pthread_mutex_lock (&r->lock);
     while (r->nlost_new > 0 && n < 64)
         lost[n++] = r->lost_new[--r->nlost_new];
+    if (r->fenced_news) {
+        r->fenced_news = 0;
+        snprintf (why, sizeof (why), "%s", r->closed_why);
+    }
     pthread_mutex_unlock (&r->lock);
+    if (why[0]) {
+        log_err ("rendezvous: %s", why);
+        eventlog_emit (
+            agent_eventlog (agent), "self_fence", json_pack ("{s:s}", "reason", why));
+    }
     for (int i = 0; i < n; i++) {
         const char *name = r->map->node[lost[i]].name;
         log_warn ("rendezvous: node %s (member %u) is lost: the others re-rendezvous",
@@ -278,6 +291,17 @@ static int fence_or_closed (elastic_agent_t *agent, void *arg)
     return done || agent_signal_received (agent);
 }
 
+static int closed_or_signal (elastic_agent_t *agent, void *arg)
+{
+    struct rdzv_mesh *r = arg;
+    int closed;
+
+    pthread_mutex_lock (&r->lock);
+    closed = r->closed;
+    pthread_mutex_unlock (&r->lock);
+    return closed || agent_signal_received (agent);
+}
+
 /* Contribute blob to the next round and wait for it.  Returns 0 with the
  * result in r->res_*, or -1 with err. */
 static int run_round (struct rdzv_mesh *r,
@@ -310,6 +334,13 @@ static int run_round (struct rdzv_mesh *r,
     }
     rc = elastic_agent_wait (agent, timeout, fence_or_closed, r);
     pthread_mutex_lock (&r->lock);
+    if (r->fence_done && r->fence_status == MESH_ECANCEL && !r->closed) {
+        /* a mesh that fences itself cancels its fence first and tells us
+         * why right after (mesh_self_fence): wait for the reason */
+        pthread_mutex_unlock (&r->lock);
+        elastic_agent_wait (agent, 2.0, closed_or_signal, r);
+        pthread_mutex_lock (&r->lock);
+    }
     if (r->fence_done && r->fence_status == MESH_OK) {
         r->round_epoch = r->res_epoch;
         pthread_mutex_unlock (&r->lock);
