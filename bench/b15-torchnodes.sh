@@ -32,11 +32,7 @@
 . "$(dirname "$0")/lib.sh"
 bench_parse_args "$@"
 bench_csv torchnodes
-if ! "$PY" -c 'import torch.distributed' 2> /dev/null; then
-    bench_log "skipped: $PY cannot import torch (apt-get install python3-torch)"
-    row torchnodes 0 "" skipped 0 no_torch 1 flag
-    exit 0
-fi
+bench_need_torch torchnodes
 "$ELASTIC_EXEC" --help 2>&1 | grep -q -- '--rdzv-endpoint' || {
     bench_log "skipped: this elastic-exec has no mesh mode"
     row torchnodes 0 "" skipped 0 no_mesh 1 flag

@@ -25,11 +25,7 @@
 . "$(dirname "$0")/lib.sh"
 bench_parse_args "$@"
 bench_csv restart
-if ! "$PY" -c 'import torch.distributed' 2> /dev/null; then
-    bench_log "skipped: $PY cannot import torch (apt-get install python3-torch)"
-    row restart 0 "" skipped 0 no_torch 1 flag
-    exit 0
-fi
+bench_need_torch restart
 worker=$TOP_SRCDIR/tests/exec/torch_worker.py
 if [ "$MODE" = quick ]; then
     nproc=2 runs=${TRIALS:-1} variants="elastic-exec torchrun-default"

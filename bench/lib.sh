@@ -108,6 +108,16 @@ bench_need_ulfm() {
     fi
 }
 
+# bench_need_torch BENCH: exit 0 with a `skipped` row when $PY cannot
+# import torch.distributed
+bench_need_torch() {
+    if ! "$PY" -c 'import torch.distributed' 2> /dev/null; then
+        bench_log "skipped: $PY cannot import torch (apt-get install python3-torch)"
+        row "$1" 0 "" skipped 0 no_torch 1 flag
+        exit 0
+    fi
+}
+
 # bench_csv NAME: start OUT/NAME.csv (appending) and the log directory
 bench_csv() {
     CSV=$OUT/$1.csv

@@ -33,9 +33,6 @@ HEAT_ARGS=(--nx 64 --ny 48)
 ref=$("$HEAT" "${HEAT_ARGS[@]}" --steps 2000 2>&1 | sed -n 's/^checksum //p')
 ref300=$("$HEAT" "${HEAT_ARGS[@]}" --steps 300 2>&1 | sed -n 's/^checksum //p')
 
-# free_port: a TCP port nobody listens on now
-free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
 # start NAME STEPS [HEAT ARGS...]: three nodes in the background; node K's
 # output in $tmp/NAME.K, its status in $tmp/NAME.K.rc, its pid in pid[K]
 pid=()
@@ -56,7 +53,7 @@ start() {
     done
 }
 # the elastic-exec of node K of job NAME (from its event log's agent_pid)
-agent_of() { sed -n 's/.*"agent_pid":\([0-9]*\).*/\1/p' "$tmp/$1.ev.$2" | head -n 1; }
+agent_of() { ev_agent_pid "$tmp/$1.ev.$2"; }
 done_all() {
     local name=$1 k
     for k in "${@:2}"; do wait_for_file "$tmp/$name.$k.rc" 240 || return 1; done

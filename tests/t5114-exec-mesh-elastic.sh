@@ -41,8 +41,6 @@ cleanup() {
 trap cleanup EXIT
 STEPS=40
 
-free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
 # the reference: one node, 4 workers, no failure
 mkdir -p "$tmp/ref.ck"
 ELASTIC_TEST_MARK=$test_mark timeout --kill-after=10 180 "$EXEC" --nproc-per-node 4 \
@@ -75,7 +73,7 @@ start() {
         ) &
     done
 }
-agent_of() { sed -n 's/.*"agent_pid":\([0-9]*\).*/\1/p' "$tmp/$1.ev.$2" | head -n 1; }
+agent_of() { ev_agent_pid "$tmp/$1.ev.$2"; }
 done_all() {
     local name=$1 k
     for k in "${@:2}"; do wait_for_file "$tmp/$name.$k.rc" 240 || return 1; done

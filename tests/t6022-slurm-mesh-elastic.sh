@@ -158,6 +158,31 @@ lost_logged() {
     done
 }
 
+# survivors NAME WHO FIELD=VALUE...: n1 and n2, the majority, went on at 2
+# nodes from the checkpoint, each having logged node_lost (with FIELDs,
+# WHO in the line) once, and ended with the single-node checksum
+survivors() {
+    local name=$1 who=$2 n c
+    shift 2
+    wait_for_file "$tmp/$name.rc.n1" 240 && wait_for_file "$tmp/$name.rc.n2" 240
+    is "$(rcs "$name" n1 n2)" "0 0 " "$name: n1's and n2's elastic-exec exit 0" || diag "$(show "$name" 40)"
+    grep -aq '^start world=4 step=[1-9][0-9]* restart=0$' "$tmp/$name.out"
+    ok $? "$name: resumed from a checkpoint at world size 4 (2 nodes), no restart spent" ||
+        diag "$(grep -a '^start' "$tmp/$name.out")"
+    grep -aq "^final steps=$STEPS world=4 " "$tmp/$name.out"
+    ok $? "$name: the 4 workers finished the $STEPS steps" || diag "$(grep -a '^final' "$tmp/$name.out")"
+    c=$(final "$name")
+    same "$c"
+    ok $? "$name: the single-node checksum ($c, $ref)"
+    for n in n1 n2; do
+        is "$(ev_n "$tmp/$name.ev.$n" node_lost "$@")" 1 "$name: $n logged $who lost once"
+        is "$(ev_last "$tmp/$name.ev.$n" rendezvous group_world_size)" 2 "$name: $n's last round has 2 nodes"
+        is "$(ev_n "$tmp/$name.ev.$n" restart)" 0 "$name: $n spent no restart"
+        node_summary "$name" $n | grep -q ': completed (exit 0)$'
+        ok $? "$name: $n's elastic-exec says completed (exit 0)" || diag "$(node_summary "$name" $n)"
+    done
+}
+
 # 3. cut: n3's network cut mid-training (its veth on the cluster's bridge
 # down, as t6020 cuts n2's), before the node-lost case (which leaves the
 # cluster without n3's slurmd); the link comes back after the case,
@@ -213,23 +238,7 @@ cut_case() {
     ok $? "cut: no process of the job is left on n3" ||
         diag "$(for p in $(task_pids n3 'elastic-exec|ddp_train'); do tr '\0' ' ' < "/proc/$p/cmdline"; echo; done)"
     # n1 and n2, the majority: 2 nodes from the checkpoint
-    wait_for_file "$tmp/cut.rc.n1" 240 && wait_for_file "$tmp/cut.rc.n2" 240
-    is "$(rcs cut n1 n2)" "0 0 " "cut: n1's and n2's elastic-exec exit 0" || diag "$(show cut 40)"
-    grep -aq '^start world=4 step=[1-9][0-9]* restart=0$' "$tmp/cut.out"
-    ok $? "cut: resumed from a checkpoint at world size 4 (2 nodes), no restart spent" ||
-        diag "$(grep -a '^start' "$tmp/cut.out")"
-    grep -aq "^final steps=$STEPS world=4 " "$tmp/cut.out"
-    ok $? "cut: the 4 workers finished the $STEPS steps" || diag "$(grep -a '^final' "$tmp/cut.out")"
-    c=$(final cut)
-    same "$c"
-    ok $? "cut: the single-node checksum ($c, $ref)"
-    for n in n1 n2; do
-        is "$(ev_n "$tmp/cut.ev.$n" node_lost node=n3 member=2)" 1 "cut: $n logged n3 (member 2) lost once"
-        is "$(ev_last "$tmp/cut.ev.$n" rendezvous group_world_size)" 2 "cut: $n's last round has 2 nodes"
-        is "$(ev_n "$tmp/cut.ev.$n" restart)" 0 "cut: $n spent no restart"
-        node_summary cut $n | grep -q ': completed (exit 0)$'
-        ok $? "cut: $n's elastic-exec says completed (exit 0)" || diag "$(node_summary cut $n)"
-    done
+    survivors cut "n3 (member 2)" node=n3 member=2
 }
 cut_case
 link_n3 up
@@ -261,23 +270,7 @@ lost_case() {
     ok $? "lost: n1's and n2's elastic-exec logged node_lost for n3" ||
         diag "$(grep -h node_lost "$tmp"/lost.ev.* 2>&1)" "$(show lost 30)"
     diag "lost: n3 killed -> both survivors logged node_lost: $(($(now_ms) - t0)) ms (--node-timeout 1)"
-    wait_for_file "$tmp/lost.rc.n1" 240 && wait_for_file "$tmp/lost.rc.n2" 240
-    is "$(rcs lost n1 n2)" "0 0 " "lost: n1's and n2's elastic-exec exit 0" || diag "$(show lost 40)"
-    grep -aq '^start world=4 step=[1-9][0-9]* restart=0$' "$tmp/lost.out"
-    ok $? "lost: resumed from a checkpoint at world size 4 (2 nodes), no restart spent" ||
-        diag "$(grep -a '^start' "$tmp/lost.out")"
-    grep -aq "^final steps=$STEPS world=4 " "$tmp/lost.out"
-    ok $? "lost: the 4 workers finished the $STEPS steps" || diag "$(grep -a '^final' "$tmp/lost.out")"
-    c=$(final lost)
-    same "$c"
-    ok $? "lost: the single-node checksum ($c, $ref)"
-    for n in n1 n2; do
-        is "$(ev_n "$tmp/lost.ev.$n" node_lost node=n3)" 1 "lost: $n logged n3 lost once"
-        is "$(ev_last "$tmp/lost.ev.$n" rendezvous group_world_size)" 2 "lost: $n's last round has 2 nodes"
-        is "$(ev_n "$tmp/lost.ev.$n" restart)" 0 "lost: $n spent no restart"
-        node_summary lost $n | grep -q ': completed (exit 0)$'
-        ok $? "lost: $n's elastic-exec says completed (exit 0)" || diag "$(node_summary lost $n)"
-    done
+    survivors lost n3 node=n3
     [ ! -e "$tmp/lost.rc.n3" ]
     ok $? "lost: n3's task recorded nothing (killed with its node)"
     wait_for_file "$tmp/lost.rc" 120

@@ -402,6 +402,25 @@ static int end_succeeded (elastic_agent_t *agent, struct outcome *out)
     return ended (out, 0, ELASTIC_AGENT_SUCCEEDED);
 }
 
+/* 1 when the rendezvous has news for a running group: nodes waiting,
+ * lost, or restarting elsewhere (rdzv.num_nodes_waiting). */
+static int rdzv_changed (elastic_agent_t *agent)
+{
+    return agent->rdzv->num_nodes_waiting &&
+           agent->rdzv->num_nodes_waiting (agent, agent->rdzv_ctx) > 0;
+}
+
+/* Stop the group and meet the others in the next round, spending no
+ * restart.  Returns ELASTIC_OK or an error with err. */
+static int membership_restart (elastic_agent_t *agent, elastic_error_t *err)
+{
+    const struct elastic_agent_spec *spec = agent->spec;
+
+    agent_stop (agent, spec->stop_signal, spec->shutdown_timeout);
+    group_set_state (agent, ELASTIC_AGENT_STOPPED);
+    return initialize_workers (agent, err);
+}
+
 /* The restart policy: a failed (or unhealthy) group restarts while
  * restarts remain, else the rest is stopped and the run ends FAILED with
  * the root cause's status.  Returns 1 if the run ended. */
@@ -411,16 +430,13 @@ on_failure (elastic_agent_t *agent, int state, struct outcome *out, elastic_erro
     const struct elastic_agent_spec *spec = agent->spec;
 
     group_set_state (agent, state);
-    if (agent->rdzv->num_nodes_waiting &&
-        agent->rdzv->num_nodes_waiting (agent, agent->rdzv_ctx) > 0) {
+    if (rdzv_changed (agent)) {
         /* the group changed under the workers (a node lost, another node's
-         * group restarted): a membership change, as on_membership, not a
-         * failure of this node's workers to spend a restart on */
+         * group restarted): a membership change, not a failure of this
+         * node's workers to spend a restart on */
         log_warn ("worker group failed while the rendezvous changed: restarting "
                   "without spending a restart");
-        agent_stop (agent, spec->stop_signal, spec->shutdown_timeout);
-        group_set_state (agent, ELASTIC_AGENT_STOPPED);
-        if (initialize_workers (agent, err) == ELASTIC_OK)
+        if (membership_restart (agent, err) == ELASTIC_OK)
             return 0;
         log_err ("%s", err ? err->text : "rendezvous failed");
         agent_stop (agent, SIGKILL, 0);
@@ -452,16 +468,11 @@ on_failure (elastic_agent_t *agent, int state, struct outcome *out, elastic_erro
  * without spending a restart.  Returns ELASTIC_OK or an error with err. */
 static int on_membership (elastic_agent_t *agent, elastic_error_t *err)
 {
-    const struct elastic_agent_spec *spec = agent->spec;
-
-    if (!agent->rdzv->num_nodes_waiting ||
-        agent->rdzv->num_nodes_waiting (agent, agent->rdzv_ctx) <= 0)
+    if (!rdzv_changed (agent))
         return ELASTIC_OK;
     log_info ("the rendezvous changed (a node waiting, lost or restarting): restarting "
               "the worker group");
-    agent_stop (agent, spec->stop_signal, spec->shutdown_timeout);
-    group_set_state (agent, ELASTIC_AGENT_STOPPED);
-    return initialize_workers (agent, err);
+    return membership_restart (agent, err);
 }
 
 /* One turn of the loop, as long as the health server allows. */

@@ -451,10 +451,9 @@ static int set_rdzv_mesh (elastic_agent_t *agent,
 {
     struct rdzv_mesh_opts o = {
         .mj = mj,
-        .min_nodes = spec->min_nodes > 0 && spec->rdzv_backend != RDZV_STATIC
-                         ? spec->min_nodes
-                         : mj->map->nnodes,
-        .join_timeout = spec->rdzv_join_timeout > 0 ? spec->rdzv_join_timeout : 300,
+        /* 0: every node (static), and the module's default join timeout */
+        .min_nodes = spec->rdzv_backend == RDZV_STATIC ? 0 : spec->min_nodes,
+        .join_timeout = spec->rdzv_join_timeout,
     };
     void *ctx;
     char desc[1024];
@@ -467,7 +466,7 @@ static int set_rdzv_mesh (elastic_agent_t *agent,
     }
     jobmap_describe (mj->map, desc, sizeof (desc));
     log_info ("elastic rendezvous over the mesh (at least %d of %d nodes): %s",
-              o.min_nodes,
+              o.min_nodes > 0 ? o.min_nodes : mj->map->nnodes,
               mj->map->nnodes,
               desc);
     return 0;
@@ -557,17 +556,16 @@ int main (int argc, char **argv)
             goto out;
         }
         spec->nproc = me->nranks;
-        if (mesh == 2)
-            goto mesh_done; /* restarts and the rest as on one node */
-        spec->wireup = WIREUP_PMIX;
-        spec->mesh = mj;
-        if (spec->max_restarts > 0)
-            log_warn ("--max-restarts %d: a job across nodes restarts nothing yet (a "
-                      "rank lost after MPI_Init is recovered in place; before, the job "
-                      "fails)",
-                      spec->max_restarts);
-        spec->max_restarts = 0;
-    mesh_done:
+        if (mesh == 1) { /* the elastic rendezvous (2) restarts as on one node */
+            spec->wireup = WIREUP_PMIX;
+            spec->mesh = mj;
+            if (spec->max_restarts > 0)
+                log_warn ("--max-restarts %d: a job across nodes restarts nothing yet "
+                          "(a rank lost after MPI_Init is recovered in place; before, "
+                          "the job fails)",
+                          spec->max_restarts);
+            spec->max_restarts = 0;
+        }
         if (!cli.run_id_given)
             elastic_agent_spec_set (spec, "run-id", mj->map->key, NULL);
     } else

@@ -314,6 +314,11 @@ static int run_round (struct rdzv_mesh *r,
     int rc;
 
     pthread_mutex_lock (&r->lock);
+    if (r->closed) {
+        rc = errprintf (err, "rendezvous closed: %s", r->closed_why);
+        pthread_mutex_unlock (&r->lock);
+        return rc;
+    }
     r->fence_done = 0;
     r->fence_pending = 1;
     if (r->requested < r->round + 1) {
@@ -373,87 +378,71 @@ static int next_rendezvous (elastic_agent_t *agent,
                             elastic_error_t *err)
 {
     struct rdzv_mesh *r = ctx;
-    const struct elastic_agent_spec *spec = agent_spec (agent);
     char blob[BLOB_MAX];
-    uint32_t self = (uint32_t)r->map->node_id, me = UINT32_MAX;
-    int nproc = r->map->node[r->map->node_id].nranks, base = 0, world = 0, first;
+    uint32_t self = (uint32_t)r->map->node_id;
+    int nproc = r->map->node[r->map->node_id].nranks, port = free_port ();
+    int me = -1, first = -1, members = 0, base = 0, world = 0;
     double t0 = mono_now ();
+    const char *a, *colon;
 
-    (void)spec;
     if (watch (r, agent, err) < 0)
         return ELASTIC_ERR_IO;
-    pthread_mutex_lock (&r->lock);
-    if (r->closed) {
-        errprintf (err, "rendezvous closed: %s", r->closed_why);
-        pthread_mutex_unlock (&r->lock);
-        return ELASTIC_ERR_STATE;
-    }
-    pthread_mutex_unlock (&r->lock);
-    snprintf (blob, sizeof (blob), "rdzv 1 nproc=%d port=%d", nproc, free_port ());
-    if (strstr (blob, "port=0"))
+    if (port == 0)
         return errprintf (err, "rendezvous: no free port for MASTER_PORT here"),
                ELASTIC_ERR_IO;
+    snprintf (blob, sizeof (blob), "rdzv 1 nproc=%d port=%d", nproc, port);
     if (run_round (r, agent, blob, r->join_timeout, err) < 0)
         return ELASTIC_ERR_STATE;
-    /* the group: the members with workers, in member order */
-    for (uint32_t i = 0, k = 0; i < r->res_count; i++) {
+    /* the group: the members with workers ("done" ones left out), in
+     * member order */
+    for (uint32_t i = 0; i < r->res_count; i++) {
         if (r->res_nproc[i] < 0)
             continue;
-        if (r->res_member[i] == self)
-            me = k, base = world;
-        world += r->res_nproc[i];
-        k++;
-    }
-    first = -1;
-    for (uint32_t i = 0; i < r->res_count && first < 0; i++)
-        if (r->res_nproc[i] >= 0)
+        if (first < 0)
             first = (int)i;
-    {
-        int members = 0;
-        for (uint32_t i = 0; i < r->res_count; i++)
-            members += r->res_nproc[i] >= 0;
-        if (me == UINT32_MAX)
-            return errprintf (
-                       err, "rendezvous round %d: this node is not in it", r->round),
-                   ELASTIC_ERR_STATE;
-        if (members < r->min_nodes)
-            return errprintf (err,
-                              "rendezvous round %d: %d node%s left, fewer than the %d "
-                              "--nnodes asks for at least",
-                              r->round,
-                              members,
-                              members == 1 ? "" : "s",
-                              r->min_nodes),
-                   ELASTIC_ERR_STATE;
-        info->group_rank = (int)me;
-        info->group_world_size = members;
-        info->rank_base = base;
-        info->world_size = world;
-        info->local_rank_base = 0;
-        info->node_local_size = nproc;
-        {
-            const char *a = r->mj->addrs[r->res_member[first]];
-            const char *colon = strrchr (a, ':');
-            snprintf (info->master_addr,
-                      sizeof (info->master_addr),
-                      "%.*s",
-                      (int)(colon ? colon - a : (long)strlen (a)),
-                      a);
-        }
-        info->master_port = r->res_port[first];
-        log_info ("rendezvous round %d: %d node%s, %d workers; this node is group rank "
-                  "%u (ranks %d..%d); master %s:%d (%.0f ms)",
-                  r->round,
-                  members,
-                  members == 1 ? "" : "s",
-                  world,
-                  me,
-                  base,
-                  base + nproc - 1,
-                  info->master_addr,
-                  info->master_port,
-                  (mono_now () - t0) * 1e3);
+        if (r->res_member[i] == self)
+            me = members, base = world;
+        world += r->res_nproc[i];
+        members++;
     }
+    if (me < 0)
+        return errprintf (err, "rendezvous round %d: this node is not in it", r->round),
+               ELASTIC_ERR_STATE;
+    if (members < r->min_nodes)
+        return errprintf (err,
+                          "rendezvous round %d: %d node%s left, fewer than the %d "
+                          "--nnodes asks for at least",
+                          r->round,
+                          members,
+                          members == 1 ? "" : "s",
+                          r->min_nodes),
+               ELASTIC_ERR_STATE;
+    info->group_rank = me;
+    info->group_world_size = members;
+    info->rank_base = base;
+    info->world_size = world;
+    info->local_rank_base = 0;
+    info->node_local_size = nproc;
+    a = r->mj->addrs[r->res_member[first]];
+    colon = strrchr (a, ':');
+    snprintf (info->master_addr,
+              sizeof (info->master_addr),
+              "%.*s",
+              (int)(colon ? colon - a : (long)strlen (a)),
+              a);
+    info->master_port = r->res_port[first];
+    log_info ("rendezvous round %d: %d node%s, %d workers; this node is group rank %d "
+              "(ranks %d..%d); master %s:%d (%.0f ms)",
+              r->round,
+              members,
+              members == 1 ? "" : "s",
+              world,
+              me,
+              base,
+              base + nproc - 1,
+              info->master_addr,
+              info->master_port,
+              (mono_now () - t0) * 1e3);
     return ELASTIC_OK;
 }
 

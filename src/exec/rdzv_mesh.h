@@ -48,8 +48,10 @@ struct meshjob;
 
 struct rdzv_mesh_opts {
     struct meshjob *mj;  /* borrowed: outlives the module */
-    int min_nodes;       /* a round needs at least this many members */
-    double join_timeout; /* a round waits this long for the others (s) */
+    int min_nodes;       /* a round needs at least this many members (0:
+                            every member of the map) */
+    double join_timeout; /* a round waits this long for the others (s;
+                            0: 300) */
 };
 
 /* The module's operations (elastic_agent_set_rendezvous). */

@@ -8,6 +8,8 @@
 #   mark_pids                     pids of every process carrying this test's mark
 #   wait_no_marked TIMEOUT        wait until none is left
 #   alive PID                     the process exists and is not a zombie
+#   free_port                     a TCP port nobody listens on now
+#   ev_agent_pid FILE             the agent's pid from its event log
 #
 # elastic-exec started by exec_start, and so its workers and their children,
 # carry ELASTIC_TEST_MARK=<unique>: leftovers are found through /proc.
@@ -97,3 +99,7 @@ kill_marked() {
     for p in $(mark_pids); do kill -KILL "$p" 2> /dev/null; done
     return 0
 }
+
+free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+ev_agent_pid() { sed -n 's/.*"agent_pid":\([0-9]*\).*/\1/p' "$1" | head -n 1; }
