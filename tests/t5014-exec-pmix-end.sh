@@ -108,4 +108,25 @@ ok $? "resume at 6 ranks: it resumed" || diag "$(ep_out)"
 is "$(ep_checksum)" "$long_ref" "resume at 6 ranks: the failure-free checksum"
 ep_check_clean "resume"
 
+# 4. a preemption after the end: rank 5 stops itself inside MPI_Finalize
+#    (the work is done, rank 0 printed the checksum; its peers wait for it
+#    in MPI_Finalize), then SIGTERM.  Nothing is left to save: the job
+#    completed, exit 0 (the campaign saw such a late SIGTERM under
+#    elastic-mpirun end "0 of 1 workers suspended", 75 from every wrapper)
+ELASTIC_TEST_KILL=5:0:finalize:STOP ep_start late-term 8 -- "${heat[@]}"
+stopped() { p=$(ep_rank_pid 5) && [ -n "$p" ] && [ "$(awk '{print $3}' "/proc/$p/stat" 2> /dev/null)" = T ]; }
+wait_for_grep '^checksum ' "$ep_dir/out" 180 && wait_until 60 stopped && kill -TERM "$ep_pid"
+ok $? "late-term: SIGTERM once rank 5 is stopped inside MPI_Finalize"
+ep_wait 120
+is "$EP_RC" 0 "late-term: exit 0 (the work was done)" || diag "$(ep_err)"
+is "$(ep_checksum)" "$ref" "late-term: the failure-free checksum"
+is "$(ep_ev worker_exit state=SUCCEEDED)/$(ep_ev worker_exit rank=5 after_end=True)" 8/1 \
+    "late-term: all 8 ranks counted as finished, rank 5 ended after its end"
+is "$(ep_get shutdown state)/$(ep_get suspended finished)" SUCCEEDED/True \
+    "late-term: the group SUCCEEDED, nothing suspended"
+grep -q "warn: every worker had finished its work before the preemption notice: nothing to suspend" \
+    "$ep_dir/err"
+ok $? "late-term: the agent says why it exits 0" || diag "$(ep_err)"
+ep_check_clean "late-term"
+
 done_testing

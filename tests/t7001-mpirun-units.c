@@ -536,6 +536,21 @@ static void test_events_suspended (void)
     is_int (
         events_suspended (&ev, 1, why, sizeof (why)), 0, "exit 0 is not a suspension");
     events_clear (&ev);
+
+    /* a rank its wrapper counted as finished: ended by the relayed
+     * SIGUSR1 inside MPI_Finalize, after elastic_progress_end */
+    events_init (&ev);
+    events_parse (&ev,
+                  "{\"event\":\"worker_exit\",\"rank\":0,\"exitcode\":-10,"
+                  "\"signal\":\"SIGUSR1\",\"state\":\"SUCCEEDED\",\"after_end\":true}\n"
+                  "{\"event\":\"worker_exit\",\"rank\":1,\"exitcode\":-10,"
+                  "\"signal\":\"SIGUSR1\",\"state\":\"STOPPED\"}\n");
+    ok (ev.nexit[EVENTS_EXIT_ZERO] == 1 && ev.nexit[EVENTS_EXIT_OTHER] == 1,
+        "a signal after the end (SUCCEEDED) counts as exit 0, before it as another exit "
+        "(%d, %d)",
+        ev.nexit[EVENTS_EXIT_ZERO],
+        ev.nexit[EVENTS_EXIT_OTHER]);
+    events_clear (&ev);
 }
 
 /* what the ranks' libelastic says of MPI_Init, and who holds it up */

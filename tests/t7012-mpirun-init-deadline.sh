@@ -18,7 +18,9 @@
 # and exit 0, and leave nothing behind: no process, none of the job's
 # /dev/shm segments, nothing in TMPDIR (prterun's session directory, the
 # wrappers' directories).  A rank that sleeps before MPI_Init while nobody
-# died is waited for however long it takes.
+# died is waited for however long it takes.  A preemption before any rank
+# finished MPI_Init, or after every rank finished its work, loses nothing:
+# exit 75 (rerun) and exit 0 (completed), not "failed".
 . "${srcdir:-.}/lib/tap.sh"
 
 [ "${HAVE_ULFM:-no}" = yes ] || skip_all "no ULFM: without it Open MPI aborts such a job itself"
@@ -149,4 +151,69 @@ ok $((!$?)) "slow start: no MPI_Init deadline ran" || grep -a MPI_Init "$tmp/slo
 is "$(grep -c '"event":"rank_initialized"' "$tmp/run.slow/attempt-1/events.jsonl")" $np \
     "slow start: every rank said it finished MPI_Init"
 is "$(job_procs)" "" "slow start: no process of the job is left"
+
+# preempted inside MPI_Init: rank 2 sleeps before it, the others are in it
+# when elastic-mpirun gets SIGTERM.  No rank computed anything, so nothing
+# is lost: the job ends suspended (exit 75, as a preemption between
+# attempts), not failed, and the same command run again completes.  (The
+# campaign's early SIGTERMs ended "failed, the ranks did not suspend":
+# ranks without libelastic's handler yet die of the relayed SIGUSR1.)
+name=preempt
+ELASTIC_SNAPSHOT_DIR=$tmp/snap.$name TMPDIR=$tmp/tmp "$empirun" --init-timeout 60 \
+    --run-dir "$tmp/run.$name" --exec "$exec_bin" --mca btl self,sm,tcp \
+    -n $np "$tmp/hold" sleep 2 "${app[@]}" > "$tmp/$name.out" 2>&1 &
+job=$!
+for r in 0 1 3; do
+    wait_until 120 loaded "$name" "$r" || diag "$name: rank $r never said it loaded"
+    p=
+    wait_until 60 eval 'p=$(rank_pid "$name" "$r")' || diag "$name: no process for rank $r"
+    wait_until 60 in_mpi_init "$p" || diag "$name: rank $r (pid $p) never entered MPI_Init"
+done
+is "$(grep -c '"event":"rank_initialized"' "$tmp/run.$name/attempt-1/events.jsonl")" 0 \
+    "$name: no rank had finished MPI_Init at the SIGTERM"
+kill -TERM "$job"
+wait_for_exit "$job" 120
+ok $? "$name: the job ended after the SIGTERM" || pkill -KILL -P "$job"
+wait "$job"
+rc=$?
+job=
+is "$rc" 75 "$name: exit 75 (suspended)" || tail -n 30 "$tmp/$name.out" | sed 's/^/# /'
+grep -a -q "summary: suspended (exit 75) after 1 attempt" "$tmp/$name.out"
+ok $? "$name: the summary says suspended"
+grep -a -q "final state: suspended - preempted (Terminated) before any rank finished MPI_Init: nothing to save" "$tmp/$name.out"
+ok $? "$name: ... before any rank finished MPI_Init, nothing to save" ||
+    grep -a "final state" "$tmp/$name.out" | sed 's/^/# /'
+is "$(job_procs)" "" "$name: no process of the job is left"
+ELASTIC_SNAPSHOT_DIR=$tmp/snap.$name TMPDIR=$tmp/tmp timeout 300 "$empirun" --init-timeout 60 \
+    --run-dir "$tmp/run.$name" --exec "$exec_bin" --mca btl self,sm,tcp \
+    -n $np "${app[@]}" > "$tmp/$name.rerun.out" 2>&1
+is "$?" 0 "$name: the rerun of the same command exits 0" ||
+    tail -n 30 "$tmp/$name.rerun.out" | sed 's/^/# /'
+is "$(checksum_of "$tmp/$name.rerun.out")" "$ref" "$name: ... with the failure-free checksum"
+
+# preempted after the end: rank 1 stops itself inside MPI_Finalize (the
+# work is done, the checksum printed), then SIGTERM.  Every wrapper counts
+# its rank as finished: the job completed, exit 0 (the campaign saw such a
+# late SIGTERM end "failed", every wrapper exiting 75 with 0 of 1 suspended)
+name=late-term
+ELASTIC_TEST_KILL=1:0:finalize:STOP ELASTIC_SNAPSHOT_DIR=$tmp/snap.$name TMPDIR=$tmp/tmp \
+    "$empirun" --run-dir "$tmp/run.$name" --exec "$exec_bin" --mca btl self,sm,tcp \
+    -n $np "${app[@]}" > "$tmp/$name.out" 2>&1 &
+job=$!
+stopped() { p=$(rank_pid "$name" 1) && [ "$(awk '{print $3}' "/proc/$p/stat" 2> /dev/null)" = T ]; }
+wait_for_grep '^checksum ' "$tmp/$name.out" 180 && wait_until 60 stopped && kill -TERM "$job"
+ok $? "$name: SIGTERM once rank 1 is stopped inside MPI_Finalize"
+wait_for_exit "$job" 120
+ok $? "$name: the job ended after the SIGTERM" || pkill -KILL -P "$job"
+wait "$job"
+rc=$?
+job=
+is "$rc" 0 "$name: exit 0 (the work was done)" || tail -n 30 "$tmp/$name.out" | sed 's/^/# /'
+is "$(checksum_of "$tmp/$name.out")" "$ref" "$name: the failure-free checksum"
+grep -a -q "summary: completed (exit 0) after 1 attempt" "$tmp/$name.out"
+ok $? "$name: the summary says completed"
+grep -a -q "warn: every worker had finished its work before the preemption notice: nothing to suspend" \
+    "$tmp/$name.out"
+ok $? "$name: the wrappers say why" || tail -n 30 "$tmp/$name.out" | sed 's/^/# /'
+is "$(job_procs)" "" "$name: no process of the job is left"
 done_testing

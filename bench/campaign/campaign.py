@@ -1226,6 +1226,15 @@ class Campaign:
                 lines.append("- run %d (%s, %s): %s; schedule: %s; %s" % (
                     r["run"], r["launcher"], r["kind"], "; ".join(r["problems"]),
                     "; ".join(r["schedule"]) or "none", r["dir"]))
+                # the launcher's last words: a test's temporary directory does
+                # not outlive it, and CI keeps only this output
+                for tag in ("run", "rerun"):
+                    try:
+                        with open(os.path.join(r["dir"], tag + ".err"), "rb") as f:
+                            tail = f.read().decode("utf-8", "replace").splitlines()[-12:]
+                    except OSError:
+                        continue
+                    lines += ["    %s.err: %s" % (tag, l) for l in tail]
         text = "\n".join(lines) + "\n"
         open(os.path.join(self.root, "report.md"), "w").write(text)
         print(text, end="")

@@ -274,6 +274,19 @@ static int suspend_workers (elastic_agent_t *agent, int signum)
     for (int i = 0; i < total; i++)
         if (agent->w[i].suspended)
             suspended++;
+    if (suspended == 0 && group_derive_state (agent) == ELASTIC_AGENT_SUCCEEDED) {
+        /* the notice came after every worker had finished its work
+         * (elastic_progress_end) and before it exited: nothing to save,
+         * and the work is done */
+        log_warn ("every worker had finished its work before the preemption notice: "
+                  "nothing to suspend");
+        eventlog_emit (
+            agent->ev,
+            "suspended",
+            json_pack ("{s:i s:i s:b}", "suspended", 0, "workers", total, "finished", 1));
+        group_set_state (agent, ELASTIC_AGENT_SUCCEEDED);
+        return 0;
+    }
     eventlog_emit (agent->ev,
                    "suspended",
                    json_pack ("{s:i s:i}", "suspended", suspended, "workers", total));
@@ -350,6 +363,8 @@ static int end_signalled (elastic_agent_t *agent, struct outcome *out)
     eventlog_emit (agent->ev, "signal", json_pack ("{s:s}", "signal", signal_name (sig)));
     if (sigismember (&spec->preempt, sig) == 1) {
         status = suspend_workers (agent, sig);
+        if (status == 0)
+            return ended (out, 0, ELASTIC_AGENT_SUCCEEDED);
     } else {
         log_warn ("%s received: stopping the workers", signal_name (sig));
         agent_stop (agent, sig, spec->shutdown_timeout);

@@ -158,6 +158,7 @@ void testhook_check (struct testhook *h, int rank, int64_t step, enum hook_where
 }
 
 static int64_t finalize_step;
+static int finalize_sig = SIGKILL; /* SIGSTOP: RANK:STEP:finalize:STOP */
 
 /* MPI_COMM_SELF's attributes are deleted first thing in MPI_Finalize. */
 static int finalize_cb (MPI_Comm comm, int key, void *val, void *extra)
@@ -166,17 +167,19 @@ static int finalize_cb (MPI_Comm comm, int key, void *val, void *extra)
     (void)key;
     (void)val;
     (void)extra;
-    kill_myself ("MPI_Finalize", finalize_step, SIGKILL);
+    kill_myself ("MPI_Finalize", finalize_step, finalize_sig);
     return MPI_SUCCESS;
 }
 
 void testhook_arm_finalize (struct testhook *h, int rank, int64_t step)
 {
+    const struct hook *k = armed (h, rank, step, HOOK_FINALIZE);
     int key;
 
-    if (!armed (h, rank, step, HOOK_FINALIZE))
+    if (!k)
         return;
     finalize_step = step;
+    finalize_sig = k->sig;
     if (MPI_Comm_create_keyval (MPI_COMM_NULL_COPY_FN, finalize_cb, &key, NULL) ==
         MPI_SUCCESS)
         MPI_Comm_set_attr (MPI_COMM_SELF, key, NULL);

@@ -103,6 +103,18 @@ void policy_after_attempt (const struct attempt_facts *f, struct decision *d)
     if ((f->exit_code == 0 || (f->lingered && f->ranks_completed)) && !f->lost_host &&
         !f->library_fatal && !(f->lingered && f->suspended) && !f->init_stopped)
         decide (d, NEXT_DONE, OUT_COMPLETED, "completed", 0, "%s", "");
+    else if (f->preempt_signal && f->before_init && !f->init_stopped)
+        /* no rank had computed anything: nothing was lost, and the job
+         * ends as a preemption between attempts does (the wrappers' 75s
+         * then mean no snapshot) */
+        decide (d,
+                NEXT_SUSPEND_EXIT,
+                OUT_SUSPENDED,
+                "suspended",
+                ELASTIC_EXIT_SUSPENDED,
+                "preempted (%s) before any rank finished MPI_Init: nothing to save; "
+                "rerun the same command to resume from the newest L3 snapshot, if any",
+                strsignal (f->preempt_signal));
     else if (f->suspended && !f->init_stopped)
         decide (d,
                 NEXT_SUSPEND_EXIT,
@@ -574,6 +586,9 @@ static void analyse (struct job *j,
     memset (f, 0, sizeof (*f));
     f->suspended = ranks_suspended (res, &ev, r->np);
     f->library_fatal = ev.nfatal > 0;
+    /* libelastic reports a rank's load and its MPI_Init (--init-timeout):
+     * loaded ranks and none initialized mean no rank had begun to compute */
+    f->before_init = ev.ninit_loaded > 0 && ev.ninit_done == 0 && ev.nsuspend == 0;
     f->ranks_completed = r->np > 0 && ev.nexit[EVENTS_EXIT_ZERO] >= r->np &&
                          ev.nexit[EVENTS_EXIT_OTHER] == 0 &&
                          ev.nexit[EVENTS_EXIT_SUSPENDED] == 0 && ev.nsuspend == 0;

@@ -25,6 +25,7 @@ struct attempt_facts {
     int exit_code;        /* mpirun's */
     int lost_host;        /* mpirun's report: a host was lost or not launched on */
     int suspended;        /* the ranks suspended, by mpirun's code or their account */
+    int before_init;      /* ranks loaded libelastic, none finished MPI_Init */
     int interrupt_signal; /* SIGINT/SIGHUP during the attempt, or 0 */
     int preempt_signal;   /* SIGTERM/SIGUSR1 during the attempt, or 0 */
     int forced;           /* mpirun was stopped after --suspend-timeout */

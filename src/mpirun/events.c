@@ -300,6 +300,11 @@ static void parse_line (struct events *ev, const char *line)
                 ev->first_exit = (int)r;
             if (*kind != EVENTS_EXIT_NONE)
                 ev->nexit[*kind]--; /* a second line for this rank */
+            /* a rank its wrapper counted as finished (ended by a signal
+             * after elastic_progress_end) exited as well as with 0 */
+            if (get_str (line, "state", state, sizeof (state)) == 0 &&
+                strcasecmp (state, "SUCCEEDED") == 0)
+                x = 0;
             *kind = x == 0                        ? EVENTS_EXIT_ZERO
                     : x == ELASTIC_EXIT_SUSPENDED ? EVENTS_EXIT_SUSPENDED
                                                   : EVENTS_EXIT_OTHER;
