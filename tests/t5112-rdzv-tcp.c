@@ -16,7 +16,11 @@
  * is refused; a member that never comes times every joined member out
  * naming it, and a silent connection is dropped before that; no server at
  * all; a server of another version, or one that says nothing; self_addr
- * NULL; bad arguments.
+ * NULL; bad arguments.  A range --nnodes 2:4: the job starts with the
+ * three that came once the last call passed, a fourth is refused while
+ * the server serves; members without --node-rank are placed; a MIN not
+ * reached; a member whose MIN is above the count the server started
+ * with.
  *
  * First, without sockets, the wire format (src/exec/rdzv_proto.c): every
  * message encoded and decoded back, and the decoders' refusals: truncated
@@ -54,7 +58,9 @@ static int ep_port;
 static char ep[64];
 
 struct member {
-    int rank, nnodes;
+    int rank, nnodes;   /* rank -1: no --node-rank */
+    int nmin;           /* MIN of MIN:MAX (0: nnodes) */
+    double last_call;   /* the serving member's (0: none) */
     const char *secret; /* NULL: the job's */
     int port;           /* its mesh port */
     double timeout;
@@ -65,6 +71,7 @@ struct member {
     size_t outlen;
     int done, ok;
     double elapsed;
+    int index; /* its place in the job ("I=") */
 };
 
 /* A free TCP port on 127.0.0.1. */
@@ -119,13 +126,22 @@ static void key_of (const char *secret, uint8_t key[32])
 }
 
 /* The child: one exchange; writes "OK a0 a1 ...", or "ERR text"; then
- * " T=<seconds>". */
+ * " T=<seconds>", and " I=<its node rank in the job>" when it joined. */
 static void member_main (struct member *mb, int fd)
 {
-    struct jobmap *m = torchrun_map (mb->nnodes, mb->rank, ep);
+    struct jobmap *m = torchrun_map (mb->nnodes, mb->rank >= 0 ? mb->rank : 0, ep);
     elastic_error_t err = {{0}};
     uint8_t key[32];
     char **addrs = NULL, buf[4096];
+    struct rdzv_tcp_opts o = {
+        .key = key,
+        .self_addr = "127.0.0.1",
+        .self_port = mb->port,
+        .timeout = mb->timeout,
+        .min_nodes = mb->nmin,
+        .last_call = mb->last_call,
+        .any_rank = mb->rank < 0,
+    };
     size_t off = 0;
     double t0 = mono_now ();
     int rc;
@@ -133,7 +149,7 @@ static void member_main (struct member *mb, int fd)
     if (!m)
         _exit (2);
     key_of (mb->secret ? mb->secret : "the job's secret", key);
-    rc = rdzv_tcp_exchange (m, key, "127.0.0.1", mb->port, mb->timeout, &addrs, &err);
+    rc = rdzv_tcp_exchange (&m, &o, &addrs, &err);
     if (rc == 0) {
         off += (size_t)snprintf (buf + off, sizeof (buf) - off, "OK");
         for (int i = 0; i < m->nnodes; i++) {
@@ -146,7 +162,9 @@ static void member_main (struct member *mb, int fd)
         rdzv_tcp_addrs_free (addrs, m->nnodes);
     } else
         off += (size_t)snprintf (buf + off, sizeof (buf) - off, "ERR %s", err.text);
-    snprintf (buf + off, sizeof (buf) - off, " T=%.2f", mono_now () - t0);
+    off += (size_t)snprintf (buf + off, sizeof (buf) - off, " T=%.2f", mono_now () - t0);
+    if (rc == 0)
+        snprintf (buf + off, sizeof (buf) - off, " I=%d", m->node_id);
     if (write (fd, buf, strlen (buf)) < 0)
         _exit (3);
     jobmap_destroy (m);
@@ -207,6 +225,7 @@ static int finish (struct member *mb, double until)
         mb->ok = WIFEXITED (st) && WEXITSTATUS (st) == 0 && !strncmp (mb->out, "OK", 2);
         if (strstr (mb->out, " T="))
             mb->elapsed = atof (strstr (mb->out, " T=") + 3);
+        mb->index = strstr (mb->out, " I=") ? atoi (strstr (mb->out, " I=") + 3) : -1;
     }
     return 1;
 }
@@ -629,6 +648,242 @@ static void case_timeout (void)
     }
 }
 
+/* The test as a member, by hand: connect, JOIN as rank (RDZV_RANK_ANY:
+ * none) of --nnodes nnodes with address addr, read the answer into buf
+ * (up to size); *ns and *nc get the connection's nonces.  Returns the
+ * socket (kept open: no ACK yet), the answer's length in *len. */
+static int raw_join (uint32_t rank,
+                     uint32_t nnodes,
+                     const char *addr,
+                     uint8_t *kr,
+                     uint8_t *ns,
+                     uint8_t *nc,
+                     uint8_t *buf,
+                     size_t size,
+                     size_t *len)
+{
+    struct rdzv_join j = {.rank = rank,
+                          .nnodes = nnodes,
+                          .addr = (const uint8_t *)addr,
+                          .addr_len = strlen (addr)};
+    uint8_t hello[RDZV_HELLO_SIZE], join[RDZV_JOIN_MAX];
+    int fd = connect_ep (), eof;
+    size_t n, jl;
+
+    n = read_until_eof (fd, hello, sizeof (hello), mono_now () + WAIT_S, &eof);
+    if (n != sizeof (hello) || rdzv_hello_decode (hello, n, ns, NULL) < 0)
+        diag ("raw_join: no HELLO (%zu bytes)", n);
+    memset (nc, 0x3c, RDZV_NONCE);
+    memcpy (j.nonce, nc, RDZV_NONCE);
+    jl = rdzv_join_encode (kr, ns, &j, join);
+    if (write (fd, join, jl) < 0)
+        perror ("write");
+    /* the answer: a LIST or a FAIL, whole (the server closes after a FAIL;
+     * a LIST's length comes from its header) */
+    *len = 0;
+    while (*len < size) {
+        size_t need;
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        ssize_t r;
+
+        if (rdzv_msg_need (buf,
+                           *len,
+                           buf[4] == RDZV_FAIL ? RDZV_FAIL : RDZV_LIST,
+                           nnodes,
+                           &need,
+                           NULL) == 0 &&
+            *len >= RDZV_HDR && need <= *len)
+            break;
+        if (poll (&pfd, 1, (int)(WAIT_S * 1000)) <= 0 ||
+            (r = read (fd, buf + *len, size - *len)) <= 0)
+            break;
+        *len += (size_t)r;
+    }
+    return fd;
+}
+
+/* --nnodes 2:4 with a last call of 1 s: node ranks 0, 1 and 2 come (2 is
+ * the test, by hand, slow to acknowledge), 3 does not: the job starts
+ * with three after the last call, in node-rank order; node rank 3,
+ * coming while the server still serves, is refused; once the server is
+ * gone, a late member wins the election itself and waits for MIN in
+ * vain (nothing of a started job stays at the endpoint). */
+static void case_range (void)
+{
+    struct member mb[4] = {{0}};
+    uint8_t key[32], kr[RDZV_KEY], ns[RDZV_NONCE], nc[RDZV_NONCE], buf[4096],
+        ack[RDZV_ACK_SIZE];
+    char **addrs = NULL;
+    uint32_t nl = 0;
+    size_t len = 0;
+    double until;
+    int fd, nok = 0;
+
+    new_endpoint ();
+    key_of ("the job's secret", key);
+    rdzv_key (key, kr);
+    for (int i = 0; i < 4; i++)
+        mb[i] = (struct member){.rank = i,
+                                .nnodes = 4,
+                                .nmin = 2,
+                                .last_call = 1.0,
+                                .port = 27000 + i,
+                                .timeout = 20};
+    start (&mb[0]);
+    start (&mb[1]);
+    fd = raw_join (2, 4, "127.0.0.1:27002", kr, ns, nc, buf, sizeof (buf), &len);
+    ok (len > RDZV_HDR && buf[4] == RDZV_LIST &&
+            rdzv_list_decode (kr, nc, buf, len, 4, &nl, &addrs, NULL) == 0 && nl == 3 &&
+            !strcmp (addrs[0], "127.0.0.1:27000") &&
+            !strcmp (addrs[1], "127.0.0.1:27001") &&
+            !strcmp (addrs[2], "127.0.0.1:27002"),
+        "range 2:4: after the last call the list names 3 nodes, in node-rank order "
+        "(%u)",
+        nl);
+    rdzv_addrs_free (addrs, nl);
+    mb[3].timeout = 4;
+    start (&mb[3]);
+    until = mono_now () + WAIT_S;
+    finish (&mb[3], until);
+    ok (!mb[3].ok && strstr (mb[3].out,
+                             "the job started with 3 of at most 4 nodes without node "
+                             "rank 3: a node cannot join a running job (yet)"),
+        "range 2:4: node rank 3, late, is refused while the server serves (%s)",
+        mb[3].out);
+    rdzv_ack_encode (kr, ns, nc, 2, ack);
+    if (write (fd, ack, sizeof (ack)) < 0)
+        perror ("write");
+    for (int i = 0; i < 2; i++) {
+        finish (&mb[i], until);
+        nok += mb[i].ok && mb[i].index == i && mb[i].elapsed >= 0.9;
+        if (!mb[i].ok)
+            diag ("node rank %d: %s", i, mb[i].out);
+    }
+    is_int (nok,
+            2,
+            "range 2:4: node ranks 0 and 1 got the job of 3, in their places, "
+            "after the last call");
+    nok = 0;
+    for (int i = 0; i < 2; i++)
+        nok +=
+            !strncmp (mb[i].out,
+                      "OK 127.0.0.1:27000 127.0.0.1:27001 127.0.0.1:27002 T=",
+                      strlen ("OK 127.0.0.1:27000 127.0.0.1:27001 127.0.0.1:27002 T="));
+    is_int (nok, 2, "range 2:4: both have the list of the three, in node-rank order");
+    close (fd);
+    mb[3] =
+        (struct member){.rank = 3, .nnodes = 4, .nmin = 2, .port = 27003, .timeout = 2};
+    start (&mb[3]);
+    finish (&mb[3], mono_now () + WAIT_S);
+    ok (!mb[3].ok && strstr (mb[3].out,
+                             "1 node joined within 2 s, fewer than the 2 that --nnodes "
+                             "2:4 asks for at least"),
+        "range 2:4: once the job started and the server is gone, a late member "
+        "serves alone and fails at its timeout (%s)",
+        mb[3].out);
+}
+
+/* Three members without --node-rank: each gets a place, the same list. */
+static void case_any (void)
+{
+    struct member mb[3] = {{0}};
+    double until = mono_now () + WAIT_S;
+    int nok = 0, seen[3] = {0}, distinct = 1;
+    char want[256];
+
+    new_endpoint ();
+    for (int i = 0; i < 3; i++) {
+        mb[i] =
+            (struct member){.rank = -1, .nnodes = 3, .port = 27100 + i, .timeout = 20};
+        start (&mb[i]);
+    }
+    for (int i = 0; i < 3; i++) {
+        finish (&mb[i], until);
+        nok += mb[i].ok;
+        if (!mb[i].ok)
+            diag ("member %d: %s", i, mb[i].out);
+        if (mb[i].index < 0 || mb[i].index > 2 || seen[mb[i].index]++)
+            distinct = 0;
+    }
+    is_int (nok, 3, "no --node-rank: all three joined");
+    ok (distinct, "no --node-rank: each has its own place (0, 1, 2)");
+    /* the list: member at place k is at k */
+    want[0] = '\0';
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < 3; i++)
+            if (mb[i].index == k)
+                snprintf (want + strlen (want),
+                          sizeof (want) - strlen (want),
+                          " 127.0.0.1:%d",
+                          mb[i].port);
+    for (int i = 0; i < 3; i++)
+        if (!mb[i].ok || strncmp (mb[i].out + 2, want, strlen (want)))
+            distinct = 0;
+    ok (distinct, "no --node-rank: every member has the same list, each at its place");
+}
+
+/* --nnodes 3:4 and two come: the timeout names MIN.  A member whose MIN
+ * is larger than the serving one's refuses the job it started. */
+static void case_min (void)
+{
+    struct member mb[2] = {{0}};
+    double until;
+
+    new_endpoint ();
+    for (int i = 0; i < 2; i++) {
+        mb[i] = (struct member){.rank = i,
+                                .nnodes = 4,
+                                .nmin = 3,
+                                .last_call = 0.5,
+                                .port = 27200 + i,
+                                .timeout = 3};
+        start (&mb[i]);
+    }
+    until = mono_now () + WAIT_S;
+    for (int i = 0; i < 2; i++) {
+        finish (&mb[i], until);
+        ok (!mb[i].ok && strstr (mb[i].out,
+                                 "2 nodes joined within 3 s, fewer than the 3 that "
+                                 "--nnodes 3:4 asks for at least"),
+            "min 3:4 with 2: node rank %d fails naming MIN (%s)",
+            i,
+            mb[i].out);
+    }
+
+    new_endpoint ();
+    mb[0] = (struct member){.rank = 0,
+                            .nnodes = 3,
+                            .nmin = 2,
+                            .last_call = 0.5,
+                            .port = 27300,
+                            .timeout = 20};
+    start (&mb[0]); /* the server: it binds before the other starts */
+    mb[1] =
+        (struct member){.rank = 1, .nnodes = 3, .nmin = 3, .port = 27301, .timeout = 20};
+    {
+        int fd = -1;
+        /* wait until node rank 0 serves: a connection is accepted */
+        fd = connect_ep ();
+        close (fd);
+    }
+    start (&mb[1]);
+    until = mono_now () + WAIT_S;
+    finish (&mb[0], until);
+    finish (&mb[1], until);
+    ok (mb[0].ok && mb[0].index == 0 &&
+            strstr (mb[0].out, "OK 127.0.0.1:27300 127.0.0.1:27301 T="),
+        "min mismatch: the server (2:3) starts with two (%s)",
+        mb[0].out);
+    ok (!mb[1].ok && strstr (mb[1].out,
+                             "the job started with 2 nodes, fewer than the 3 that this "
+                             "member's --nnodes 3:3 asks for at least"),
+        "min mismatch: the member with 3:3 refuses the job of two, saying why (%s)",
+        mb[1].out);
+    ok (mb[0].elapsed < 10,
+        "min mismatch: the server did not wait for an ACK (%.1f s)",
+        mb[0].elapsed);
+}
+
 /* No member can serve (the test binds the endpoint, listening nowhere). */
 static void case_no_server (void)
 {
@@ -696,6 +951,7 @@ static void case_proto_roundtrip (void)
     struct rdzv_join j;
     char **addrs = NULL, text[RDZV_FAIL_TEXT + 1];
     size_t len, need;
+    uint32_t nl = 0;
 
     rdzv_hello_encode (pns, m);
     ok (rdzv_hello_decode (m, RDZV_HELLO_SIZE, n, &e) == 0 &&
@@ -717,12 +973,25 @@ static void case_proto_roundtrip (void)
         "proto: a reader of a JOIN asks for 5, 47, then %zu bytes",
         len);
     len = a_list (three, 3, pnc, m);
-    ok (rdzv_list_decode (pkr, pnc, m, len, 3, &addrs, &e) == 0 &&
+    ok (rdzv_list_decode (pkr, pnc, m, len, 3, &nl, &addrs, &e) == 0 && nl == 3 &&
             !strcmp (addrs[0], three[0]) && !strcmp (addrs[1], three[1]) &&
             !strcmp (addrs[2], three[2]),
         "proto: a LIST decodes to its 3 addresses, in order (%s)",
         e.text);
     rdzv_addrs_free (addrs, 3);
+    ok (rdzv_list_decode (pkr, pnc, m, len, 5, &nl, &addrs, &e) == 0 && nl == 3,
+        "proto: a LIST of 3 nodes is a job of --nnodes 3:5 (%s)",
+        e.text);
+    rdzv_addrs_free (addrs, nl);
+    len = a_join (RDZV_RANK_ANY, 5, "10.0.0.9:1", m);
+    ok (rdzv_join_decode (pkr, pns, m, len, &j, &e) == 0 && j.rank == RDZV_RANK_ANY,
+        "proto: a JOIN without a node rank decodes (%s)",
+        e.text);
+    m[len - 1] ^= 1;
+    refused (rdzv_join_decode (pkr, pns, m, len, &j, &e),
+             &e,
+             "a node without --node-rank: the JOIN's MAC does not verify",
+             "a JOIN without a node rank, its MAC broken");
     rdzv_ack_encode (pkr, pns, pnc, 1, m);
     ok (rdzv_ack_decode (pkr, pns, pnc, 1, m, RDZV_ACK_SIZE, &e) == 0,
         "proto: an ACK verifies (%s)",
@@ -742,6 +1011,7 @@ static void case_proto_refusals (void)
     struct rdzv_join j;
     char **addrs = NULL, text[RDZV_FAIL_TEXT + 1], host[RDZV_ADDR_MAX + 1];
     size_t len, need;
+    uint32_t nl = 0;
     int cut_ok = 1, rc;
 
     /* truncated at every length */
@@ -829,29 +1099,29 @@ static void case_proto_refusals (void)
 
     /* the LIST */
     len = a_list (three, 3, pnc, m);
-    refused (rdzv_list_decode (pkr, pnc, m, len, 4, &addrs, &e),
+    refused (rdzv_list_decode (pkr, pnc, m, len, 2, &nl, &addrs, &e),
              &e,
-             "the server's list has 3 nodes (expected 4)",
-             "a LIST of 3 nodes for 4");
-    refused (rdzv_list_decode (pkr, n, m, len, 3, &addrs, &e),
+             "the server's list has 3 nodes (at most 2)",
+             "a LIST of 3 nodes for --nnodes 2");
+    refused (rdzv_list_decode (pkr, n, m, len, 3, &nl, &addrs, &e),
              &e,
              "the list's MAC does not verify",
              "a LIST for another client's nonce");
-    refused (rdzv_list_decode (other, pnc, m, len, 3, &addrs, &e),
+    refused (rdzv_list_decode (other, pnc, m, len, 3, &nl, &addrs, &e),
              &e,
              "the list's MAC does not verify",
              "a LIST under another key");
-    refused (rdzv_list_decode (pkr, pnc, m, len - 1, 3, &addrs, &e),
+    refused (rdzv_list_decode (pkr, pnc, m, len - 1, 3, &nl, &addrs, &e),
              &e,
              "is cut short",
              "a LIST one byte short");
     m[RDZV_HDR + 4] = 0x7f; /* size: more than 3 addresses can take */
-    refused (rdzv_list_decode (pkr, pnc, m, len, 3, &addrs, &e),
+    refused (rdzv_list_decode (pkr, pnc, m, len, 3, &nl, &addrs, &e),
              &e,
              "the server's list has a bad size",
              "a LIST of a size 3 addresses cannot take");
     len = a_list (noport, 3, pnc, m);
-    refused (rdzv_list_decode (pkr, pnc, m, len, 3, &addrs, &e),
+    refused (rdzv_list_decode (pkr, pnc, m, len, 3, &nl, &addrs, &e),
              &e,
              "node rank 1 '10.0.0.2' has no port",
              "a LIST with an address without a port (MAC good)");
@@ -868,7 +1138,7 @@ static void case_proto_refusals (void)
         m[RDZV_LIST_FIXED + size + 1] = 0;
         rdzv_list_digest (m, m + RDZV_LIST_FIXED, size + 2, digest);
         rdzv_list_mac (pkr, pnc, digest, m + RDZV_LIST_FIXED + size + 2);
-        refused (rdzv_list_decode (pkr, pnc, m, len + 2, 3, &addrs, &e),
+        refused (rdzv_list_decode (pkr, pnc, m, len + 2, 3, &nl, &addrs, &e),
                  &e,
                  "the server's list has 2 bytes too many",
                  "a signed LIST with bytes left over");
@@ -876,7 +1146,7 @@ static void case_proto_refusals (void)
         m[RDZV_LIST_FIXED + 2 * 16 + 1] = 200; /* node rank 2's length */
         rdzv_list_digest (m, m + RDZV_LIST_FIXED, size, digest);
         rdzv_list_mac (pkr, pnc, digest, m + RDZV_LIST_FIXED + size);
-        refused (rdzv_list_decode (pkr, pnc, m, len, 3, &addrs, &e),
+        refused (rdzv_list_decode (pkr, pnc, m, len, 3, &nl, &addrs, &e),
                  &e,
                  "the server's list is cut short at node rank 2",
                  "a signed LIST whose last address overruns it");
@@ -991,10 +1261,12 @@ static void case_single (void)
     char **addrs = NULL, want[64];
     int rc;
 
+    struct rdzv_tcp_opts o = {.key = key, .self_port = 26000, .timeout = 10};
+
     new_endpoint ();
     m = torchrun_map (1, 0, ep);
     key_of ("the job's secret", key);
-    rc = rdzv_tcp_exchange (m, key, NULL, 26000, 10, &addrs, &err);
+    rc = rdzv_tcp_exchange (&m, &o, &addrs, &err);
     ok (rc == 0, "single: one member serves itself (%s)", rc ? err.text : "ok");
     if (rc == 0) {
         is_str (addrs[0], "127.0.0.1:26000", "single: self_addr NULL found 127.0.0.1");
@@ -1002,15 +1274,32 @@ static void case_single (void)
         rdzv_tcp_addrs_free (addrs, 1);
     }
     snprintf (want, sizeof (want), "mesh port 0 is not accepted");
-    rc = rdzv_tcp_exchange (m, key, "127.0.0.1", 0, 10, &addrs, &err);
+    o = (struct rdzv_tcp_opts){.key = key, .self_addr = "127.0.0.1", .timeout = 10};
+    rc = rdzv_tcp_exchange (&m, &o, &addrs, &err);
     ok (rc < 0 && strstr (err.text, want), "bad port: %s", err.text);
-    rc = rdzv_tcp_exchange (m, key, "a b", 1, 10, &addrs, &err);
+    o.self_port = 1;
+    o.self_addr = "a b";
+    rc = rdzv_tcp_exchange (&m, &o, &addrs, &err);
     ok (rc < 0 && strstr (err.text, "this member's mesh address"),
         "bad address: %s",
         err.text);
-    rc = rdzv_tcp_exchange (m, key, "127.0.0.1", 1, -1, &addrs, &err);
+    o.self_addr = "127.0.0.1";
+    o.timeout = -1;
+    rc = rdzv_tcp_exchange (&m, &o, &addrs, &err);
     ok (rc < 0 && strstr (err.text, "timeout -1 is not accepted"),
         "bad timeout: %s",
+        err.text);
+    o.timeout = 10;
+    o.min_nodes = 2;
+    rc = rdzv_tcp_exchange (&m, &o, &addrs, &err);
+    ok (rc < 0 && strstr (err.text, "at least 2 nodes of 1 is not accepted"),
+        "MIN above MAX: %s",
+        err.text);
+    o.min_nodes = 0;
+    o.last_call = -1;
+    rc = rdzv_tcp_exchange (&m, &o, &addrs, &err);
+    ok (rc < 0 && strstr (err.text, "last call -1 is not accepted"),
+        "bad last call: %s",
         err.text);
     jobmap_destroy (m);
 }
@@ -1028,5 +1317,8 @@ int main (void)
     case_timeout ();
     case_no_server ();
     case_foreign_server ();
+    case_range ();
+    case_any ();
+    case_min ();
     return done_testing ();
 }

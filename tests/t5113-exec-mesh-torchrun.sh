@@ -13,7 +13,7 @@
 #     lose the member at once and recover in place (6 -> 4), the checksum;
 #   - node 0, the rendezvous' host, SIGKILLed after the start: no single
 #     point of failure, 6 -> 4 on the others;
-#   - bad usage (--nnodes without --node-rank, no secret, a wrong node
+#   - bad usage (--nnodes without --rdzv-endpoint, no secret, a wrong node
 #     rank): one line and exit 2, nothing runs.
 . "${srcdir:-.}/exec/lib.sh"
 
@@ -109,8 +109,8 @@ node_case node0 0
 
 # 5. bad usage
 rc=0
-ELASTIC_MESH_SECRET=x "$EXEC" --nnodes 3 --rdzv-endpoint 127.0.0.1:1 true > "$tmp/bad1" 2>&1 || rc=$?
-is "$rc" 2 "bad usage: --nnodes without --node-rank exits 2" && grep -q 'missing: --node-rank' "$tmp/bad1"
+ELASTIC_MESH_SECRET=x "$EXEC" --nnodes 3 --node-rank 0 true > "$tmp/bad1" 2>&1 || rc=$?
+is "$rc" 2 "bad usage: --nnodes without --rdzv-endpoint exits 2" && grep -q 'missing: --rdzv-endpoint' "$tmp/bad1"
 ok $? "bad usage: the line names the missing flag" || diag "$(cat "$tmp/bad1")"
 rc=0
 (unset ELASTIC_MESH_SECRET ELASTIC_MESH_SECRET_FILE

@@ -23,10 +23,12 @@
 #   - restarts spent on node 1 (--max-restarts 0, a worker killed): node 1
 #     closes the rendezvous and the others end too (exit 1, the line names
 #     node 1) instead of going on without it;
+#   - --nnodes 2:3 with two nodes, no --node-rank: the job starts at 2
+#     once the last call passed, the nodes placed by the rendezvous;
 #   - a node with another secret: its JOIN refused at the bootstrap (exit
 #     2), no worker started; bad usage (MIN > MAX, a range with --wireup
 #     pmix or --rdzv-backend static, an unknown backend or --rdzv-conf
-#     key): exit 2 and one line.
+#     key, static without --node-rank): exit 2 and one line.
 . "${srcdir:-.}/exec/lib.sh"
 
 "$PY" -c 'import torch.distributed' 2> /dev/null || skip_all "$PY cannot import torch (python3-torch)"
@@ -56,15 +58,17 @@ fi
 # background (--nnodes SPEC); node K's output in $tmp/NAME.K, status in
 # $tmp/NAME.K.rc, event log $tmp/NAME.ev.K, progress in $tmp/NAME.prog
 start() {
-    local name=$1 n=$2 spec=$3 nproc=$4 port k
+    local name=$1 n=$2 spec=$3 nproc=$4 port k rank
     shift 4
     port=$(free_port)
     mkdir -p "$tmp/$name.ck"
     for ((k = n - 1; k >= 0; k--)); do
+        rank=(--node-rank "$k")
+        [ -n "${NO_NODE_RANK:-}" ] && rank=()
         (
             rc=0
             ELASTIC_MESH_SECRET=${SECRET:-t5114.$$} ELASTIC_TEST_MARK=$test_mark \
-                timeout --kill-after=10 240 "$EXEC" -v --nnodes "$spec" --node-rank $k \
+                timeout --kill-after=10 240 "$EXEC" -v --nnodes "$spec" "${rank[@]}" \
                 --rdzv-endpoint 127.0.0.1:$port --nproc-per-node "$nproc" --wireup none \
                 --node-timeout 1 --event-log "$tmp/$name.ev.$k" "$@" \
                 "$PY" "$TRAIN" --steps $STEPS --ckpt "$tmp/$name.ck" --step-delay 0.1 \
@@ -184,7 +188,25 @@ ok $? "closed: the others name node 1 as the one that closed it" ||
 wait_no_marked 30
 ok $? "closed: no process of the job is left" || diag "$(mark_pids)"
 
-# 7. another secret: the bootstrap refuses the stranger at once (the other
+# 7. a range that starts with fewer than MAX: --nnodes 2:3, two nodes
+# come, neither with --node-rank (torchrun's c10d habit); the job starts
+# at 2 once the last call (1 s) passed
+NO_NODE_RANK=1 start fewer 2 2:3 1 --rdzv-conf last_call_timeout=1
+done_all fewer 0 1
+is "$(rcs fewer 0 1)" "0 0 " "fewer: both nodes exit 0" || diag "$(tail -n 8 "$tmp"/fewer.[01])"
+grep -q '^start world=2 step=0 restart=0$' "$tmp"/fewer.[01]
+ok $? "fewer: one group of 2 workers" || diag "$(grep -h '^start' "$tmp"/fewer.[01])"
+c=$(final fewer)
+same "$c"
+ok $? "fewer: the single-node checksum ($c, $ref)"
+grep -q 'the job started with 2 of at most 3 nodes' "$tmp/fewer.0" &&
+    grep -q 'the job started with 2 of at most 3 nodes' "$tmp/fewer.1"
+ok $? "fewer: both say the job started with 2 of at most 3 nodes" ||
+    diag "$(grep -h 'rendezvous\|started' "$tmp"/fewer.[01] | head -n 6)"
+is "$(for k in 0 1; do ev_get "$tmp/fewer.ev.$k" rendezvous group_rank; done | sort | tr '\n' ' ')" \
+    "0 1 " "fewer: the rendezvous placed them at group ranks 0 and 1"
+
+# 8. another secret: the bootstrap refuses the stranger at once (the other
 # node, which serves or waits for its peer, is killed after)
 port=$(free_port)
 for k in 0 1; do
@@ -228,4 +250,9 @@ rc=0
 ELASTIC_MESH_SECRET=x "$EXEC" --nnodes 2:3 --rdzv-backend static --node-rank 0 --rdzv-endpoint 127.0.0.1:1 true > "$tmp/bad5" 2>&1 || rc=$?
 is "$rc" 2 "bad usage: a range with --rdzv-backend static exits 2" && grep -q "static takes a fixed --nnodes N" "$tmp/bad5"
 ok $? "bad usage: the line says static takes a fixed N" || diag "$(cat "$tmp/bad5")"
+rc=0
+ELASTIC_MESH_SECRET=x "$EXEC" --nnodes 2 --rdzv-backend static --rdzv-endpoint 127.0.0.1:1 true > "$tmp/bad6" 2>&1 || rc=$?
+is "$rc" 2 "bad usage: --rdzv-backend static without --node-rank exits 2" &&
+    grep -q "missing: --node-rank" "$tmp/bad6"
+ok $? "bad usage: the line names --node-rank" || diag "$(cat "$tmp/bad6")"
 done_testing

@@ -372,22 +372,41 @@ mesh_mode (elastic_agent_spec_t *spec, const struct cli *cli, struct meshjob **m
             .endpoint = spec->rdzv_endpoint,
             .run_id = cli->run_id_given ? spec->run_id : NULL,
             .node_timeout = spec->node_timeout,
-            .join_timeout = 300,
+            .join_timeout = spec->rdzv_join_timeout > 0 ? spec->rdzv_join_timeout : 300,
+            .last_call = spec->rdzv_last_call,
         };
+        int static_rdzv = spec->rdzv_backend == RDZV_STATIC;
+
         if (spec->nnodes == 1 && spec->node_rank <= 0)
             return 0; /* one node: agent mode */
-        if (spec->nnodes < 1 || spec->node_rank < 0 || !spec->rdzv_endpoint) {
+        /* --node-rank: torchrun's static rendezvous needs it; elsewhere
+         * it orders the nodes, and without it the rendezvous places them */
+        if (spec->nnodes < 1 || !spec->rdzv_endpoint ||
+            (static_rdzv && spec->node_rank < 0)) {
+            const char *miss[3];
+            int n = 0;
+
+            if (spec->nnodes < 1)
+                miss[n++] = "--nnodes";
+            if (!spec->rdzv_endpoint)
+                miss[n++] = "--rdzv-endpoint";
+            if (static_rdzv && spec->node_rank < 0)
+                miss[n++] = "--node-rank";
             fprintf (stderr,
-                     "%s: --nnodes, --node-rank and --rdzv-endpoint go together (a "
-                     "multi-node job without Slurm); missing: %s%s%s\n",
+                     "%s: --nnodes and --rdzv-endpoint go together (a multi-node job "
+                     "without Slurm)%s; missing: %s%s%s%s%s\n",
                      prog,
-                     spec->nnodes < 1 ? "--nnodes " : "",
-                     spec->node_rank < 0 ? "--node-rank " : "",
-                     !spec->rdzv_endpoint ? "--rdzv-endpoint" : "");
+                     static_rdzv ? ", and --node-rank with --rdzv-backend static" : "",
+                     miss[0],
+                     n > 1 ? " " : "",
+                     n > 1 ? miss[1] : "",
+                     n > 2 ? " " : "",
+                     n > 2 ? miss[2] : "");
             return -1;
         }
         if ((rc = rdzv_mode (spec)) < 0)
             return -1;
+        t.min_nodes = static_rdzv ? 0 : spec->min_nodes;
         if (!(mj = meshjob_create_torchrun (&t, &err))) {
             fprintf (stderr, "%s: %s\n", prog, err.text);
             return -1;

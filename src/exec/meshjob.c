@@ -240,7 +240,7 @@ struct meshjob *meshjob_create_torchrun (const struct meshjob_torchrun_opts *o,
 {
     struct jobmap_torchrun t = {
         .nnodes = o->nnodes,
-        .node_rank = o->node_rank,
+        .node_rank = o->node_rank >= 0 ? o->node_rank : 0, /* placed by the server */
         .nproc_per_node = o->nproc_per_node,
         .rdzv_endpoint = o->endpoint,
         .run_id = o->run_id,
@@ -248,6 +248,8 @@ struct meshjob *meshjob_create_torchrun (const struct meshjob_torchrun_opts *o,
     struct sockaddr_in sa = {.sin_family = AF_INET,
                              .sin_addr.s_addr = htonl (INADDR_ANY)};
     socklen_t sl = sizeof (sa);
+    struct rdzv_tcp_opts ro = {0};
+    char who[48];
     struct meshjob *mj = calloc (1, sizeof (*mj));
 
     if (!mj) {
@@ -272,20 +274,38 @@ struct meshjob *meshjob_create_torchrun (const struct meshjob_torchrun_opts *o,
         errprintf (err, "mesh: cannot listen: %s", strerror (errno));
         goto fail;
     }
-    log_info ("rendezvous at %s:%d as node %d of %d (mesh port %d)",
-              mj->map->rdzv_host,
-              mj->map->rdzv_port,
-              o->node_rank,
-              o->nnodes,
-              (int)ntohs (sa.sin_port));
-    if (rdzv_tcp_exchange (mj->map,
-                           mj->key,
-                           NULL,
-                           (int)ntohs (sa.sin_port),
-                           o->join_timeout > 0 ? o->join_timeout : 300,
-                           &mj->addrs,
-                           err) < 0)
+    if (o->node_rank >= 0)
+        snprintf (who, sizeof (who), "node rank %d", o->node_rank);
+    else
+        snprintf (who, sizeof (who), "a node without --node-rank");
+    if (o->min_nodes > 0 && o->min_nodes < o->nnodes)
+        log_info ("rendezvous at %s:%d as %s of %d to %d nodes (mesh port %d)",
+                  mj->map->rdzv_host,
+                  mj->map->rdzv_port,
+                  who,
+                  o->min_nodes,
+                  o->nnodes,
+                  (int)ntohs (sa.sin_port));
+    else
+        log_info ("rendezvous at %s:%d as %s of %d (mesh port %d)",
+                  mj->map->rdzv_host,
+                  mj->map->rdzv_port,
+                  who,
+                  o->nnodes,
+                  (int)ntohs (sa.sin_port));
+    ro.key = mj->key;
+    ro.self_port = (int)ntohs (sa.sin_port);
+    ro.timeout = o->join_timeout > 0 ? o->join_timeout : 300;
+    ro.min_nodes = o->min_nodes;
+    ro.last_call = o->last_call >= 0 ? o->last_call : 30;
+    ro.any_rank = o->node_rank < 0;
+    if (rdzv_tcp_exchange (&mj->map, &ro, &mj->addrs, err) < 0)
         goto fail;
+    if (mj->map->nnodes < o->nnodes || mj->map->node_id != o->node_rank)
+        log_info ("the job started with %d of at most %d nodes; this is node %d",
+                  mj->map->nnodes,
+                  o->nnodes,
+                  mj->map->node_id);
     /* nodes that share an address (several "nodes" on one host, as in a
      * test) get distinct names: Open MPI takes ranks on nodes of one name
      * for neighbours on one machine */

@@ -78,20 +78,24 @@ int meshjob_detect (char *const envp[]);
  * with one line in err naming what is missing or wrong. */
 struct meshjob *meshjob_create (const struct meshjob_opts *opts, elastic_error_t *err);
 
-/* torchrun's shape (--nnodes N --node-rank K --rdzv-endpoint HOST:PORT
- * --nproc-per-node P, any launcher): the map, the key (ELASTIC_MESH_SECRET
- * or ELASTIC_MESH_SECRET_FILE: required), a mesh socket bound to a port the
- * kernel picks, and every member's address from the rendezvous at the
- * endpoint (rdzv_tcp.h), waiting up to join_timeout seconds.  Every task
- * is its node's leader.  NULL with one line in err. */
+/* torchrun's shape (--nnodes N or MIN:MAX [--node-rank K] --rdzv-endpoint
+ * HOST:PORT --nproc-per-node P, any launcher): the map, the key
+ * (ELASTIC_MESH_SECRET or ELASTIC_MESH_SECRET_FILE: required), a mesh
+ * socket bound to a port the kernel picks, and every member's address
+ * from the rendezvous at the endpoint (rdzv_tcp.h), waiting up to
+ * join_timeout seconds; the map is the job's as it started (MIN..MAX
+ * nodes, this node's place in it).  Every task is its node's leader.
+ * NULL with one line in err. */
 struct meshjob_torchrun_opts {
-    int nnodes;
-    int node_rank;
+    int nnodes;    /* --nnodes N, or MIN:MAX's MAX */
+    int min_nodes; /* MIN (0: N; the job may start with MIN..MAX nodes) */
+    int node_rank; /* -1: none; the rendezvous places this node */
     int nproc_per_node;
     const char *endpoint;
     const char *run_id; /* NULL: "none" */
     double node_timeout;
     double join_timeout;
+    double last_call; /* --rdzv-conf last_call_timeout (< 0: 30 s) */
 };
 struct meshjob *meshjob_create_torchrun (const struct meshjob_torchrun_opts *o,
                                          elastic_error_t *err);

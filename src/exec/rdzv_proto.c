@@ -109,9 +109,8 @@ int rdzv_msg_need (const uint8_t *p,
             }
             n = be_get32 (p + RDZV_HDR);
             size = be_get32 (p + RDZV_HDR + 4);
-            if (n != nnodes) {
-                errprintf (
-                    err, "the server's list has %u nodes (expected %u)", n, nnodes);
+            if (n > nnodes) {
+                errprintf (err, "the server's list has %u nodes (at most %u)", n, nnodes);
                 return -2;
             }
             /* each entry is 2 + 1..RDZV_ADDR_MAX bytes (64-bit: no overflow) */
@@ -328,6 +327,10 @@ int rdzv_join_decode (const uint8_t kr[RDZV_KEY],
     rdzv_join_mac (kr, ns, p, RDZV_JOIN_FIXED + alen, want);
     rc = sodium_memcmp (want, p + RDZV_JOIN_FIXED + alen, RDZV_MAC);
     sodium_memzero (want, sizeof (want));
+    if (rc != 0 && be_get32 (p + RDZV_HDR) == RDZV_RANK_ANY)
+        return errprintf (err,
+                          "a node without --node-rank: the JOIN's MAC does not verify "
+                          "(not the same mesh secret?)");
     if (rc != 0)
         return errprintf (err,
                           "node rank %u: the JOIN's MAC does not verify (not the "
@@ -390,6 +393,7 @@ int rdzv_list_decode (const uint8_t kr[RDZV_KEY],
                       const uint8_t *p,
                       size_t len,
                       uint32_t nnodes,
+                      uint32_t *n,
                       char ***addrs,
                       elastic_error_t *err)
 {
@@ -401,6 +405,7 @@ int rdzv_list_decode (const uint8_t kr[RDZV_KEY],
 
     if (exact (p, len, RDZV_LIST, nnodes, err) < 0)
         return -1;
+    nnodes = be_get32 (p + RDZV_HDR); /* 1..nnodes: exact checked it */
     size = len - RDZV_LIST_FIXED - RDZV_MAC;
     rdzv_list_digest (p, body, size, digest);
     rdzv_list_mac (kr, nc, digest, want);
@@ -432,6 +437,7 @@ int rdzv_list_decode (const uint8_t kr[RDZV_KEY],
         errprintf (err, "the server's list has %zu bytes too many", size - off);
         goto error;
     }
+    *n = nnodes;
     *addrs = l;
     return 0;
 error:

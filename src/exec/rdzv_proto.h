@@ -7,10 +7,13 @@
  * "ERZ", the version byte and a type byte:
  *   HELLO   S->C  nonce_s[32]
  *   JOIN    C->S  rank u32 | nnodes u32 | nonce_c[32] | len u16 | addr[len]
- *                 | mac[32]       (len 1..RDZV_ADDR_MAX, "addr:port")
- *   LIST    S->C  nnodes u32 | size u32 | size bytes: nnodes times
- *                 (len u16 | addr[len]), in node-rank order | mac[32]
- *   ACK     C->S  rank u32 | mac[32]
+ *                 | mac[32]       (len 1..RDZV_ADDR_MAX, "addr:port";
+ *                 rank RDZV_RANK_ANY: no --node-rank, the server places
+ *                 it; nnodes: --nnodes N, or MIN:MAX's MAX)
+ *   LIST    S->C  n u32 | size u32 | size bytes: n times (len u16 |
+ *                 addr[len]), in the job's node order | mac[32]
+ *                 (n 1..nnodes: a job may start with fewer than MAX)
+ *   ACK     C->S  index u32 | mac[32]  (the client's place in the LIST)
  *   FAIL    S->C  len u16 | text[len]  (why; the server closes after it)
  * The MACs (libsodium's HMAC-SHA-512-256, mesh/auth.c's mesh_auth_msg_mac
  * with the message type as its counter) are under a rendezvous key
@@ -38,8 +41,9 @@
 #include "common/error.h"
 
 #define RDZV_VERSION   1
-#define RDZV_ADDR_MAX  300   /* longest "addr:port" ("[v6%scope]:65535") */
-#define RDZV_NODES_MAX 65536 /* the most nodes a LIST may name (JOBMAP_MAX_NODES) */
+#define RDZV_ADDR_MAX  300         /* longest "addr:port" ("[v6%scope]:65535") */
+#define RDZV_NODES_MAX 65536       /* the most nodes a LIST may name (JOBMAP_MAX_NODES) */
+#define RDZV_RANK_ANY  0xffffffffu /* a JOIN without --node-rank */
 
 #define RDZV_KEY        32
 #define RDZV_NONCE      32
@@ -81,11 +85,11 @@ int rdzv_hdr_decode (const uint8_t *p, size_t len, int *type, elastic_error_t *e
 /* How many bytes the message that starts with p[0..len) needs in all, when
  * it must be of type want (0: none is expected, so any is refused once
  * its header is in): 0 with *need (at least RDZV_HDR; more than len: read
- * up to it, then ask again).  nnodes: the node count a LIST must have.
+ * up to it, then ask again).  nnodes: the most nodes a LIST may name.
  * Returns -1 with err when the bytes are not a message of type want of
  * this version, -2 with err when they are but its length is refused (a
- * JOIN's address longer than RDZV_ADDR_MAX, a LIST of another node count
- * or a size that cannot hold its addresses, a FAIL text longer than
+ * JOIN's address longer than RDZV_ADDR_MAX, a LIST of more than nnodes
+ * nodes or a size that cannot hold its addresses, a FAIL text longer than
  * RDZV_FAIL_TEXT): the server answers such a JOIN with a FAIL. */
 int rdzv_msg_need (const uint8_t *p,
                    size_t len,
@@ -165,22 +169,25 @@ void rdzv_list_mac (const uint8_t kr[RDZV_KEY],
                     uint8_t mac[RDZV_MAC]);
 
 /* The LIST p[0..len) to the client whose JOIN nonce is nc, of a job of
- * nnodes nodes: 0 with *addrs (nnodes malloc'ed NUL-terminated addresses
- * in node-rank order, each passed rdzv_addr_check; rdzv_addrs_free), or
- * -1 with err: header, length, node count, size, MAC (checked before the
- * body is read), an address cut short or refused, bytes left over. */
+ * at most nnodes nodes: 0 with *n (1..nnodes) and *addrs (*n malloc'ed
+ * NUL-terminated addresses in the job's node order, each passed
+ * rdzv_addr_check; rdzv_addrs_free), or -1 with err: header, length, node
+ * count, size, MAC (checked before the body is read), an address cut
+ * short or refused, bytes left over. */
 int rdzv_list_decode (const uint8_t kr[RDZV_KEY],
                       const uint8_t nc[RDZV_NONCE],
                       const uint8_t *p,
                       size_t len,
                       uint32_t nnodes,
+                      uint32_t *n,
                       char ***addrs,
                       elastic_error_t *err);
 
 /* Free n addresses and their array (NULL-safe). */
 void rdzv_addrs_free (char **addrs, uint32_t n);
 
-/* ACK of rank, from the client with nonce nc to the server with nonce ns:
+/* ACK of index (the client's place in the LIST), from the client with
+ * nonce nc to the server with nonce ns:
  * out gets RDZV_ACK_SIZE bytes.  Decode: 0 when p[0..len) is exactly that
  * ACK (the rank and the MAC), else -1 with err. */
 void rdzv_ack_encode (const uint8_t kr[RDZV_KEY],

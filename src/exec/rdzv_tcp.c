@@ -113,7 +113,9 @@ struct rconn {
     enum cstate state;
     double since; /* when the current state's wait began */
     uint8_t ns[NONCE], nc[NONCE];
-    uint32_t rank;
+    uint32_t rank;                       /* as its JOIN says (RDZV_RANK_ANY: none) */
+    uint32_t index;                      /* its place in the LIST, once queued */
+    char joined_addr[RDZV_ADDR_MAX + 1]; /* what it joined with */
     uint8_t in[JOIN_MAX];
     size_t inlen;
     /* output: head, then an optional shared body, then the tail */
@@ -126,15 +128,21 @@ struct rconn {
 
 struct rserver {
     int lfd, stopfd;
-    int nnodes;
+    int nnodes, nmin; /* --nnodes MAX, and MIN (a start with fewer) */
     uint8_t kr[32];
     double start, deadline, timeout;
+    double last_call; /* wait this long for more once MIN joined */
+    double min_at;    /* when the MIN-th joined (0: not yet) */
     char where[RDZV_ADDR_MAX + 32];
-    char **addr;     /* [nnodes] what each joined with, or NULL */
+    char **addr;     /* [nnodes] what each node rank joined with, or NULL */
     uint8_t *joined; /* [nnodes] */
-    uint8_t *acked;  /* [nnodes] */
+    char **any;      /* [nnodes] members without --node-rank, in join order */
+    int nany;
+    char **order; /* [nlisted] the LIST's addresses, once it is out */
+    int nlisted;
+    uint8_t *acked; /* [nnodes] by place in the LIST */
     int njoined, nacked;
-    uint8_t *list; /* the LIST body once all joined */
+    uint8_t *list; /* the LIST body once the job's nodes are known */
     size_t listsize;
     uint8_t listhead[LIST_FIX];
     uint8_t digest[32];
@@ -173,8 +181,9 @@ static void queue_fail (struct rconn *c, const char *text)
     c->since = mono_now ();
 }
 
-static void queue_list (struct rserver *s, struct rconn *c)
+static void queue_list (struct rserver *s, struct rconn *c, int index)
 {
+    c->index = (uint32_t)index;
     memcpy (c->head, s->listhead, LIST_FIX);
     rdzv_list_mac (s->kr, c->nc, s->digest, c->tail);
     queue (c, LIST_FIX);
@@ -218,24 +227,74 @@ static void conn_close (struct rconn *c)
     c->fd = -1;
 }
 
-static void everyone_joined (struct rserver *s)
+/* The place of the member that joined as addr (len bytes) in the LIST,
+ * or -1. */
+static int list_index (const struct rserver *s, const char *addr, size_t len)
+{
+    for (int i = 0; i < s->nlisted; i++)
+        if (strlen (s->order[i]) == len && !memcmp (s->order[i], addr, len))
+            return i;
+    return -1;
+}
+
+/* Whether a member joined as addr (len bytes): by node rank or without. */
+static int joined_as (const struct rserver *s, const uint8_t *addr, size_t len)
+{
+    for (int i = 0; i < s->nnodes; i++)
+        if (s->addr[i] && strlen (s->addr[i]) == len && !memcmp (s->addr[i], addr, len))
+            return 1;
+    for (int i = 0; i < s->nany; i++)
+        if (strlen (s->any[i]) == len && !memcmp (s->any[i], addr, len))
+            return 1;
+    return 0;
+}
+
+/* The job's nodes are known (all MAX joined, or MIN and the last call
+ * passed): the LIST names those with a node rank in its order, then
+ * those without in the order they came; send it to every one waiting. */
+static void send_list (struct rserver *s)
 {
     elastic_error_t e;
+    int n = 0;
 
-    if (rdzv_list_encode (s->addr,
-                          (uint32_t)s->nnodes,
-                          s->listhead,
-                          &s->list,
-                          &s->listsize,
-                          s->digest,
-                          &e) < 0) {
+    for (int i = 0; i < s->nnodes; i++)
+        if (s->addr[i])
+            s->order[n++] = s->addr[i];
+    for (int i = 0; i < s->nany; i++)
+        s->order[n++] = s->any[i];
+    if (rdzv_list_encode (
+            s->order, (uint32_t)n, s->listhead, &s->list, &s->listsize, s->digest, &e) <
+        0) {
         s->rc = errprintf (&s->err, "%s: %s", s->where, e.text);
         return;
     }
-    log_debug ("%s: all %d nodes joined; sending the list", s->where, s->nnodes);
-    for (int i = 0; i < s->nc; i++)
-        if (s->c[i]->fd >= 0 && s->c[i]->state == C_JOINED)
-            queue_list (s, s->c[i]);
+    s->nlisted = n;
+    if (n < s->nnodes)
+        log_info ("%s: %d of at most %d nodes joined, and no other within the last "
+                  "call (%g s): the job starts with %d",
+                  s->where,
+                  n,
+                  s->nnodes,
+                  s->last_call,
+                  n);
+    else
+        log_debug ("%s: all %d nodes joined; sending the list", s->where, n);
+    for (int i = 0; i < s->nc; i++) {
+        struct rconn *c = s->c[i];
+        const char *a = c->fd >= 0 && c->state == C_JOINED ? c->joined_addr : NULL;
+        int k = a ? list_index (s, a, strlen (a)) : -1;
+
+        if (k >= 0)
+            queue_list (s, c, k);
+    }
+}
+
+/* Whether the LIST is due: every node joined, or MIN did and the last
+ * call passed. */
+static int list_due (const struct rserver *s, double now)
+{
+    return s->njoined == s->nnodes ||
+           (s->njoined >= s->nmin && s->min_at > 0 && now >= s->min_at + s->last_call);
 }
 
 static void handle_join (struct rserver *s, struct rconn *c)
@@ -257,7 +316,7 @@ static void handle_join (struct rserver *s, struct rconn *c)
                   s->nnodes);
         goto refuse;
     }
-    if (j.rank >= (uint32_t)s->nnodes) {
+    if (j.rank >= (uint32_t)s->nnodes && j.rank != RDZV_RANK_ANY) {
         snprintf (text,
                   sizeof (text),
                   "node rank %u is out of range (0..%d)",
@@ -265,9 +324,66 @@ static void handle_join (struct rserver *s, struct rconn *c)
                   s->nnodes - 1);
         goto refuse;
     }
-    snprintf (what, sizeof (what), "node rank %u", j.rank);
+    if (j.rank == RDZV_RANK_ANY)
+        snprintf (what, sizeof (what), "a node without --node-rank");
+    else
+        snprintf (what, sizeof (what), "node rank %u", j.rank);
     if (rdzv_addr_check (what, j.addr, j.addr_len, host, &e) < 0) {
         snprintf (text, sizeof (text), "%s", e.text);
+        goto refuse;
+    }
+    if (s->list) {
+        /* the job's nodes are known: a member of it that lost its
+         * connection gets the LIST again; nobody else is admitted */
+        int k = list_index (s, (const char *)j.addr, j.addr_len);
+
+        if (k < 0) {
+            snprintf (text,
+                      sizeof (text),
+                      "the job started with %d of at most %d nodes without %s: a node "
+                      "cannot join a running job (yet)",
+                      s->nlisted,
+                      s->nnodes,
+                      what);
+            goto refuse;
+        }
+        c->rank = j.rank;
+        memcpy (c->nc, j.nonce, NONCE);
+        snprintf (c->joined_addr, sizeof (c->joined_addr), "%s", s->order[k]);
+        c->inlen = 0;
+        queue_list (s, c, k);
+        return;
+    }
+    if (j.rank == RDZV_RANK_ANY) {
+        if (!joined_as (s, j.addr, j.addr_len)) {
+            if (s->njoined == s->nnodes) {
+                snprintf (text,
+                          sizeof (text),
+                          "all %d nodes of --nnodes have joined already",
+                          s->nnodes);
+                goto refuse;
+            }
+            if (!(s->any[s->nany] = strndup ((const char *)j.addr, j.addr_len))) {
+                snprintf (text, sizeof (text), "out of memory");
+                goto refuse;
+            }
+            s->nany++;
+            s->njoined++;
+            log_debug ("%s: a node without --node-rank joined as %s (%d of %d)",
+                       s->where,
+                       s->any[s->nany - 1],
+                       s->njoined,
+                       s->nnodes);
+        }
+        goto joined;
+    }
+    if (!s->addr[j.rank] && s->njoined == s->nnodes) {
+        snprintf (text,
+                  sizeof (text),
+                  "all %d nodes of --nnodes have joined already (node rank %u "
+                  "comes too late)",
+                  s->nnodes,
+                  j.rank);
         goto refuse;
     }
     if (s->addr[j.rank] && (strlen (s->addr[j.rank]) != j.addr_len ||
@@ -297,15 +413,17 @@ static void handle_join (struct rserver *s, struct rconn *c)
                    s->njoined,
                    s->nnodes);
     }
+joined:
     c->rank = j.rank;
     memcpy (c->nc, j.nonce, NONCE);
+    snprintf (c->joined_addr, sizeof (c->joined_addr), "%.*s", (int)j.addr_len, j.addr);
     c->state = C_JOINED;
     c->since = mono_now ();
     c->inlen = 0;
-    if (s->list)
-        queue_list (s, c); /* a member that rejoined after the list was out */
-    else if (s->njoined == s->nnodes)
-        everyone_joined (s);
+    if (s->njoined >= s->nmin && s->min_at == 0)
+        s->min_at = c->since; /* the last call starts */
+    if (list_due (s, c->since))
+        send_list (s);
     return;
 refuse:
     log_warn ("%s: refused a connection: %s", s->where, text);
@@ -316,13 +434,13 @@ static void handle_ack (struct rserver *s, struct rconn *c)
 {
     elastic_error_t e;
 
-    if (rdzv_ack_decode (s->kr, c->ns, c->nc, c->rank, c->in, c->inlen, &e) < 0) {
+    if (rdzv_ack_decode (s->kr, c->ns, c->nc, c->index, c->in, c->inlen, &e) < 0) {
         log_debug ("%s: dropped a connection: %s", s->where, e.text);
         conn_close (c);
         return;
     }
-    if (!s->acked[c->rank]) {
-        s->acked[c->rank] = 1;
+    if (!s->acked[c->index]) {
+        s->acked[c->index] = 1;
         s->nacked++;
     }
     conn_close (c);
@@ -480,24 +598,36 @@ static void server_timed_out (struct rserver *s)
 {
     char missing[128], text[FAIL_MAX + 1];
 
-    if (s->njoined == s->nnodes) {
-        format_missing (s->acked, s->nnodes, missing, sizeof (missing));
+    if (s->list) {
+        format_missing (s->acked, s->nlisted, missing, sizeof (missing));
         log_warn ("%s: %d of %d nodes confirmed the list within %g s (not: %s)",
                   s->where,
                   s->nacked,
-                  s->nnodes,
+                  s->nlisted,
                   s->timeout,
                   missing);
         return;
     }
     format_missing (s->joined, s->nnodes, missing, sizeof (missing));
-    snprintf (text,
-              sizeof (text),
-              "%d of %d nodes joined within %g s (missing node ranks: %s)",
-              s->njoined,
-              s->nnodes,
-              s->timeout,
-              missing);
+    if (s->nmin == s->nnodes && s->nany == 0)
+        snprintf (text,
+                  sizeof (text),
+                  "%d of %d nodes joined within %g s (missing node ranks: %s)",
+                  s->njoined,
+                  s->nnodes,
+                  s->timeout,
+                  missing);
+    else
+        snprintf (text,
+                  sizeof (text),
+                  "%d node%s joined within %g s, fewer than the %d that --nnodes %d:%d "
+                  "asks for at least",
+                  s->njoined,
+                  s->njoined == 1 ? "" : "s",
+                  s->timeout,
+                  s->nmin,
+                  s->nmin,
+                  s->nnodes);
     s->rc = errprintf (&s->err, "%s: %s", s->where, text);
     server_fail (s, text);
 }
@@ -507,14 +637,25 @@ static void server_loop (struct rserver *s)
     struct pollfd *pfd = NULL;
     int npfd = 0;
 
-    while (s->nacked < s->nnodes && s->rc == 0) {
+    while (!(s->list && s->nacked == s->nlisted) && s->rc == 0) {
         double now = mono_now (), next = s->deadline;
         int n = 0, ms;
 
+        if (!s->list &&
+            (list_due (s, now) || (now >= s->deadline && s->njoined >= s->nmin))) {
+            /* at the deadline with MIN there: start with them (they wait
+             * RDZV_GRACE_S beyond it for the list, and so does this) */
+            if (now >= s->deadline)
+                s->deadline = now + RDZV_GRACE_S;
+            send_list (s);
+            continue;
+        }
         if (now >= s->deadline) {
             server_timed_out (s);
             break;
         }
+        if (!s->list && s->min_at > 0 && s->min_at + s->last_call < next)
+            next = s->min_at + s->last_call;
         sweep (s, now);
         if (npfd < s->nc + 2) {
             struct pollfd *np = realloc (pfd, (size_t)(s->nc + 16) * sizeof (*np));
@@ -593,6 +734,10 @@ static void server_destroy (struct rserver *s)
     for (int i = 0; s->addr && i < s->nnodes; i++)
         free (s->addr[i]);
     free (s->addr);
+    for (int i = 0; s->any && i < s->nany; i++)
+        free (s->any[i]);
+    free (s->any);
+    free (s->order); /* its strings are addr's and any's */
     free (s->joined);
     free (s->acked);
     free (s->list);
@@ -612,7 +757,7 @@ static void *server_main (void *arg)
     log_debug ("%s: the rendezvous server is done (%d of %d confirmed)",
                s->where,
                s->nacked,
-               s->nnodes);
+               s->nlisted);
     return NULL;
 }
 
@@ -659,8 +804,9 @@ struct rclient {
     const char *where;
     const char *host;
     int port;
-    uint32_t rank, nnodes;
-    const char *self; /* "addr:port" */
+    uint32_t rank, nnodes, nmin; /* rank RDZV_RANK_ANY: no --node-rank */
+    char who[48];                /* "node rank K", or "a node without --node-rank" */
+    const char *self;            /* "addr:port" */
     uint8_t kr[32];
     double timeout, deadline;
     char last[160]; /* why the last try did not reach a server */
@@ -809,19 +955,23 @@ static int read_answer (int fd,
 }
 
 /* The LIST whose header is head: read, verify, split.  Returns 0 with
- * list[nnodes] (malloc'ed strings), or -1 with err. */
+ * list[*n] (malloc'ed strings) and *index, this member's place in it, or
+ * -1 with err. */
 static int client_list (struct rclient *cl,
                         int fd,
                         const uint8_t *head,
                         const uint8_t *nc,
                         double until,
                         char ***list,
+                        uint32_t *n,
+                        uint32_t *index,
                         elastic_error_t *err)
 {
     uint8_t *msg = NULL;
     size_t len = 0;
     char **l = NULL;
     elastic_error_t e;
+    uint32_t k;
     int rc = read_answer (fd, head, RDZV_LIST, cl->nnodes, until, &msg, &len, &e);
 
     if (rc == -1)
@@ -831,20 +981,22 @@ static int client_list (struct rclient *cl,
                           "%s: the list %s",
                           cl->where,
                           rc == -2 ? "did not come in time" : "was cut off");
-    rc = rdzv_list_decode (cl->kr, nc, msg, len, cl->nnodes, &l, &e);
+    rc = rdzv_list_decode (cl->kr, nc, msg, len, cl->nnodes, n, &l, &e);
     free (msg);
     if (rc < 0)
         return errprintf (err, "%s: %s", cl->where, e.text);
-    if (strcmp (l[cl->rank], cl->self) != 0) {
+    for (k = 0; k < *n && strcmp (l[k], cl->self) != 0; k++)
+        ;
+    if (k == *n) {
         errprintf (err,
-                   "%s: the list gives node rank %u as %s, not this member's %s",
+                   "%s: the list of %u nodes does not name this member (%s)",
                    cl->where,
-                   cl->rank,
-                   l[cl->rank],
+                   *n,
                    cl->self);
-        rdzv_addrs_free (l, cl->nnodes);
+        rdzv_addrs_free (l, *n);
         return -1;
     }
+    *index = k;
     *list = l;
     return 0;
 }
@@ -862,16 +1014,19 @@ static int client_fail (
         rc = rdzv_fail_decode (msg, len, text, NULL);
     free (msg);
     if (rc < 0)
-        return errprintf (err,
-                          "%s: the server refused node rank %u (no reason came)",
-                          cl->where,
-                          cl->rank);
+        return errprintf (
+            err, "%s: the server refused %s (no reason came)", cl->where, cl->who);
     return errprintf (err, "%s: %s", cl->where, text);
 }
 
-/* One connection.  Returns 0 with *list, -1 with err (final), or 1 to try
- * again (cl->last says why). */
-static int client_session (struct rclient *cl, int fd, char ***list, elastic_error_t *err)
+/* One connection.  Returns 0 with *list (*n addresses, this member's at
+ * *index), -1 with err (final), or 1 to try again (cl->last says why). */
+static int client_session (struct rclient *cl,
+                           int fd,
+                           char ***list,
+                           uint32_t *n,
+                           uint32_t *index,
+                           elastic_error_t *err)
 {
     uint8_t hello[HELLO_SZ], ns[NONCE], join[JOIN_MAX], head[HDR], ack[ACK_SZ];
     struct rdzv_join j = {
@@ -910,9 +1065,9 @@ static int client_session (struct rclient *cl, int fd, char ***list, elastic_err
     until = cl->deadline + RDZV_GRACE_S;
     if ((rc = read_full (fd, head, HDR, until)) == -2)
         return errprintf (err,
-                          "%s: node rank %u joined, but no list came within %g s",
+                          "%s: %s joined, but no list came within %g s",
                           cl->where,
-                          cl->rank,
+                          cl->who,
                           cl->timeout + RDZV_GRACE_S);
     if (rc < 0) {
         snprintf (cl->last, sizeof (cl->last), "the server closed after the JOIN");
@@ -931,14 +1086,30 @@ static int client_session (struct rclient *cl, int fd, char ***list, elastic_err
                           "(type %d)",
                           cl->where,
                           type);
-    if (client_list (cl, fd, head, j.nonce, until, list, err) < 0)
+    if (client_list (cl, fd, head, j.nonce, until, list, n, index, err) < 0)
         return -1;
-    rdzv_ack_encode (cl->kr, ns, j.nonce, cl->rank, ack);
+    rdzv_ack_encode (cl->kr, ns, j.nonce, *index, ack);
     (void)write_full (fd, ack, ACK_SZ, mono_now () + 2.0); /* best effort */
+    if (*n < cl->nmin) {
+        /* acknowledged all the same: the server need not wait for it */
+        errprintf (err,
+                   "%s: the job started with %u nodes, fewer than the %u that this "
+                   "member's --nnodes %u:%u asks for at least (the serving node's "
+                   "MIN is lower)",
+                   cl->where,
+                   *n,
+                   cl->nmin,
+                   cl->nmin,
+                   cl->nnodes);
+        rdzv_addrs_free (*list, *n);
+        *list = NULL;
+        return -1;
+    }
     return 0;
 }
 
-static int client_run (struct rclient *cl, char ***list, elastic_error_t *err)
+static int client_run (
+    struct rclient *cl, char ***list, uint32_t *n, uint32_t *index, elastic_error_t *err)
 {
     int connected = 0;
     double left;
@@ -951,7 +1122,7 @@ static int client_run (struct rclient *cl, char ***list, elastic_error_t *err)
             connected = 1;
             if (err)
                 err->text[0] = '\0';
-            rc = client_session (cl, fd, list, err);
+            rc = client_session (cl, fd, list, n, index, err);
             close (fd);
             if (rc <= 0)
                 return rc;
@@ -961,9 +1132,9 @@ static int client_run (struct rclient *cl, char ***list, elastic_error_t *err)
     }
     if (connected)
         return errprintf (err,
-                          "%s: node rank %u could not join within %g s (last: %s)",
+                          "%s: %s could not join within %g s (last: %s)",
                           cl->where,
-                          cl->rank,
+                          cl->who,
                           cl->timeout,
                           cl->last);
     return errprintf (err,
@@ -1026,13 +1197,11 @@ void rdzv_tcp_addrs_free (char **addrs, int n)
 }
 
 static int check_args (const struct jobmap *m,
-                       const uint8_t *key,
-                       int self_port,
-                       double timeout,
+                       const struct rdzv_tcp_opts *o,
                        char ***addrs,
                        elastic_error_t *err)
 {
-    if (!m || !key || !addrs)
+    if (!m || !o || !o->key || !addrs)
         return errprintf (err, "rendezvous: no job map, key or result given");
     if (!m->rdzv_host[0] || m->rdzv_port < 1 || m->rdzv_port > 65535)
         return errprintf (err, "rendezvous: the job map has no --rdzv-endpoint");
@@ -1040,33 +1209,45 @@ static int check_args (const struct jobmap *m,
         m->node_id >= m->nnodes)
         return errprintf (
             err, "rendezvous: node rank %d is not in 0..%d", m->node_id, m->nnodes - 1);
-    if (self_port < 1 || self_port > 65535)
+    if (o->min_nodes < 0 || o->min_nodes > m->nnodes)
+        return errprintf (err,
+                          "rendezvous: at least %d nodes of %d is not accepted",
+                          o->min_nodes,
+                          m->nnodes);
+    if (o->self_port < 1 || o->self_port > 65535)
         return errprintf (
-            err, "rendezvous: mesh port %d is not accepted (1..65535)", self_port);
-    if (!(timeout > 0) || !isfinite (timeout))
-        return errprintf (err, "rendezvous: timeout %g is not accepted (> 0 s)", timeout);
+            err, "rendezvous: mesh port %d is not accepted (1..65535)", o->self_port);
+    if (!(o->timeout > 0) || !isfinite (o->timeout))
+        return errprintf (
+            err, "rendezvous: timeout %g is not accepted (> 0 s)", o->timeout);
+    if (!(o->last_call >= 0) || !isfinite (o->last_call))
+        return errprintf (
+            err, "rendezvous: last call %g is not accepted (>= 0 s)", o->last_call);
     return 0;
 }
 
 static struct rserver *
-server_create (const struct rclient *cl, int lfd, int stopfd, int nnodes)
+server_create (const struct rclient *cl, int lfd, int stopfd, double last_call)
 {
     struct rserver *s = calloc (1, sizeof (*s));
+    size_t n = cl->nnodes;
 
     if (!s)
         return NULL;
     s->lfd = lfd;
     s->stopfd = stopfd;
-    s->nnodes = nnodes;
+    s->nnodes = (int)cl->nnodes;
+    s->nmin = (int)cl->nmin;
+    s->last_call = last_call;
     memcpy (s->kr, cl->kr, 32);
     s->start = mono_now ();
     s->timeout = cl->timeout;
     s->deadline = cl->deadline;
-    s->maxconn = nnodes * 2 + 64;
+    s->maxconn = s->nnodes * 2 + 64;
     snprintf (s->where, sizeof (s->where), "%s", cl->where);
-    if (!(s->addr = calloc ((size_t)nnodes, sizeof (char *))) ||
-        !(s->joined = calloc ((size_t)nnodes, 1)) ||
-        !(s->acked = calloc ((size_t)nnodes, 1))) {
+    if (!(s->addr = calloc (n, sizeof (char *))) || !(s->joined = calloc (n, 1)) ||
+        !(s->any = calloc (n, sizeof (char *))) ||
+        !(s->order = calloc (n, sizeof (char *))) || !(s->acked = calloc (n, 1))) {
         s->lfd = -1;
         server_destroy (s);
         return NULL;
@@ -1075,14 +1256,19 @@ server_create (const struct rclient *cl, int lfd, int stopfd, int nnodes)
 }
 
 /* Serve in a thread while this member joins like the others. */
-static int serve_and_join (
-    struct rclient *cl, int lfd, int nnodes, char ***list, elastic_error_t *err)
+static int serve_and_join (struct rclient *cl,
+                           int lfd,
+                           double last_call,
+                           char ***list,
+                           uint32_t *n,
+                           uint32_t *index,
+                           elastic_error_t *err)
 {
     struct rserver *s = NULL;
     pthread_t tid;
     int pfd[2] = {-1, -1}, rc;
 
-    if (pipe2 (pfd, O_CLOEXEC) < 0 || !(s = server_create (cl, lfd, pfd[0], nnodes))) {
+    if (pipe2 (pfd, O_CLOEXEC) < 0 || !(s = server_create (cl, lfd, pfd[0], last_call))) {
         close (lfd);
         rc = errprintf (
             err, "%s: cannot start the server: %s", cl->where, strerror (errno));
@@ -1092,15 +1278,22 @@ static int serve_and_join (
         rc = errprintf (err, "%s: cannot start the server: %s", cl->where, strerror (rc));
         goto out;
     }
-    log_debug ("%s: serving the rendezvous of %d nodes", cl->where, nnodes);
-    rc = client_run (cl, list, err);
+    if (cl->nmin < cl->nnodes)
+        log_debug ("%s: serving the rendezvous of %u to %u nodes (last call %g s)",
+                   cl->where,
+                   cl->nmin,
+                   cl->nnodes,
+                   last_call);
+    else
+        log_debug ("%s: serving the rendezvous of %u nodes", cl->where, cl->nnodes);
+    rc = client_run (cl, list, n, index, err);
     if (rc < 0) {
         char text[FAIL_MAX + 1];
 
         snprintf (text,
                   sizeof (text),
-                  "node rank %u, the server, gave up: %.200s",
-                  cl->rank,
+                  "%s, the server, gave up: %.180s",
+                  cl->who,
                   err ? err->text : "error");
         (void)!write (pfd[1], text, strlen (text));
     }
@@ -1114,21 +1307,53 @@ out:
     return rc;
 }
 
-int rdzv_tcp_exchange (struct jobmap *m,
-                       const uint8_t key[32],
-                       const char *self_addr,
-                       int self_port,
-                       double timeout,
+/* The job started with n nodes, this member the index-th: *mp becomes
+ * the map of that job (the same endpoint, run id and ranks per node). */
+static int
+resize_map (struct jobmap **mp, uint32_t n, uint32_t index, elastic_error_t *err)
+{
+    const struct jobmap *m = *mp;
+    char endpoint[RDZV_ADDR_MAX + 16];
+    int v6 = strchr (m->rdzv_host, ':') != NULL;
+    struct jobmap_torchrun t = {
+        .nnodes = (int)n,
+        .node_rank = (int)index,
+        .nproc_per_node = m->nproc_per_node,
+        .rdzv_endpoint = endpoint,
+        .run_id = m->jobid,
+    };
+    struct jobmap *nm;
+
+    if ((int)n == m->nnodes && (int)index == m->node_id)
+        return 0;
+    snprintf (endpoint,
+              sizeof (endpoint),
+              "%s%s%s:%d",
+              v6 ? "[" : "",
+              m->rdzv_host,
+              v6 ? "]" : "",
+              m->rdzv_port);
+    if (!(nm = jobmap_from_torchrun (&t, err)))
+        return -1;
+    jobmap_destroy (*mp);
+    *mp = nm;
+    return 0;
+}
+
+int rdzv_tcp_exchange (struct jobmap **mp,
+                       const struct rdzv_tcp_opts *o,
                        char ***addrs,
                        elastic_error_t *err)
 {
     struct rclient cl = {0};
+    struct jobmap *m = mp ? *mp : NULL;
     char where[RDZV_ADDR_MAX + 32], self[RDZV_ADDR_MAX + 8], ahost[RDZV_ADDR_MAX + 1];
     char host[RDZV_ADDR_MAX + 1];
     char **list = NULL;
+    uint32_t n = 0, index = 0;
     int lfd, v6, rc = -1;
 
-    if (check_args (m, key, self_port, timeout, addrs, err) < 0)
+    if (check_args (m, o, addrs, err) < 0)
         return -1;
     if (mesh_auth_init (err) < 0)
         return -1;
@@ -1140,14 +1365,19 @@ int rdzv_tcp_exchange (struct jobmap *m,
               m->rdzv_host,
               v6 ? "]" : "",
               m->rdzv_port);
-    if (self_addr)
-        snprintf (ahost, sizeof (ahost), "%s", self_addr);
+    if (o->self_addr)
+        snprintf (ahost, sizeof (ahost), "%s", o->self_addr);
     else if (self_address (
                  where, m->rdzv_host, m->rdzv_port, ahost, sizeof (ahost), err) < 0)
         return -1;
     v6 = strchr (ahost, ':') != NULL;
-    snprintf (
-        self, sizeof (self), "%s%s%s:%d", v6 ? "[" : "", ahost, v6 ? "]" : "", self_port);
+    snprintf (self,
+              sizeof (self),
+              "%s%s%s:%d",
+              v6 ? "[" : "",
+              ahost,
+              v6 ? "]" : "",
+              o->self_port);
     if (rdzv_addr_check ("this member's mesh address",
                          (const uint8_t *)self,
                          strlen (self),
@@ -1157,29 +1387,39 @@ int rdzv_tcp_exchange (struct jobmap *m,
     cl.where = where;
     cl.host = m->rdzv_host;
     cl.port = m->rdzv_port;
-    cl.rank = (uint32_t)m->node_id;
+    cl.rank = o->any_rank ? RDZV_RANK_ANY : (uint32_t)m->node_id;
     cl.nnodes = (uint32_t)m->nnodes;
+    cl.nmin = o->min_nodes > 0 ? (uint32_t)o->min_nodes : cl.nnodes;
+    if (o->any_rank)
+        snprintf (cl.who, sizeof (cl.who), "a node without --node-rank");
+    else
+        snprintf (cl.who, sizeof (cl.who), "node rank %u", cl.rank);
     cl.self = self;
-    cl.timeout = timeout;
-    cl.deadline = mono_now () + timeout;
-    rdzv_key (key, cl.kr);
+    cl.timeout = o->timeout;
+    cl.deadline = mono_now () + o->timeout;
+    rdzv_key (o->key, cl.kr);
     if ((lfd = try_serve (where, m->rdzv_host, m->rdzv_port, err)) == -1)
         goto out;
     if (lfd >= 0)
-        rc = serve_and_join (&cl, lfd, m->nnodes, &list, err);
+        rc = serve_and_join (&cl, lfd, o->last_call, &list, &n, &index, err);
     else
-        rc = client_run (&cl, &list, err);
+        rc = client_run (&cl, &list, &n, &index, err);
     if (rc < 0)
         goto out;
-    for (int i = 0; i < m->nnodes; i++) {
+    rc = -1;
+    if (resize_map (mp, n, index, err) < 0) {
+        errprefix (err, "%s", where);
+        goto out;
+    }
+    m = *mp;
+    for (uint32_t i = 0; i < n; i++) {
         char what[48];
 
-        snprintf (what, sizeof (what), "node rank %d", i);
+        snprintf (what, sizeof (what), "node rank %u", i);
         if (rdzv_addr_check (
                 what, (const uint8_t *)list[i], strlen (list[i]), host, err) < 0 ||
-            jobmap_set_host (m, i, host, err) < 0) {
+            jobmap_set_host (m, (int)i, host, err) < 0) {
             errprefix (err, "%s", where);
-            rc = -1;
             goto out;
         }
     }
@@ -1187,7 +1427,7 @@ int rdzv_tcp_exchange (struct jobmap *m,
     list = NULL;
     rc = 0;
 out:
-    rdzv_tcp_addrs_free (list, m->nnodes);
+    rdzv_addrs_free (list, n);
     sodium_memzero (cl.kr, sizeof (cl.kr));
     return rc;
 }

@@ -27,11 +27,12 @@
  * (the same address again is the same member reconnecting); it drops
  * garbage (another version included), any other message and a connection
  * that sends no JOIN within RDZV_IDLE_S seconds, and never waits on one
- * connection.  When all nnodes have joined it sends every one the LIST,
- * keeps serving (a member that lost its connection rejoins and gets it)
- * until every member ACKed it, then closes; at its timeout it sends FAIL
- * ("2 of 3 nodes joined within 60 s (missing node ranks: 2)") to those
- * waiting.
+ * connection.  When all nnodes have joined (or MIN of a MIN:MAX range
+ * and the last call passed) it sends every one the LIST, keeps serving (a
+ * member that lost its connection rejoins and gets it; any other JOIN is
+ * refused: "the job started with 2 of at most 3 nodes") until every
+ * member ACKed it, then closes; at its timeout it sends FAIL ("2 of 3
+ * nodes joined within 60 s (missing node ranks: 2)") to those waiting.
  */
 #ifndef ELASTIC_EXEC_RDZV_TCP_H
 #define ELASTIC_EXEC_RDZV_TCP_H
@@ -45,20 +46,33 @@
 #define RDZV_IDLE_S  5.0  /* a connection silent this long is dropped */
 #define RDZV_GRACE_S 10.0 /* a joined client waits its timeout + this */
 
-/* Exchange mesh addresses with the other members of the torchrun map m
- * (m->rdzv_host:m->rdzv_port, m->node_id, m->nnodes), authenticated with
- * key (the mesh key, 32 bytes).  self_addr/self_port: this member's mesh
- * address (self_port 1..65535: the port its mesh socket is bound to);
- * self_addr NULL: the address this host uses to reach the endpoint.
- * Waits up to timeout seconds (> 0).  On success sets every node's host
- * (jobmap_set_host), *addrs = a malloc'ed array of m->nnodes malloc'ed
- * "addr:port" strings (node-rank order), and returns 0; else -1 with one
- * line in err naming the endpoint and what went wrong. */
-int rdzv_tcp_exchange (struct jobmap *m,
-                       const uint8_t key[32],
-                       const char *self_addr,
-                       int self_port,
-                       double timeout,
+/* What a member brings to the exchange. */
+struct rdzv_tcp_opts {
+    const uint8_t *key;    /* the mesh key, 32 bytes */
+    const char *self_addr; /* NULL: the address this host uses toward the endpoint */
+    int self_port;         /* 1..65535: the port its mesh socket is bound to */
+    double timeout;        /* > 0: how long to wait for the job's nodes */
+    int min_nodes;         /* --nnodes MIN:MAX's MIN (0: all MAX) */
+    double last_call;      /* once MIN joined, how long the server waits for
+                              more before the job starts with those there */
+    int any_rank;          /* 1: no --node-rank; the server places this node */
+};
+
+/* Exchange mesh addresses with the other members of the torchrun map *mp
+ * ((*mp)->rdzv_host:rdzv_port, its node_id unless o->any_rank, its
+ * nnodes: MAX), authenticated with o->key.  The job starts with every
+ * node that joined once MAX did, or MIN did and o->last_call passed (the
+ * serving member's MIN and last call decide; a member whose MIN is larger
+ * than the count fails), or at the timeout with at least MIN.  On success
+ * *mp is the job's map (replaced by one of fewer nodes, or with this
+ * member at another place, when the job started so: node ranks with a
+ * --node-rank keep its order, those without follow in the order they
+ * came), every node's host set (jobmap_set_host), *addrs a malloc'ed
+ * array of (*mp)->nnodes malloc'ed "addr:port" strings in node order;
+ * returns 0.  Else -1 with one line in err naming the endpoint and what
+ * went wrong. */
+int rdzv_tcp_exchange (struct jobmap **mp,
+                       const struct rdzv_tcp_opts *o,
                        char ***addrs,
                        elastic_error_t *err);
 

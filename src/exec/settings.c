@@ -200,8 +200,10 @@ static int set_rdzv_conf (struct elastic_agent_spec *s,
             rc = parse_seconds (key, eq + 1, 0.1, 1e6, &interval, err);
         } else if (!strcmp (kv, "keep_alive_max_attempt")) {
             rc = parse_seconds (key, eq + 1, 1, 1e6, &attempts, err);
-        } else if (!strcmp (kv, "last_call_timeout") || !strcmp (kv, "close_timeout") ||
-                   !strcmp (kv, "read_timeout") || !strcmp (kv, "timeout")) {
+        } else if (!strcmp (kv, "last_call_timeout")) {
+            rc = parse_seconds (key, eq + 1, 0, 1e7, &s->rdzv_last_call, err);
+        } else if (!strcmp (kv, "close_timeout") || !strcmp (kv, "read_timeout") ||
+                   !strcmp (kv, "timeout")) {
             /* accepted, no meaning here (doc/mesh.md) */
             rc = parse_seconds (key, eq + 1, 0, 1e7, &d, err);
         } else if (!strcmp (kv, "is_host") || !strcmp (kv, "store_type")) {
@@ -209,9 +211,9 @@ static int set_rdzv_conf (struct elastic_agent_spec *s,
         } else {
             rc = errprintf (err,
                             "%s: '%s' is not a rendezvous setting (join_timeout, "
-                            "keep_alive_interval, keep_alive_max_attempt; "
-                            "last_call_timeout, close_timeout, read_timeout, timeout, "
-                            "is_host and store_type are accepted and ignored)",
+                            "last_call_timeout, keep_alive_interval, "
+                            "keep_alive_max_attempt; close_timeout, read_timeout, "
+                            "timeout, is_host and store_type are accepted and ignored)",
                             key,
                             kv);
         }

@@ -42,6 +42,7 @@ elastic_agent_spec_t *elastic_agent_spec_create (void)
     s->exit_barrier_timeout = 300;
     s->node_timeout = 2.0;
     s->node_rank = -1;
+    s->rdzv_last_call = -1;
     s->shutdown_timeout = 30;
     sigemptyset (&s->handled);
     sigaddset (&s->handled, SIGTERM);

@@ -85,6 +85,7 @@ struct elastic_agent_spec {
     char *rdzv_endpoint;      /* --rdzv-endpoint */
     int rdzv_backend;         /* RDZV_* (--rdzv-backend) */
     double rdzv_join_timeout; /* --rdzv-conf join_timeout; 0: 300 s */
+    double rdzv_last_call;    /* --rdzv-conf last_call_timeout; < 0: 30 s */
     char *status_file;        /* the job's agreed result is written here (mesh) */
     struct meshjob *mesh;     /* set by elastic-exec in mesh mode (borrowed) */
     char *text[SPEC_NKEYS];   /* the values as set, for elastic_agent_spec_get */

@@ -81,17 +81,20 @@ static int check_join (const uint8_t *p, size_t len, struct rdzv_join *j)
     return 0;
 }
 
-static void check_list (const uint8_t *p, size_t len, uint32_t nnodes)
+static void check_list (const uint8_t *p, size_t len, uint32_t nmax)
 {
     elastic_error_t err = {{0}};
     uint8_t head[RDZV_LIST_FIXED], digest[32], mac[RDZV_MAC], *body = NULL;
     char **addrs = NULL;
     size_t size = 0;
-    int rc = rdzv_list_decode (kr, nc, p, len, nnodes, &addrs, &err);
+    uint32_t nnodes = 0;
+    int rc = rdzv_list_decode (kr, nc, p, len, nmax, &nnodes, &addrs, &err);
 
     refused (rc, &err);
     if (rc < 0)
         return;
+    if (nnodes < 1 || nnodes > nmax) /* a job of 1..MAX nodes */
+        abort ();
     if (rdzv_list_encode (addrs, nnodes, head, &body, &size, digest, &err) < 0)
         abort ();
     rdzv_list_mac (kr, nc, digest, mac);
