@@ -72,6 +72,15 @@ rank_pid() {
 }
 in_mpi_init() { grep -q '/dev/shm/sm_segment\.' "/proc/$1/maps"; }
 loaded() { grep -q "\"event\":\"rank_loaded\",\"rank\":$2," "$tmp/run.$1/attempt-1/events.jsonl"; }
+# end_job NAME WHAT SECONDS: wait for the background job ($job) to end;
+# its exit status in rc
+end_job() {
+    wait_for_exit "$job" "$3"
+    ok $? "$1: $2" || pkill -KILL -P "$job"
+    wait "$job"
+    rc=$?
+    job=
+}
 
 ELASTIC_SNAPSHOT_DIR=$tmp/ref TMPDIR=$tmp/tmp timeout 300 "$empirun" -q --run-dir "$tmp/ref-run" \
     --exec "$exec_bin" --mca btl self,sm,tcp -n $np "${app[@]}" > "$tmp/ref.out" 2>&1
@@ -104,11 +113,7 @@ killed() {
         ok $? "$name: rank $r SIGKILLed inside MPI_Init (pid $p)"
     done
     t=$(now_ms)
-    wait_for_exit "$job" 300
-    ok $? "$name: the job did not hang" || pkill -KILL -P "$job"
-    wait "$job"
-    rc=$?
-    job=
+    end_job "$name" "the job did not hang" 300
     is "$rc" 0 "$name: exit 0" || tail -n 30 "$tmp/$name.out" | sed 's/^/# /'
     is "$(checksum_of "$tmp/$name.out")" "$ref" "$name: the failure-free checksum"
     # the first death named, the others counted
@@ -172,11 +177,7 @@ done
 is "$(grep -c '"event":"rank_initialized"' "$tmp/run.$name/attempt-1/events.jsonl")" 0 \
     "$name: no rank had finished MPI_Init at the SIGTERM"
 kill -TERM "$job"
-wait_for_exit "$job" 120
-ok $? "$name: the job ended after the SIGTERM" || pkill -KILL -P "$job"
-wait "$job"
-rc=$?
-job=
+end_job "$name" "the job ended after the SIGTERM" 120
 is "$rc" 75 "$name: exit 75 (suspended)" || tail -n 30 "$tmp/$name.out" | sed 's/^/# /'
 grep -a -q "summary: suspended (exit 75) after 1 attempt" "$tmp/$name.out"
 ok $? "$name: the summary says suspended"
@@ -203,11 +204,7 @@ job=$!
 stopped() { p=$(rank_pid "$name" 1) && [ "$(awk '{print $3}' "/proc/$p/stat" 2> /dev/null)" = T ]; }
 wait_for_grep '^checksum ' "$tmp/$name.out" 180 && wait_until 60 stopped && kill -TERM "$job"
 ok $? "$name: SIGTERM once rank 1 is stopped inside MPI_Finalize"
-wait_for_exit "$job" 120
-ok $? "$name: the job ended after the SIGTERM" || pkill -KILL -P "$job"
-wait "$job"
-rc=$?
-job=
+end_job "$name" "the job ended after the SIGTERM" 120
 is "$rc" 0 "$name: exit 0 (the work was done)" || tail -n 30 "$tmp/$name.out" | sed 's/^/# /'
 is "$(checksum_of "$tmp/$name.out")" "$ref" "$name: the failure-free checksum"
 grep -a -q "summary: completed (exit 0) after 1 attempt" "$tmp/$name.out"
