@@ -401,11 +401,12 @@ int rdzv_list_decode (const uint8_t kr[RDZV_KEY],
     uint8_t digest[32], want[RDZV_MAC];
     char **l = NULL;
     size_t size, off = 0;
+    uint32_t count;
     int rc;
 
     if (exact (p, len, RDZV_LIST, nnodes, err) < 0)
         return -1;
-    nnodes = be_get32 (p + RDZV_HDR); /* 1..nnodes: exact checked it */
+    count = be_get32 (p + RDZV_HDR); /* 1..nnodes: exact checked it */
     size = len - RDZV_LIST_FIXED - RDZV_MAC;
     rdzv_list_digest (p, body, size, digest);
     rdzv_list_mac (kr, nc, digest, want);
@@ -414,9 +415,9 @@ int rdzv_list_decode (const uint8_t kr[RDZV_KEY],
     if (rc != 0)
         return errprintf (err,
                           "the list's MAC does not verify (not the same mesh secret?)");
-    if (!(l = calloc (nnodes, sizeof (*l))))
+    if (!(l = calloc (count, sizeof (*l))))
         return errprintf (err, "out of memory");
-    for (uint32_t i = 0; i < nnodes; i++) {
+    for (uint32_t i = 0; i < count; i++) {
         char host[RDZV_ADDR_MAX + 1], what[32];
         size_t alen = off + 2 <= size ? be_get16 (body + off) : 0;
 
@@ -437,11 +438,11 @@ int rdzv_list_decode (const uint8_t kr[RDZV_KEY],
         errprintf (err, "the server's list has %zu bytes too many", size - off);
         goto error;
     }
-    *n = nnodes;
+    *n = count;
     *addrs = l;
     return 0;
 error:
-    rdzv_addrs_free (l, nnodes);
+    rdzv_addrs_free (l, count);
     return -1;
 }
 

@@ -227,24 +227,27 @@ static void conn_close (struct rconn *c)
     c->fd = -1;
 }
 
+/* Whether a (NUL-terminated, may be NULL) is the address b[0..len). */
+static int same_addr (const char *a, const void *b, size_t len)
+{
+    return a && strlen (a) == len && !memcmp (a, b, len);
+}
+
 /* The place of the member that joined as addr (len bytes) in the LIST,
  * or -1. */
-static int list_index (const struct rserver *s, const char *addr, size_t len)
+static int list_index (const struct rserver *s, const void *addr, size_t len)
 {
     for (int i = 0; i < s->nlisted; i++)
-        if (strlen (s->order[i]) == len && !memcmp (s->order[i], addr, len))
+        if (same_addr (s->order[i], addr, len))
             return i;
     return -1;
 }
 
-/* Whether a member joined as addr (len bytes): by node rank or without. */
-static int joined_as (const struct rserver *s, const uint8_t *addr, size_t len)
+/* Whether a member without --node-rank joined as addr (len bytes). */
+static int joined_any (const struct rserver *s, const void *addr, size_t len)
 {
-    for (int i = 0; i < s->nnodes; i++)
-        if (s->addr[i] && strlen (s->addr[i]) == len && !memcmp (s->addr[i], addr, len))
-            return 1;
     for (int i = 0; i < s->nany; i++)
-        if (strlen (s->any[i]) == len && !memcmp (s->any[i], addr, len))
+        if (same_addr (s->any[i], addr, len))
             return 1;
     return 0;
 }
@@ -281,8 +284,9 @@ static void send_list (struct rserver *s)
         log_debug ("%s: all %d nodes joined; sending the list", s->where, n);
     for (int i = 0; i < s->nc; i++) {
         struct rconn *c = s->c[i];
-        const char *a = c->fd >= 0 && c->state == C_JOINED ? c->joined_addr : NULL;
-        int k = a ? list_index (s, a, strlen (a)) : -1;
+        int k = c->fd >= 0 && c->state == C_JOINED
+                    ? list_index (s, c->joined_addr, strlen (c->joined_addr))
+                    : -1;
 
         if (k >= 0)
             queue_list (s, c, k);
@@ -290,11 +294,12 @@ static void send_list (struct rserver *s)
 }
 
 /* Whether the LIST is due: every node joined, or MIN did and the last
- * call passed. */
+ * call or the deadline passed. */
 static int list_due (const struct rserver *s, double now)
 {
     return s->njoined == s->nnodes ||
-           (s->njoined >= s->nmin && s->min_at > 0 && now >= s->min_at + s->last_call);
+           (s->njoined >= s->nmin &&
+            ((s->min_at > 0 && now >= s->min_at + s->last_call) || now >= s->deadline));
 }
 
 static void handle_join (struct rserver *s, struct rconn *c)
@@ -335,7 +340,7 @@ static void handle_join (struct rserver *s, struct rconn *c)
     if (s->list) {
         /* the job's nodes are known: a member of it that lost its
          * connection gets the LIST again; nobody else is admitted */
-        int k = list_index (s, (const char *)j.addr, j.addr_len);
+        int k = list_index (s, j.addr, j.addr_len);
 
         if (k < 0) {
             snprintf (text,
@@ -349,13 +354,12 @@ static void handle_join (struct rserver *s, struct rconn *c)
         }
         c->rank = j.rank;
         memcpy (c->nc, j.nonce, NONCE);
-        snprintf (c->joined_addr, sizeof (c->joined_addr), "%s", s->order[k]);
         c->inlen = 0;
         queue_list (s, c, k);
         return;
     }
     if (j.rank == RDZV_RANK_ANY) {
-        if (!joined_as (s, j.addr, j.addr_len)) {
+        if (!joined_any (s, j.addr, j.addr_len)) {
             if (s->njoined == s->nnodes) {
                 snprintf (text,
                           sizeof (text),
@@ -386,8 +390,7 @@ static void handle_join (struct rserver *s, struct rconn *c)
                   j.rank);
         goto refuse;
     }
-    if (s->addr[j.rank] && (strlen (s->addr[j.rank]) != j.addr_len ||
-                            memcmp (s->addr[j.rank], j.addr, j.addr_len) != 0)) {
+    if (s->addr[j.rank] && !same_addr (s->addr[j.rank], j.addr, j.addr_len)) {
         snprintf (text,
                   sizeof (text),
                   "node rank %u already joined as %s; this one says %.*s (two "
@@ -421,9 +424,7 @@ joined:
     c->since = mono_now ();
     c->inlen = 0;
     if (s->njoined >= s->nmin && s->min_at == 0)
-        s->min_at = c->since; /* the last call starts */
-    if (list_due (s, c->since))
-        send_list (s);
+        s->min_at = c->since; /* the last call starts (server_loop sends the list) */
     return;
 refuse:
     log_warn ("%s: refused a connection: %s", s->where, text);
@@ -641,8 +642,7 @@ static void server_loop (struct rserver *s)
         double now = mono_now (), next = s->deadline;
         int n = 0, ms;
 
-        if (!s->list &&
-            (list_due (s, now) || (now >= s->deadline && s->njoined >= s->nmin))) {
+        if (!s->list && list_due (s, now)) {
             /* at the deadline with MIN there: start with them (they wait
              * RDZV_GRACE_S beyond it for the list, and so does this) */
             if (now >= s->deadline)
