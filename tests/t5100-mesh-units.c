@@ -82,6 +82,13 @@ static int encode (struct mesh_wbuf *b, int type)
         case MESH_BYE:
             mesh_put_u8 (b, MESH_BYE_YOU_LOST);
             break;
+        case MESH_JOINED:
+            mesh_put_u32 (b, 2);
+            mesh_put_u32 (b, 5);
+            mesh_put_blob (b, "10.0.0.7:4242", 13);
+            mesh_put_u32 (b, 6);
+            mesh_put_blob (b, "", 0);
+            break;
     }
     return mesh_msg_end (b, off);
 }
@@ -141,6 +148,15 @@ static void test_roundtrip (void)
                     m1 == 0 && l1 == 3 && memcmp (d1, "abc", 3) == 0 && m2 == 2 &&
                     l2 == 0,
                 "fence-up: seq, flag, two blobs intact");
+        } else if (t == MESH_JOINED) {
+            struct mesh_list it = msg.u.joined;
+            uint32_t m1, m2, l1, l2;
+            const uint8_t *d1, *d2;
+            int n = mesh_list_next (&it, 1, &m1, NULL, &d1, &l1);
+            n += mesh_list_next (&it, 1, &m2, NULL, &d2, &l2);
+            ok (n == 2 && m1 == 5 && l1 == 13 && memcmp (d1, "10.0.0.7:4242", 13) == 0 &&
+                    m2 == 6 && l2 == 0,
+                "joined: two members, an address and an empty one intact");
         } else if (t == MESH_DMODEX_RESP) {
             ok (msg.u.dmodex.id == 0x1122334455667788ull && msg.u.dmodex.origin == 3 &&
                     msg.u.dmodex.target == 4 && msg.u.dmodex.status == -113 &&

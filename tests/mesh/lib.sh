@@ -1,6 +1,10 @@
 # mesh/lib.sh - start a test mesh of mesh-member processes (source it)
 #
 #   mesh_start N [ARGS...]   N members on 127.0.0.1 (ARGS to each), joined
+#   mesh_start_some N K [ARGS...]  members 0..K-1 of N slots (the others
+#                            absent: --start K), joined
+#   mesh_join I NAME A [ARGS...]  a newcomer (test index I, its expected
+#                            slot) admitted through member A, linked
 #   mesh_cmd I CMD           a command line to member I
 #   mesh_grep I RE           member I's output has RE
 #   mesh_wait I RE [S]       wait up to S (default 60) seconds for RE
@@ -44,21 +48,50 @@ mesh_wait() { wait_until "${3:-60}" grep -q -e "$2" "$mesh_dir/out$1"; }
 mesh_line() { grep -e "$2" "$mesh_dir/out$1" | tail -n 1; }
 mesh_alive() { kill -0 "${mesh_pids[$1]}" 2> /dev/null; }
 
+# mesh_spawn I ARGS...: member process I (stdin a FIFO, output in files)
+mesh_spawn() {
+    local i=$1 fd
+    shift
+    mkfifo "$mesh_dir/in$i"
+    exec {fd}<> "$mesh_dir/in$i"
+    mesh_fd[$i]=$fd
+    "$MESH_MEMBER" "$@" < "$mesh_dir/in$i" > "$mesh_dir/out$i" 2> "$mesh_dir/err$i" &
+    mesh_pids[$i]=$!
+}
+
 mesh_start() {
-    local n=$1 i fd
+    local n=$1 i
     shift
     mesh_n=$n
     for ((i = 0; i < n; i++)); do
-        mkfifo "$mesh_dir/in$i"
-        exec {fd}<> "$mesh_dir/in$i"
-        mesh_fd[$i]=$fd
-        "$MESH_MEMBER" --members "$n" --self "$i" --dir "$mesh_dir" "$@" \
-            < "$mesh_dir/in$i" > "$mesh_dir/out$i" 2> "$mesh_dir/err$i" &
-        mesh_pids[$i]=$!
+        mesh_spawn "$i" --members "$n" --self "$i" --dir "$mesh_dir" "$@"
     done
     for ((i = 0; i < n; i++)); do
         mesh_wait "$i" '^joined' 120 || return 1
     done
+}
+
+mesh_start_some() {
+    local n=$1 k=$2 i
+    shift 2
+    mesh_n=$n
+    for ((i = 0; i < k; i++)); do
+        mesh_spawn "$i" --members "$n" --self "$i" --start "$k" --dir "$mesh_dir" "$@"
+    done
+    for ((i = 0; i < k; i++)); do
+        mesh_wait "$i" '^joined' 120 || return 1
+    done
+}
+
+mesh_join() {
+    local i=$1 name=$2 admitter=$3
+    shift 3
+    mesh_spawn "$i" --members "$mesh_n" --join "$name" --first-fence $((mesh_fences + 1)) \
+        --dir "$mesh_dir" "$@"
+    mesh_wait "$i" '^listening port' 60 || return 1
+    mesh_cmd "$admitter" "admit $name"
+    mesh_wait "$admitter" "^admit\(ted\)\? $name " 60 || return 1
+    mesh_wait "$i" '^joined' 120
 }
 
 # mesh_fence I...: the next fence on each, then wait for every result

@@ -19,6 +19,21 @@
  *       --munge: authenticate with munge credentials through munged's
  *       SOCKET (MESH_AUTH_MUNGE, job "mesh-test") instead of a secret.
  *
+ *       --start K: only members 0..K-1 start (slots K..N-1 absent, joins
+ *       possible); --max-live L: admit no one while L are live.  Also:
+ *         admit NAME  admit the newcomer whose port is in DIR/NAME.port
+ *                     (mesh_admit), write its admission to
+ *                     DIR/NAME.admission; says "admitted NAME slot K epoch
+ *                     E" or "admit NAME error TEXT"
+ *       and the event "join M,.. epoch E live L t=T" (members admitted).
+ *
+ *   mesh-member --members N --join NAME --dir DIR [as above]
+ *       A newcomer: listen on a free port, write it to DIR/NAME.port, say
+ *       "listening port P", wait for DIR/NAME.admission (another member's
+ *       admit NAME), then join the running mesh in the slot it names
+ *       (mesh_config.joining) and go on as a member; --first-fence F:
+ *       number its first fence F (the mesh's fences done so far + 1).
+ *
  *   mesh-member --members N --self I --ports P0,P1,... [as above, no --dir]
  *       The mesh's candidate ports instead of port files: every member is
  *       at 127.0.0.1 on the first of them it can bind (mesh_config.ports);
@@ -69,6 +84,7 @@ static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 static int fence_pipe[2];
 static uint32_t self, nmembers;
 static struct mesh *mesh;
+static const char *dir;
 
 static long long wall_ms (void)
 {
@@ -108,6 +124,23 @@ on_lost (void *arg, const uint32_t *m, size_t n, uint32_t epoch, uint32_t nlive)
         off +=
             (size_t)snprintf (buf + off, sizeof (buf) - off, "%s%u", i ? "," : "", m[i]);
     say ("lost %s epoch %u live %u t=%lld", buf, epoch, nlive, wall_ms ());
+}
+
+static void on_admitted (void *arg,
+                         const uint32_t *m,
+                         const char *const *addrs,
+                         size_t n,
+                         uint32_t epoch,
+                         uint32_t nlive)
+{
+    char buf[4096];
+    size_t off = 0;
+
+    buf[0] = '\0';
+    for (size_t i = 0; i < n && off < sizeof (buf) - 16; i++)
+        off +=
+            (size_t)snprintf (buf + off, sizeof (buf) - off, "%s%u", i ? "," : "", m[i]);
+    say ("join %s epoch %u live %u t=%lld", buf, epoch, nlive, wall_ms ());
 }
 
 static void on_bcast (void *arg, uint32_t origin, int kind, const void *data, size_t len)
@@ -217,6 +250,78 @@ static int read_port (const char *dir, uint32_t i)
     return port;
 }
 
+/* admit NAME: the newcomer's port from DIR/NAME.port, its admission to
+ * DIR/NAME.admission ("slot K base B epoch E", then a line "STATE ADDR"
+ * per slot, ADDR "-" where none) */
+static void admit_cmd (const char *name)
+{
+    struct mesh_admission a;
+    char path[4096], tmp[4096], addr[64];
+    FILE *f;
+    int port = -1;
+
+    snprintf (path, sizeof (path), "%s/%s.port", dir, name);
+    if ((f = fopen (path, "r"))) {
+        if (fscanf (f, "%d", &port) != 1)
+            port = -1;
+        fclose (f);
+    }
+    if (port < 0) {
+        say ("admit %s error no port file", name);
+        return;
+    }
+    snprintf (addr, sizeof (addr), "127.0.0.1:%d", port);
+    if (mesh_admit (mesh, addr, &a) < 0) {
+        say ("admit %s error %s", name, strerror (errno));
+        return;
+    }
+    snprintf (path, sizeof (path), "%s/%s.admission", dir, name);
+    snprintf (tmp, sizeof (tmp), "%s/.%s.admission.tmp", dir, name);
+    if ((f = fopen (tmp, "w"))) {
+        fprintf (f, "slot %u base %u epoch %u\n", a.slot, a.base, a.epoch);
+        for (uint32_t i = 0; i < a.n; i++)
+            fprintf (f, "%u %s\n", a.slots[i], a.addrs[i] ? a.addrs[i] : "-");
+        if (fclose (f) == 0 && rename (tmp, path) == 0)
+            say ("admitted %s slot %u epoch %u", name, a.slot, a.epoch);
+        else
+            say ("admit %s error %s", name, strerror (errno));
+    }
+    mesh_admission_free (&a);
+}
+
+/* A newcomer's wait for its admission: fills cfg's slots (*slots), self
+ * and addrs.  Returns 0, or -1 after join seconds. */
+static int read_admission (
+    const char *name, double join, uint8_t *slots, char **addrs, uint32_t *base)
+{
+    char path[4096], line[512];
+    FILE *f = NULL;
+    unsigned k, b, e, st;
+
+    snprintf (path, sizeof (path), "%s/%s.admission", dir, name);
+    for (double t0 = mono (); !(f = fopen (path, "r")); usleep (20000))
+        if (mono () - t0 > join)
+            return -1;
+    if (!fgets (line, sizeof (line), f) ||
+        sscanf (line, "slot %u base %u epoch %u", &k, &b, &e) != 3 || k >= nmembers) {
+        fclose (f);
+        return -1;
+    }
+    self = k;
+    *base = b;
+    for (uint32_t i = 0; i < nmembers; i++) {
+        char a[256];
+        if (!fgets (line, sizeof (line), f) || sscanf (line, "%u %255s", &st, a) != 2) {
+            fclose (f);
+            return -1;
+        }
+        slots[i] = (uint8_t)st;
+        addrs[i] = strcmp (a, "-") ? strdup (a) : NULL;
+    }
+    fclose (f);
+    return 0;
+}
+
 static void command (char *line, uint32_t *fences)
 {
     uint8_t *live;
@@ -264,6 +369,8 @@ static void command (char *line, uint32_t *fences)
         free (live);
     } else if (strcmp (line, "cut") == 0 || strcmp (line, "uncut") == 0) {
         mesh_test_cut (mesh, line[0] == 'c');
+    } else if (strncmp (line, "admit ", 6) == 0) {
+        admit_cmd (line + 6);
     } else if (strcmp (line, "cutin") == 0) {
         mesh_test_cut (mesh, 2);
     } else if (strcmp (line, "stats") == 0) {
@@ -525,7 +632,9 @@ out:
 
 int main (int argc, char **argv)
 {
-    const char *dir = NULL, *mode = "auth", *munge = NULL, *ports = NULL;
+    const char *mode = "auth", *munge = NULL, *ports = NULL, *join_name = NULL;
+    uint32_t start = 0, max_live = 0, base = 0;
+    uint8_t *slots = NULL;
     int cand[16];
     uint32_t ncand = 0;
     double timeout = 1.0, join = 60;
@@ -554,6 +663,14 @@ int main (int argc, char **argv)
             timeout = atof (v), i++;
         else if (!strcmp (a, "--join-timeout"))
             join = atof (v), i++;
+        else if (!strcmp (a, "--start"))
+            start = (uint32_t)atoi (v), i++;
+        else if (!strcmp (a, "--max-live"))
+            max_live = (uint32_t)atoi (v), i++;
+        else if (!strcmp (a, "--join"))
+            join_name = v, i++;
+        else if (!strcmp (a, "--first-fence"))
+            fences = (uint32_t)atoi (v) - 1, i++;
         else if (!strcmp (a, "--radix"))
             radix = (uint32_t)atoi (v), i++;
         else if (!strcmp (a, "--probe"))
@@ -584,7 +701,8 @@ int main (int argc, char **argv)
             probe_port, as, to, nmembers, strcmp (mode, "auth") ? mode : "munge", munge);
     if (probe_port > 0)
         return probe (probe_port, as, to, nmembers, mode);
-    if ((!dir && !ports) || nmembers == 0 || self >= nmembers) {
+    if ((!dir && !ports) || nmembers == 0 || self >= nmembers || start > nmembers ||
+        (join_name && !dir)) {
         fprintf (stderr,
                  "usage: mesh-member --members N --self I --dir DIR|--ports LIST\n");
         return 2;
@@ -621,17 +739,39 @@ int main (int argc, char **argv)
         return 2;
     }
     port = ntohs (sa.sin_port);
-    snprintf (path, sizeof (path), "%s/%u.port", dir, self);
-    snprintf (tmp, sizeof (tmp), "%s/.%u.port.tmp", dir, self);
+    if (join_name) {
+        snprintf (path, sizeof (path), "%s/%s.port", dir, join_name);
+        snprintf (tmp, sizeof (tmp), "%s/.%s.port.tmp", dir, join_name);
+    } else {
+        snprintf (path, sizeof (path), "%s/%u.port", dir, self);
+        snprintf (tmp, sizeof (tmp), "%s/.%u.port.tmp", dir, self);
+    }
     if (!(f = fopen (tmp, "w")) || fprintf (f, "%d\n", port) < 0 || fclose (f) != 0 ||
         rename (tmp, path) < 0) {
         perror ("mesh-member: port file");
         return 2;
     }
     addrs = calloc (nmembers, sizeof (*addrs));
+    if (start > 0 || join_name) {
+        slots = calloc (nmembers, 1);
+        for (uint32_t i = start; start > 0 && i < nmembers; i++)
+            slots[i] = MESH_SLOT_ABSENT;
+        base = start;
+    }
+    if (join_name) {
+        say ("listening port %d", port);
+        if (read_admission (join_name, join, slots, addrs, &base) < 0) {
+            fprintf (stderr,
+                     "mesh-member: no admission for %s within %.0f s\n",
+                     join_name,
+                     join);
+            return 2;
+        }
+        goto join;
+    }
     for (double t0 = mono ();;) {
-        uint32_t have = 0;
-        for (uint32_t i = 0; i < nmembers; i++) {
+        uint32_t have = 0, want = start > 0 ? start : nmembers;
+        for (uint32_t i = 0; i < want; i++) {
             if (!addrs[i]) {
                 int p = read_port (dir, i);
                 if (p > 0 && asprintf (&addrs[i], "127.0.0.1:%d", p) < 0)
@@ -639,13 +779,13 @@ int main (int argc, char **argv)
             }
             have += addrs[i] != NULL;
         }
-        if (have == nmembers)
+        if (have == want)
             break;
         if (mono () - t0 > join) {
             fprintf (stderr,
                      "mesh-member: only %u of %u port files after %.0f s\n",
                      have,
-                     nmembers,
+                     want,
                      join);
             return 2;
         }
@@ -667,6 +807,11 @@ join:
     cfg.ops.dmodex_request = on_dmodex_request;
     cfg.ops.self_fence = on_fence_self;
     cfg.ops.joined = on_joined;
+    cfg.ops.admitted = on_admitted;
+    cfg.slots = slots;
+    cfg.base = base;
+    cfg.max_live = max_live;
+    cfg.joining = join_name != NULL;
     if (!(mesh = mesh_create (&cfg, &err)) || mesh_start (mesh, &err) < 0) {
         fprintf (stderr, "mesh-member: %s\n", err.text);
         return 2;
@@ -693,6 +838,7 @@ join:
     for (uint32_t i = 0; i < nmembers; i++)
         free (addrs[i]);
     free (addrs);
+    free (slots);
     say ("exit %d", rc);
     return rc;
 }

@@ -57,6 +57,24 @@ int mesh_parse_addr (const char *s,
     return 0;
 }
 
+void mesh_addr_format (const struct sockaddr_storage *ss,
+                       int port,
+                       char *buf,
+                       size_t size)
+{
+    char host[INET6_ADDRSTRLEN] = "";
+
+    if (ss->ss_family == AF_INET6) {
+        inet_ntop (
+            AF_INET6, &((const struct sockaddr_in6 *)ss)->sin6_addr, host, sizeof (host));
+        snprintf (buf, size, "[%s]:%d", host, port);
+    } else {
+        inet_ntop (
+            AF_INET, &((const struct sockaddr_in *)ss)->sin_addr, host, sizeof (host));
+        snprintf (buf, size, "%s:%d", host, port);
+    }
+}
+
 void mesh_addr_set_port (struct sockaddr_storage *ss, int port)
 {
     if (ss->ss_family == AF_INET6)
@@ -204,6 +222,8 @@ int conn_connect (struct mesh *m, uint32_t member)
     struct conn *c;
     int fd, rc;
 
+    if (m->addrlen[member] == 0) /* admitted, its address not heard of yet */
+        return -1;
     if (m->deaf == 1) { /* a cut network: the SYN goes nowhere */
         p->refused = 0;
         p->next_connect = mesh_now () + m->hs_timeout;
@@ -697,7 +717,7 @@ static double hs_timeout_of (const struct mesh *m, const struct conn *c)
     if (!c->outbound || c->member >= m->n || m->nports < 2)
         return m->hs_timeout;
     p = &m->peers[c->member];
-    if (p->port_known || p->initial || p->ever_up)
+    if (p->port_known || p->join_by > 0 || p->ever_up)
         return m->hs_timeout;
     return m->node_timeout / (2.0 * m->nports);
 }

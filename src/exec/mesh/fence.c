@@ -12,6 +12,12 @@
  * A result, once made, is final: a member that has it and whose parent may
  * not (known_done) sends it up flagged RESULT, a member asked for a fence
  * it has finished answers with the result; both are adopted as they are.
+ *
+ * A member admitted into a running mesh starts at fence 1: its parent
+ * sends it the last result it has (as to any child that may lack it), and
+ * until a fence of its own completes the newcomer takes a result that
+ * does not name it as the fences done before it came (its own
+ * contribution moves on to the next one), never as its own.
  */
 #if HAVE_CONFIG_H
 #include "config.h"
@@ -162,6 +168,7 @@ static void complete (struct mesh *m,
     m->done_epoch = epoch;
     m->done_count = count;
     m->fences_done++;
+    m->catch_up = 0;
     /* cur becomes the old next; the old cur is cleared for seq + 2 */
     tmp = m->cur;
     m->cur = m->next;
@@ -203,6 +210,60 @@ out:
     free (data);
 }
 
+/* Whether a result's list names member. */
+static int names (const struct mesh_list *list, uint32_t member)
+{
+    struct mesh_list it = *list;
+    uint32_t who, len;
+    const uint8_t *data;
+
+    while (mesh_list_next (&it, 1, &who, NULL, &data, &len))
+        if (who == member)
+            return 1;
+    return 0;
+}
+
+static void send_done_to_children (struct mesh *m)
+{
+    for (uint32_t c = 0; c < m->n && m->done_seq > 0; c++)
+        if (m->live[c] && m->parent[c] == m->self && m->known_done[c] < m->done_seq)
+            send_done (m, c, MESH_FENCE_DOWN, 0);
+}
+
+/* A newcomer takes result seq as done before it came: its own blob moves
+ * to seq + 1. */
+static void
+catch_up (struct mesh *m, uint32_t seq, uint32_t epoch, const struct mesh_list *l)
+{
+    uint8_t *own = NULL;
+    uint32_t own_len = 0;
+    int had = m->cur.have[m->self];
+
+    if (had) {
+        own = m->cur.blob[m->self];
+        own_len = m->cur.len[m->self];
+        m->cur.blob[m->self] = NULL;
+        m->cur.have[m->self] = 0;
+    }
+    m->done_list.len = 0;
+    mesh_put_bytes (&m->done_list, l->p, l->len);
+    m->done_seq = seq;
+    m->done_epoch = epoch;
+    m->done_count = l->count;
+    slot_clear (&m->cur, m->n, seq + 1);
+    slot_clear (&m->next, m->n, seq + 2);
+    if (had) {
+        m->cur.blob[m->self] = own;
+        m->cur.len[m->self] = own_len;
+        m->cur.have[m->self] = 1;
+    }
+    m->fence_sent_up = 0;
+    log_info (
+        "mesh %u: joined after fence %u: its first is fence %u", m->self, seq, seq + 1);
+    send_done_to_children (m);
+    fence_progress (m);
+}
+
 /* A fence result from member `from`: remember that it has it, and complete
  * the current fence with it.  Returns 1 if it completed the current one. */
 static int result_in (struct mesh *m, uint32_t from, const struct mesh_msg *msg)
@@ -211,6 +272,10 @@ static int result_in (struct mesh *m, uint32_t from, const struct mesh_msg *msg)
 
     if (from < m->n && seq > m->known_done[from])
         m->known_done[from] = seq;
+    if (m->catch_up && seq >= m->cur.seq && !names (&msg->u.fence.blobs, m->self)) {
+        catch_up (m, seq, msg->hdr.epoch, &msg->u.fence.blobs);
+        return 0;
+    }
     if (seq != m->cur.seq)
         return 0;
     complete (m,
@@ -340,13 +405,16 @@ void fence_view_changed (struct mesh *m)
         return;
     if (par != MESH_NONE && m->done_seq > 0 && m->known_done[par] < m->done_seq)
         send_done (m, par, MESH_FENCE_UP, MESH_F_RESULT);
+    send_done_to_children (m);
     m->fence_sent_up = 0;
     fence_progress (m);
 }
 
 void fence_link_up (struct mesh *m, uint32_t member)
 {
-    if (member != m->parent[m->self])
-        return;
-    fence_view_changed (m);
+    if (member == m->parent[m->self])
+        fence_view_changed (m);
+    else if (m->parent[member] == m->self && m->done_seq > 0 &&
+             m->known_done[member] < m->done_seq)
+        send_done (m, member, MESH_FENCE_DOWN, 0); /* a newcomer catches up */
 }

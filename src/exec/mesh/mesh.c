@@ -18,6 +18,17 @@
  * side holding the lowest of those members).  Losses it was told of do not
  * count (the teller is on its side), nor losses proved by a closed
  * connection: a killed member is not a partition.
+ *
+ * Joins: slots from mesh_config.base up may start absent.  mesh_admit
+ * gives a newcomer the lowest absent slot and floods the set of members
+ * joined since the start with their addresses (JOINED; merged as a union,
+ * flooded on when new, sent on every new link with the lost set); a slot
+ * goes absent -> live -> lost and never back, so members that saw the
+ * same joins and losses agree on the live set, the tree and the epoch
+ * (losses + joins).  An authenticated member calling from a slot still
+ * absent here was admitted elsewhere first: it is taken as joined (its
+ * address comes with the flood).  Absent slots count neither as live nor
+ * as lost in the self-fencing rule.
  */
 #if HAVE_CONFIG_H
 #include "config.h"
@@ -72,9 +83,9 @@ static void encode_lost_set (struct mesh *m, struct mesh_wbuf *b)
 {
     size_t off = mesh_begin (m, b, MESH_LOST, 0);
 
-    mesh_put_u32 (b, m->n - m->nlive);
+    mesh_put_u32 (b, m->nlost);
     for (uint32_t i = 0; i < m->n; i++) {
-        if (!m->live[i]) {
+        if (!m->live[i] && !m->absent[i]) {
             mesh_put_u32 (b, i);
             mesh_put_u8 (b, m->cause[i]);
         }
@@ -86,7 +97,7 @@ void mesh_send_lost_set (struct mesh *m, uint32_t member)
 {
     struct mesh_wbuf b = {0};
 
-    if (m->nlive == m->n)
+    if (m->nlost == 0)
         return;
     encode_lost_set (m, &b);
     if (!b.failed)
@@ -94,11 +105,43 @@ void mesh_send_lost_set (struct mesh *m, uint32_t member)
     mesh_wbuf_free (&b);
 }
 
-static void flood_lost_set (struct mesh *m)
+/* the live members joined since the start (slots from base up), with
+ * their addresses where known */
+static void encode_joined_set (struct mesh *m, struct mesh_wbuf *b)
+{
+    size_t off = mesh_begin (m, b, MESH_JOINED, 0);
+    uint32_t count = 0;
+
+    for (uint32_t i = m->base; i < m->n; i++)
+        count += m->live[i];
+    mesh_put_u32 (b, count);
+    for (uint32_t i = m->base; i < m->n; i++) {
+        const char *a = m->addr_text[i] ? m->addr_text[i] : "";
+        if (m->live[i]) {
+            mesh_put_u32 (b, i);
+            mesh_put_blob (b, a, strlen (a));
+        }
+    }
+    (void)mesh_msg_end (b, off);
+}
+
+void mesh_send_joined_set (struct mesh *m, uint32_t member)
 {
     struct mesh_wbuf b = {0};
 
-    encode_lost_set (m, &b);
+    if (m->njoined == 0)
+        return;
+    encode_joined_set (m, &b);
+    if (!b.failed)
+        mesh_send_member (m, member, b.buf, b.len);
+    mesh_wbuf_free (&b);
+}
+
+static void flood (struct mesh *m, void (*encode) (struct mesh *, struct mesh_wbuf *))
+{
+    struct mesh_wbuf b = {0};
+
+    encode (m, &b);
     for (struct conn *c = m->conns; c && !b.failed; c = c->next)
         if (!c->closed && c->state == CONN_UP)
             conn_send (m, c, b.buf, b.len);
@@ -189,6 +232,7 @@ void mesh_mark_lost (struct mesh *m, uint32_t member, int cause)
     m->live[member] = 0;
     m->cause[member] = (uint8_t)cause;
     m->nlive--;
+    m->nlost++;
     m->epoch++;
     if (cause == MESH_CAUSE_TIMEOUT)
         m->suspect[member] = 1;
@@ -219,6 +263,58 @@ void mesh_mark_lost (struct mesh *m, uint32_t member, int cause)
     mesh_wbuf_free (&p->pending);
     p->neighbour = 0;
     route_lost (m, member);
+}
+
+/* Set member's address ("host:port"; NULL or "" leaves it unknown). */
+static void set_addr (struct mesh *m, uint32_t member, const char *addr)
+{
+    elastic_error_t err = {{0}};
+    char *copy;
+
+    if (!addr || !*addr || m->addr_text[member])
+        return;
+    if (mesh_parse_addr (addr, &m->addr[member], &m->addrlen[member], &err) < 0) {
+        log_warn ("mesh %u: member %u's address: %s", m->self, member, err.text);
+        m->addrlen[member] = 0;
+        return;
+    }
+    if (m->nports > 1)
+        mesh_addr_set_port (&m->addr[member], m->ports[m->peers[member].port_idx]);
+    if ((copy = strdup (addr)))
+        m->addr_text[member] = copy;
+}
+
+/* An absent slot becomes live (admitted here or elsewhere); its address
+ * when known.  Returns 1 if that was news (the caller runs
+ * mesh_view_changed next), else 0. */
+int mesh_mark_joined (struct mesh *m, uint32_t member, const char *addr)
+{
+    struct peer *p;
+
+    if (member >= m->n || m->fenced)
+        return 0;
+    if (!m->absent[member]) {
+        if (m->live[member])
+            set_addr (m, member, addr); /* its address, heard of at last */
+        return 0;
+    }
+    p = &m->peers[member];
+    m->absent[member] = 0;
+    m->live[member] = 1;
+    m->nlive++;
+    m->njoined++;
+    m->epoch++;
+    set_addr (m, member, addr);
+    m->last_change = p->since = mesh_now ();
+    p->join_by = p->since + m->join_timeout;
+    m->newly_joined[m->nnewly_joined++] = member;
+    log_info ("mesh %u: member %u joined (%s), epoch %u, %u live",
+              m->self,
+              member,
+              m->addr_text[member] ? m->addr_text[member] : "address not yet known here",
+              m->epoch,
+              m->nlive);
+    return 1;
 }
 
 /* A partition's other side goes silent at once: only losses of the last
@@ -300,9 +396,21 @@ void mesh_view_changed (struct mesh *m)
     if (m->nnewly_lost && m->ops.lost)
         m->ops.lost (m->arg, m->newly_lost, m->nnewly_lost, m->epoch, m->nlive);
     m->nnewly_lost = 0;
+    if (m->nnewly_joined && m->ops.admitted) {
+        const char **addrs = calloc (m->nnewly_joined, sizeof (*addrs));
+        for (size_t i = 0; addrs && i < m->nnewly_joined; i++)
+            addrs[i] = m->addr_text[m->newly_joined[i]];
+        m->ops.admitted (
+            m->arg, m->newly_joined, addrs, m->nnewly_joined, m->epoch, m->nlive);
+        free (addrs);
+    }
+    m->nnewly_joined = 0;
     if (m->fenced)
         return;
-    flood_lost_set (m);
+    if (m->nlost)
+        flood (m, encode_lost_set);
+    if (m->njoined)
+        flood (m, encode_joined_set);
     fence_view_changed (m);
     route_view_changed (m);
     publish (m, 1);
@@ -325,6 +433,7 @@ void mesh_link_up (struct mesh *m, struct conn *c)
 {
     uint32_t member = c->member;
     struct peer *p = &m->peers[member];
+    int joined = 0;
 
     if (p->conn && p->conn != c) {
         struct conn *old = p->conn;
@@ -332,6 +441,16 @@ void mesh_link_up (struct mesh *m, struct conn *c)
         conn_close (m, old, 0);
     }
     p->conn = c;
+    if (m->absent[member]) {
+        /* admitted by another member, whose flood has not come yet */
+        char addr[80] = "";
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof (ss);
+        if (!c->outbound && c->hello_port > 0 &&
+            getpeername (c->fd, (struct sockaddr *)&ss, &sl) == 0)
+            mesh_addr_format (&ss, (int)c->hello_port, addr, sizeof (addr));
+        joined = mesh_mark_joined (m, member, addr);
+    }
     if (!m->live[member]) {
         log_info (
             "mesh %u: member %u, lost before, called again: told so", m->self, member);
@@ -345,9 +464,15 @@ void mesh_link_up (struct mesh *m, struct conn *c)
     if (member == m->parent[m->self])
         m->rejoin_deadline = 0;
     mesh_send_lost_set (m, member);
+    mesh_send_joined_set (m, member);
     if (p->pending.len) {
         conn_send (m, c, p->pending.buf, p->pending.len);
         mesh_wbuf_free (&p->pending);
+    }
+    if (joined) {
+        mesh_view_changed (m);
+        if (m->fenced)
+            return;
     }
     fence_link_up (m, member);
     bcast_link_up (m, member);
@@ -377,6 +502,8 @@ static void on_lost_msg (struct mesh *m, uint32_t from, const struct mesh_msg *m
             mesh_self_fence (m, "member %u says this member was declared lost", from);
             return;
         }
+        if (member < m->n && m->absent[member])
+            (void)mesh_mark_joined (m, member, NULL); /* joined and lost since */
         if (member < m->n && m->live[member]) {
             mesh_mark_lost (m, member, cause);
             /* whoever told us is on our side: a loss it saw is not one
@@ -385,6 +512,25 @@ static void on_lost_msg (struct mesh *m, uint32_t from, const struct mesh_msg *m
         }
     }
     if (m->nnewly_lost > before)
+        mesh_view_changed (m);
+}
+
+static void on_joined_msg (struct mesh *m, const struct mesh_msg *msg)
+{
+    struct mesh_list it = msg->u.joined;
+    uint32_t member, len;
+    const uint8_t *data;
+    int news = 0;
+
+    while (mesh_list_next (&it, 1, &member, NULL, &data, &len)) {
+        char addr[128];
+        if (member < m->base || member >= m->n || len >= sizeof (addr))
+            continue;
+        memcpy (addr, data, len);
+        addr[len] = '\0';
+        news |= mesh_mark_joined (m, member, addr);
+    }
+    if (news)
         mesh_view_changed (m);
 }
 
@@ -423,6 +569,9 @@ void mesh_handle (struct mesh *m,
             break;
         case MESH_LOST:
             on_lost_msg (m, from, msg);
+            break;
+        case MESH_JOINED:
+            on_joined_msg (m, msg);
             break;
         case MESH_FENCE_UP:
             fence_up (m, from, msg);
@@ -476,7 +625,7 @@ static void tick (struct mesh *m)
         }
         base = p->since > p->last_rx ? p->since : p->last_rx;
         limit = m->node_timeout;
-        if (!p->ever_up && p->initial && now - m->start < m->join_timeout)
+        if (!p->ever_up && now < p->join_by)
             limit = m->join_timeout;
         if (now - base > limit) {
             mesh_mark_lost (m,
@@ -520,6 +669,55 @@ static void tick (struct mesh *m)
 
 /* --- commands -------------------------------------------------------- */
 
+/* mesh_admit's work, on the mesh thread; always answers w. */
+static void admit (struct mesh *m, struct admit_wait *w)
+{
+    struct mesh_admission *a = w->a;
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    elastic_error_t err = {{0}};
+    uint32_t k = MESH_NONE;
+    int e = 0;
+
+    for (uint32_t i = m->base; i < m->n && k == MESH_NONE; i++)
+        if (m->absent[i])
+            k = i;
+    if (m->fenced)
+        e = ECANCELED;
+    else if (m->nlive >= m->max_live)
+        e = ENOSPC;
+    else if (k == MESH_NONE)
+        e = EMLINK;
+    else if (mesh_parse_addr (w->addr, &ss, &sl, &err) < 0)
+        e = EINVAL;
+    else if (!(a->slots = malloc (m->n)) || !(a->addrs = calloc (m->n, sizeof (char *))))
+        e = ENOMEM;
+    if (e == 0) {
+        (void)mesh_mark_joined (m, k, w->addr);
+        a->slot = k;
+        a->n = m->n;
+        a->base = m->base;
+        a->epoch = m->epoch;
+        for (uint32_t i = 0; i < m->n; i++) {
+            a->slots[i] = m->live[i]     ? MESH_SLOT_LIVE
+                          : m->absent[i] ? MESH_SLOT_ABSENT
+                                         : MESH_SLOT_LOST;
+            if (m->live[i] && m->addr_text[i] &&
+                !(a->addrs[i] = strdup (m->addr_text[i])))
+                e = ENOMEM;
+        }
+        log_info ("mesh %u: admitted %s as member %u", m->self, w->addr, k);
+        mesh_view_changed (m);
+    }
+    if (e)
+        mesh_admission_free (a);
+    pthread_mutex_lock (&w->lock);
+    w->err = e;
+    w->done = 1;
+    pthread_cond_signal (&w->cond);
+    pthread_mutex_unlock (&w->lock);
+}
+
 static void run_command (struct mesh *m, struct cmd *c)
 {
     switch (c->type) {
@@ -546,6 +744,9 @@ static void run_command (struct mesh *m, struct cmd *c)
         case CMD_RESPOND:
             if (!m->fenced)
                 route_respond (m, c->id, c->origin, c->status, c->data, c->len);
+            break;
+        case CMD_ADMIT:
+            admit (m, c->arg);
             break;
     }
     free (c->data);
@@ -593,7 +794,8 @@ static void *mesh_thread (void *arg)
     m->start = m->last_change = m->woke = mesh_now ();
     for (uint32_t i = 0; i < m->n; i++) {
         m->peers[i].since = m->start;
-        m->peers[i].initial = m->peers[i].neighbour;
+        if (m->peers[i].neighbour)
+            m->peers[i].join_by = m->start + m->join_timeout;
     }
     for (;;) {
         int n, tmo = (int)(m->hb_interval * 500);
@@ -688,6 +890,54 @@ static struct cmd *cmd_new (int type, const void *data, size_t len)
     }
     c->len = len;
     return c;
+}
+
+/* The slots' states at the start (mesh_config.slots), checked. */
+static int
+init_slots (struct mesh *m, const struct mesh_config *cfg, elastic_error_t *err)
+{
+    uint32_t n = m->n;
+
+    m->base = cfg->base > 0 && cfg->base <= n ? cfg->base : n;
+    m->max_live = cfg->max_live > 0 && cfg->max_live <= n ? cfg->max_live : n;
+    m->catch_up = cfg->joining;
+    memset (m->live, 1, n);
+    if (!cfg->slots)
+        return 0;
+    for (uint32_t i = 0; i < n; i++) {
+        switch (cfg->slots[i]) {
+            case MESH_SLOT_LIVE:
+                break;
+            case MESH_SLOT_ABSENT:
+                if (i < m->base)
+                    return errprintf (err,
+                                      "mesh: member %u is absent, but members below %u "
+                                      "were there at the start",
+                                      i,
+                                      m->base);
+                m->live[i] = 0;
+                m->absent[i] = 1;
+                m->nlive--;
+                break;
+            case MESH_SLOT_LOST:
+                m->live[i] = 0;
+                m->cause[i] = MESH_CAUSE_EOF;
+                m->nlive--;
+                m->nlost++;
+                m->epoch++;
+                break;
+            default:
+                return errprintf (err, "mesh: slot %u: state %u", i, cfg->slots[i]);
+        }
+        if (i >= m->base && cfg->slots[i] != MESH_SLOT_ABSENT) {
+            m->njoined++;
+            m->epoch++;
+        }
+    }
+    if (!m->live[m->self])
+        return errprintf (
+            err, "mesh: this member (%u) is not live in its own view", m->self);
+    return 0;
 }
 
 /* Listen on our address: on its port, or on the first candidate port that
@@ -804,17 +1054,27 @@ struct mesh *mesh_create (const struct mesh_config *cfg, elastic_error_t *err)
         !(m->lost_at = calloc (n, sizeof (*m->lost_at))) ||
         !(m->parent = calloc (n, sizeof (*m->parent))) ||
         !(m->peers = calloc (n, sizeof (*m->peers))) ||
-        !(m->newly_lost = calloc (n, sizeof (*m->newly_lost))) || fence_init (m) < 0) {
+        !(m->newly_lost = calloc (n, sizeof (*m->newly_lost))) ||
+        !(m->newly_joined = calloc (n, sizeof (*m->newly_joined))) ||
+        !(m->absent = calloc (n, 1)) || !(m->addr_text = calloc (n, sizeof (char *))) ||
+        fence_init (m) < 0) {
         errprintf (err, "mesh: out of memory for %u members", n);
         goto error;
     }
-    memset (m->live, 1, n);
+    if (init_slots (m, cfg, err) < 0)
+        goto error;
     memcpy (m->live_snapshot, m->live, n);
     for (uint32_t i = 0; i < n; i++) {
+        if (!m->live[i])
+            continue;
         if (!cfg->addrs[i] ||
             mesh_parse_addr (cfg->addrs[i], &m->addr[i], &m->addrlen[i], err) < 0) {
             if (!cfg->addrs[i])
                 errprintf (err, "mesh: no address for member %u", i);
+            goto error;
+        }
+        if (!(m->addr_text[i] = strdup (cfg->addrs[i]))) {
+            errprintf (err, "mesh: out of memory");
             goto error;
         }
     }
@@ -957,6 +1217,11 @@ void mesh_destroy (struct mesh *m)
     free (m->parent);
     free (m->peers);
     free (m->newly_lost);
+    free (m->newly_joined);
+    free (m->absent);
+    for (uint32_t i = 0; m->addr_text && i < m->n; i++)
+        free (m->addr_text[i]);
+    free (m->addr_text);
     pthread_mutex_destroy (&m->lock);
     free (m);
     errno = saved;
@@ -990,6 +1255,48 @@ int mesh_fence (struct mesh *m, const void *blob, size_t len, mesh_fence_cb cb, 
     c->fcb = cb;
     c->arg = arg;
     return queue (m, c);
+}
+
+void mesh_admission_free (struct mesh_admission *a)
+{
+    if (!a)
+        return;
+    for (uint32_t i = 0; a->addrs && i < a->n; i++)
+        free (a->addrs[i]);
+    free (a->addrs);
+    free (a->slots);
+    a->addrs = NULL;
+    a->slots = NULL;
+}
+
+int mesh_admit (struct mesh *m, const char *addr, struct mesh_admission *a)
+{
+    struct admit_wait w = {.addr = addr, .a = a};
+    struct cmd *c = cmd_new (CMD_ADMIT, NULL, 0);
+
+    memset (a, 0, sizeof (*a));
+    if (!c) {
+        errno = ENOMEM;
+        return -1;
+    }
+    pthread_mutex_init (&w.lock, NULL);
+    pthread_cond_init (&w.cond, NULL);
+    c->arg = &w;
+    if (queue (m, c) < 0) {
+        w.err = errno;
+    } else {
+        pthread_mutex_lock (&w.lock);
+        while (!w.done)
+            pthread_cond_wait (&w.cond, &w.lock);
+        pthread_mutex_unlock (&w.lock);
+    }
+    pthread_mutex_destroy (&w.lock);
+    pthread_cond_destroy (&w.cond);
+    if (w.err) {
+        errno = w.err;
+        return -1;
+    }
+    return 0;
 }
 
 int mesh_broadcast (struct mesh *m, int kind, const void *data, size_t len)

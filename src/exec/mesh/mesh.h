@@ -12,8 +12,19 @@
  *                      lost.  A lost member is flooded to every live member
  *                      (the set of lost members only grows, so merging is a
  *                      union and every member ends with the same set); the
- *                      tree is repaired and the epoch (= the number of lost
- *                      members) bumped.  Lost members never come back.
+ *                      tree is repaired and the epoch bumped.  Lost
+ *                      members never come back.
+ *   joins              a mesh may have more member slots than members at
+ *                      the start (mesh_config.slots: absent ones); a
+ *                      member admits a newcomer into the lowest absent
+ *                      slot (mesh_admit) and floods "member k joined at
+ *                      addr" (a slot's state only rises, absent < live <
+ *                      lost, so merging is again a union); the tree is
+ *                      recomputed over the live set as after a loss.  The
+ *                      newcomer starts its mesh with the admitter's view
+ *                      (mesh_config.joining) and takes up the fence
+ *                      sequence of its parent.  The epoch counts losses
+ *                      and joins since the start.
  *   fence              an allgather of one blob per member, rolled up the
  *                      tree and broadcast down.  A loss mid-fence restarts
  *                      the rollup over the repaired tree; a result, once
@@ -87,13 +98,34 @@ struct mesh_ops {
     void (*self_fence) (void *arg, const char *reason);
     /* every member this one knows of is connected (once, after start) */
     void (*joined) (void *arg);
+    /* members newly admitted (count of them) with their "host:port" (NULL
+     * where not known yet; addrs itself NULL when out of memory), the new
+     * epoch and live count */
+    void (*admitted) (void *arg,
+                      const uint32_t *members,
+                      const char *const *addrs,
+                      size_t count,
+                      uint32_t epoch,
+                      uint32_t nlive);
 };
 
+/* a member slot's state (mesh_config.slots, mesh_admission.slots) */
+enum { MESH_SLOT_LIVE = 0, MESH_SLOT_ABSENT = 1, MESH_SLOT_LOST = 2 };
+
 struct mesh_config {
-    uint32_t nmembers;
+    uint32_t nmembers; /* member slots */
     uint32_t self;
-    const char *const *addrs; /* "host:port" of every member */
-    int listen_fd;            /* >= 0: a bound, listening socket to use (taken) */
+    const char *const *addrs; /* "host:port" of every live member (others: NULL) */
+    /* joins: NULL: every slot live.  Else a state for each slot
+     * (MESH_SLOT_*); base: the slots below it were members at the start
+     * (the epoch counts joins into the others; 0: nmembers); max_live:
+     * mesh_admit admits no one while this many are live (0: nmembers);
+     * joining: this member was admitted into a running mesh (its view is
+     * its admitter's: mesh_admission) */
+    const uint8_t *slots;
+    uint32_t base, max_live;
+    int joining;
+    int listen_fd; /* >= 0: a bound, listening socket to use (taken) */
     /* nports > 1: candidate ports, the same for every member (the ports in
      * addrs are not used): a member listens on the first it can bind, and
      * a peer looks for it on each in turn (a refused connection, or one
@@ -137,6 +169,25 @@ void mesh_destroy (struct mesh *m);
  * ECANCELED: stopped, ENOMEM). */
 int mesh_fence (
     struct mesh *m, const void *blob, size_t len, mesh_fence_cb cb, void *arg);
+
+/* What mesh_admit tells a newcomer: its slot and the admitter's view. */
+struct mesh_admission {
+    uint32_t slot;  /* the newcomer's */
+    uint32_t n;     /* slots */
+    uint32_t base;  /* mesh_config.base */
+    uint32_t epoch; /* after the admission */
+    uint8_t *slots; /* [n] MESH_SLOT_* (the newcomer's live) */
+    char **addrs;   /* [n] "host:port" of the live members, NULL elsewhere */
+};
+void mesh_admission_free (struct mesh_admission *a);
+
+/* Admit a newcomer listening on addr ("host:port") into the lowest absent
+ * slot, flood its joining and fill *a (free with mesh_admission_free).
+ * Blocks until the mesh thread did it (never call from a callback).
+ * Returns 0, or -1 with errno: ENOSPC (max_live members are live), EMLINK
+ * (no absent slot is left), EINVAL (a bad address), ECANCELED (the mesh
+ * stopped or fenced itself), ENOMEM. */
+int mesh_admit (struct mesh *m, const char *addr, struct mesh_admission *a);
 
 /* Broadcast (kind, data) to every other live member.  Returns 0 or -1. */
 int mesh_broadcast (struct mesh *m, int kind, const void *data, size_t len);

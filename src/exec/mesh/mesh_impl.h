@@ -51,7 +51,8 @@ struct peer {
     double last_rx;           /* last message from it */
     double next_connect;      /* earliest retry of a refused connect */
     int ever_up;
-    int initial;       /* a neighbour from the start: join_timeout to appear */
+    double join_by;    /* a neighbour from the start, or admitted: it may take
+                          join_timeout to appear (until then) */
     int refused;       /* our last connect to it was refused (nobody listens) */
     uint32_t port_idx; /* mesh_config.ports: the candidate tried next */
     int port_known;    /* we linked with it on that port: no more trying */
@@ -74,7 +75,16 @@ struct cmd {
     uint32_t origin;
     struct cmd *next;
 };
-enum { CMD_FENCE = 1, CMD_BCAST, CMD_DMODEX, CMD_RESPOND, CMD_DEAF };
+enum { CMD_FENCE = 1, CMD_BCAST, CMD_DMODEX, CMD_RESPOND, CMD_DEAF, CMD_ADMIT };
+
+/* mesh_admit's request, answered by the mesh thread */
+struct admit_wait {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int done, err;
+    const char *addr;
+    struct mesh_admission *a;
+};
 
 struct mesh_request {
     struct mesh *m;
@@ -132,8 +142,12 @@ struct mesh {
     double start;
     double woke;                            /* when epoll_wait last returned */
     uint8_t *live, *cause, *suspect, *left; /* suspect, left: lost recently */
+    uint8_t *absent;                        /* a slot nobody joined yet */
+    char **addr_text;                       /* "host:port" where known, or NULL */
     double *lost_at;
-    uint32_t nlive, epoch;
+    uint32_t nlive, epoch, nlost, njoined;
+    uint32_t base, max_live; /* mesh_config's */
+    int catch_up;            /* admitted late: no fence of its own completed yet */
     uint32_t *parent;
     struct peer *peers;
     struct conn *conns;
@@ -143,8 +157,8 @@ struct mesh {
     int *mute_fds; /* test: sockets closed while cut, kept open (no FIN) */
     size_t nmute;
     double last_change, rejoin_deadline;
-    uint32_t *newly_lost;
-    size_t nnewly_lost;
+    uint32_t *newly_lost, *newly_joined;
+    size_t nnewly_lost, nnewly_joined;
     /* fences */
     struct fence_slot cur, next;
     int fence_pending, fence_sent_up;
@@ -178,6 +192,11 @@ void conn_tick (struct mesh *m, double now);
 void conn_bury (struct mesh *m);
 void mesh_addr_set_port (struct sockaddr_storage *ss, int port);
 int mesh_addr_port (const struct sockaddr_storage *ss);
+/* "host:port" ("[host]:port" for IPv6) of ss's host with port */
+void mesh_addr_format (const struct sockaddr_storage *ss,
+                       int port,
+                       char *buf,
+                       size_t size);
 int mesh_parse_addr (const char *s,
                      struct sockaddr_storage *ss,
                      socklen_t *len,
@@ -199,6 +218,8 @@ void mesh_self_fence (struct mesh *m, const char *fmt, ...)
 /* send an encoded message to member (held until the link is up) */
 void mesh_send_member (struct mesh *m, uint32_t member, const uint8_t *p, size_t len);
 void mesh_send_lost_set (struct mesh *m, uint32_t member);
+void mesh_send_joined_set (struct mesh *m, uint32_t member);
+int mesh_mark_joined (struct mesh *m, uint32_t member, const char *addr);
 size_t mesh_begin (struct mesh *m, struct mesh_wbuf *b, int type, unsigned flags);
 
 /* fence.c */

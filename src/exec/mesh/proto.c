@@ -202,6 +202,7 @@ static const char *type_names[] = {
     "dmodex-response",
     "broadcast",
     "bye",
+    "joined",
 };
 
 const char *mesh_type_name (int type)
@@ -332,6 +333,10 @@ static int decode_payload (struct rbuf *r, struct mesh_msg *m, elastic_error_t *
             break;
         case MESH_LOST:
             if (decode_list (r, 0, &m->u.lost, what, err) < 0)
+                return -1;
+            break;
+        case MESH_JOINED:
+            if (decode_list (r, 1, &m->u.joined, what, err) < 0)
                 return -1;
             break;
         case MESH_FENCE_UP:

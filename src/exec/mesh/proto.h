@@ -42,7 +42,9 @@ enum mesh_type {
     MESH_DMODEX_RESP, /* its answer, routed back to the origin */
     MESH_BCAST,       /* a broadcast (rank failed, notify), deduplicated */
     MESH_BYE,         /* I close this connection, and why */
-    MESH_TYPE_MAX = MESH_BYE
+    MESH_JOINED,      /* members admitted after the start, with their
+                         addresses (the full known set; a union merges) */
+    MESH_TYPE_MAX = MESH_JOINED
 };
 
 /* flags */
@@ -116,7 +118,8 @@ struct mesh_msg {
         struct {
             uint8_t mac[MESH_MAC_SIZE];
         } auth;
-        struct mesh_list lost; /* entries: member, cause */
+        struct mesh_list lost;   /* entries: member, cause */
+        struct mesh_list joined; /* entries: member, "host:port" (may be empty) */
         struct {
             uint32_t seq;
             struct mesh_list blobs; /* entries: member, blob */
