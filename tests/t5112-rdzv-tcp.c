@@ -20,7 +20,11 @@
  * three that came once the last call passed, a fourth is refused while
  * the server serves; members without --node-rank are placed; a MIN not
  * reached; a member whose MIN is above the count the server started
- * with.
+ * with.  Joins (a job with member slots): the serving member (the test
+ * itself) keeps serving after the start; a late JOIN is refused while no
+ * admission function is set, then admitted (ADMIT, its slot, the view)
+ * by hand and by a member's exchange, which gets its slot; a refusal's
+ * reason reaches the node; the server stops.
  *
  * First, without sockets, the wire format (src/exec/rdzv_proto.c): every
  * message encoded and decoded back, and the decoders' refusals: truncated
@@ -64,6 +68,7 @@ struct member {
     const char *secret; /* NULL: the job's */
     int port;           /* its mesh port */
     double timeout;
+    uint32_t slots; /* > 0: a job with joins (rdzv_tcp_opts.slots) */
     /* the result */
     pid_t pid;
     int fd;
@@ -141,7 +146,9 @@ static void member_main (struct member *mb, int fd)
         .min_nodes = mb->nmin,
         .last_call = mb->last_call,
         .any_rank = mb->rank < 0,
+        .slots = mb->slots,
     };
+    struct rdzv_tcp_joins joins = {0};
     size_t off = 0;
     double t0 = mono_now ();
     int rc;
@@ -149,10 +156,14 @@ static void member_main (struct member *mb, int fd)
     if (!m)
         _exit (2);
     key_of (mb->secret ? mb->secret : "the job's secret", key);
-    rc = rdzv_tcp_exchange (&m, &o, &addrs, &err);
+    rc = rdzv_tcp_exchange (&m, &o, &addrs, mb->slots ? &joins : NULL, &err);
     if (rc == 0) {
         off += (size_t)snprintf (buf + off, sizeof (buf) - off, "OK");
         for (int i = 0; i < m->nnodes; i++) {
+            if (mb->slots && !addrs[i]) { /* a slot without a member */
+                off += (size_t)snprintf (buf + off, sizeof (buf) - off, " -");
+                continue;
+            }
             if (!m->node[i].name || strcmp (m->node[i].name, "127.0.0.1") != 0) {
                 off = (size_t)snprintf (buf, sizeof (buf), "ERR host %d not set", i);
                 break;
@@ -160,6 +171,10 @@ static void member_main (struct member *mb, int fd)
             off += (size_t)snprintf (buf + off, sizeof (buf) - off, " %s", addrs[i]);
         }
         rdzv_tcp_addrs_free (addrs, m->nnodes);
+        if (mb->slots)
+            off += (size_t)snprintf (
+                buf + off, sizeof (buf) - off, " B=%u L=%d", joins.base, joins.late);
+        rdzv_tcp_joins_free (&joins);
     } else
         off += (size_t)snprintf (buf + off, sizeof (buf) - off, "ERR %s", err.text);
     off += (size_t)snprintf (buf + off, sizeof (buf) - off, " T=%.2f", mono_now () - t0);
@@ -688,8 +703,9 @@ static int raw_join (uint32_t rank,
 
         if (rdzv_msg_need (buf,
                            *len,
-                           buf[4] == RDZV_FAIL ? RDZV_FAIL : RDZV_LIST,
-                           nnodes,
+                           buf[4] == RDZV_FAIL || buf[4] == RDZV_ADMIT ? buf[4]
+                                                                       : RDZV_LIST,
+                           RDZV_NODES_MAX,
                            &need,
                            NULL) == 0 &&
             *len >= RDZV_HDR && need <= *len)
@@ -747,7 +763,7 @@ static void case_range (void)
     finish (&mb[3], until);
     ok (!mb[3].ok && strstr (mb[3].out,
                              "the job started with 3 of at most 4 nodes without node "
-                             "rank 3: a node cannot join a running job (yet)"),
+                             "rank 3: this job takes no node after its start"),
         "range 2:4: node rank 3, late, is refused while the server serves (%s)",
         mb[3].out);
     rdzv_ack_encode (kr, ns, nc, 2, ack);
@@ -934,6 +950,20 @@ static size_t a_list (char *const *addr, uint32_t n, const uint8_t *nc, uint8_t 
     rdzv_list_mac (pkr, nc, digest, out + RDZV_LIST_FIXED + size);
     free (body);
     return RDZV_LIST_FIXED + size + RDZV_MAC;
+}
+
+/* an ADMIT of a to the client whose nonce is nc */
+static size_t an_admit (const struct rdzv_admission *a, const uint8_t *nc, uint8_t *out)
+{
+    uint8_t *body = NULL;
+    size_t size = 0;
+
+    if (rdzv_admit_encode (pkr, nc, a, out, &body, &size, out + 1500, NULL) < 0)
+        return 0;
+    memcpy (out + RDZV_ADMIT_FIXED, body, size);
+    memmove (out + RDZV_ADMIT_FIXED + size, out + 1500, RDZV_MAC);
+    free (body);
+    return RDZV_ADMIT_FIXED + size + RDZV_MAC;
 }
 
 /* rc < 0 with a reason that contains want */
@@ -1193,6 +1223,71 @@ static void case_proto_refusals (void)
         RDZV_HDR);
 }
 
+/* ADMIT: round trip and refusals */
+static void case_proto_admit (void)
+{
+    uint8_t states[6] = {RDZV_SLOT_LIVE,
+                         RDZV_SLOT_LOST,
+                         RDZV_SLOT_LIVE,
+                         RDZV_SLOT_LIVE,
+                         RDZV_SLOT_ABSENT,
+                         RDZV_SLOT_ABSENT};
+    char *addrs[6] = {"10.0.0.1:29500", NULL, "10.0.0.3:29500", "10.0.0.9:7", NULL, NULL};
+    struct rdzv_admission a = {
+        .slot = 3, .n = 6, .base = 3, .epoch = 2, .states = states, .addrs = addrs};
+    struct rdzv_admission d = {0};
+    uint8_t m[2048], other[RDZV_NONCE], *body = NULL;
+    elastic_error_t e = {{0}};
+    size_t len = an_admit (&a, pnc, m), need = 0, size;
+    int same = 1;
+
+    ok (len > 0 && rdzv_admit_decode (pkr, pnc, m, len, 8, &d, &e) == 0,
+        "proto: an ADMIT decodes (%s)",
+        e.text);
+    for (int i = 0; i < 6 && d.states; i++)
+        same &= d.states[i] == states[i] &&
+                (addrs[i] ? d.addrs[i] && !strcmp (d.addrs[i], addrs[i]) : !d.addrs[i]);
+    ok (d.slot == 3 && d.n == 6 && d.base == 3 && d.epoch == 2 && same,
+        "proto: to its slot, slot count, base, epoch, states and live addresses");
+    rdzv_admission_free (&d);
+    ok (rdzv_msg_need (m, 5, RDZV_ADMIT, 8, &need, &e) == 0 && need == RDZV_ADMIT_FIXED &&
+            rdzv_msg_need (m, RDZV_ADMIT_FIXED, RDZV_ADMIT, 8, &need, &e) == 0 &&
+            need == len,
+        "proto: a reader of an ADMIT asks for 25, then %zu bytes",
+        len);
+    refused (rdzv_admit_decode (pkr, pnc, m, len, 5, &d, &e),
+             &e,
+             "the server's admission has 6 slots (1..5)",
+             "an ADMIT of more slots than this member has");
+    memset (other, 0x11, sizeof (other));
+    refused (rdzv_admit_decode (pkr, other, m, len, 8, &d, &e),
+             &e,
+             "the admission's MAC does not verify",
+             "an ADMIT for another connection");
+    refused (rdzv_admit_decode (pkr, pnc, m, len - 1, 8, &d, &e),
+             &e,
+             "is cut short",
+             "an ADMIT one byte short");
+    m[RDZV_HDR + 3] = 2; /* slot 2: live, but a member from the start */
+    rdzv_admit_mac (pkr, pnc, m, len - RDZV_MAC, m + len - RDZV_MAC);
+    refused (rdzv_admit_decode (pkr, pnc, m, len, 8, &d, &e),
+             &e,
+             "gives slot 2 of 6 (members at the start: 3)",
+             "an ADMIT to a slot below its base");
+    m[RDZV_HDR + 3] = 4; /* slot 4: absent */
+    rdzv_admit_mac (pkr, pnc, m, len - RDZV_MAC, m + len - RDZV_MAC);
+    refused (rdzv_admit_decode (pkr, pnc, m, len, 8, &d, &e),
+             &e,
+             "this member's slot 4 is not live",
+             "an ADMIT to a slot that is not live");
+    addrs[2] = NULL;
+    refused (rdzv_admit_encode (pkr, pnc, &a, m, &body, &size, m + 1500, &e),
+             &e,
+             "slot 2: state 0, address of 0 bytes",
+             "encoding a live slot without an address");
+    free (body);
+}
+
 static void case_proto (void)
 {
     uint8_t key[RDZV_KEY];
@@ -1205,6 +1300,7 @@ static void case_proto (void)
     memset (pnc, 0xc3, sizeof (pnc));
     case_proto_roundtrip ();
     case_proto_refusals ();
+    case_proto_admit ();
 }
 
 /* A server of another version, then one that accepts and says nothing:
@@ -1266,7 +1362,7 @@ static void case_single (void)
     new_endpoint ();
     m = torchrun_map (1, 0, ep);
     key_of ("the job's secret", key);
-    rc = rdzv_tcp_exchange (&m, &o, &addrs, &err);
+    rc = rdzv_tcp_exchange (&m, &o, &addrs, NULL, &err);
     ok (rc == 0, "single: one member serves itself (%s)", rc ? err.text : "ok");
     if (rc == 0) {
         is_str (addrs[0], "127.0.0.1:26000", "single: self_addr NULL found 127.0.0.1");
@@ -1275,32 +1371,154 @@ static void case_single (void)
     }
     snprintf (want, sizeof (want), "mesh port 0 is not accepted");
     o = (struct rdzv_tcp_opts){.key = key, .self_addr = "127.0.0.1", .timeout = 10};
-    rc = rdzv_tcp_exchange (&m, &o, &addrs, &err);
+    rc = rdzv_tcp_exchange (&m, &o, &addrs, NULL, &err);
     ok (rc < 0 && strstr (err.text, want), "bad port: %s", err.text);
     o.self_port = 1;
     o.self_addr = "a b";
-    rc = rdzv_tcp_exchange (&m, &o, &addrs, &err);
+    rc = rdzv_tcp_exchange (&m, &o, &addrs, NULL, &err);
     ok (rc < 0 && strstr (err.text, "this member's mesh address"),
         "bad address: %s",
         err.text);
     o.self_addr = "127.0.0.1";
     o.timeout = -1;
-    rc = rdzv_tcp_exchange (&m, &o, &addrs, &err);
+    rc = rdzv_tcp_exchange (&m, &o, &addrs, NULL, &err);
     ok (rc < 0 && strstr (err.text, "timeout -1 is not accepted"),
         "bad timeout: %s",
         err.text);
     o.timeout = 10;
     o.min_nodes = 2;
-    rc = rdzv_tcp_exchange (&m, &o, &addrs, &err);
+    rc = rdzv_tcp_exchange (&m, &o, &addrs, NULL, &err);
     ok (rc < 0 && strstr (err.text, "at least 2 nodes of 1 is not accepted"),
         "MIN above MAX: %s",
         err.text);
     o.min_nodes = 0;
     o.last_call = -1;
-    rc = rdzv_tcp_exchange (&m, &o, &addrs, &err);
+    rc = rdzv_tcp_exchange (&m, &o, &addrs, NULL, &err);
     ok (rc < 0 && strstr (err.text, "last call -1 is not accepted"),
         "bad last call: %s",
         err.text);
+    jobmap_destroy (m);
+}
+
+/* the admission function of case_joins: slot base + 1, 2, ...; refuses
+ * when admit_refuse is set */
+static int admit_refuse, admit_count;
+static int
+fake_admit (void *arg, const char *addr, struct rdzv_admission *a, char *why, size_t size)
+{
+    uint32_t n = 8, base = 2, k = base + (uint32_t)admit_count;
+
+    (void)arg;
+    if (admit_refuse) {
+        snprintf (why, size, "the job is full (a test's refusal)");
+        return -1;
+    }
+    a->slot = k;
+    a->n = n;
+    a->base = base;
+    a->epoch = k - base + 1;
+    a->states = calloc (n, 1);
+    a->addrs = calloc (n, sizeof (char *));
+    for (uint32_t i = 0; i < n && a->states && a->addrs; i++) {
+        a->states[i] = i <= k ? RDZV_SLOT_LIVE : RDZV_SLOT_ABSENT;
+        if (i < k)
+            (void)asprintf (&a->addrs[i], "127.0.0.1:%u", 27300 + i);
+    }
+    if (a->addrs)
+        a->addrs[k] = strdup (addr);
+    admit_count++;
+    return 0;
+}
+
+/* Joins: the test serves (--nnodes 2:3, 8 slots) with a member that came
+ * at the start; late nodes are refused, then admitted; the server stops. */
+static void case_joins (void)
+{
+    struct member mb = {
+        .rank = 1, .nnodes = 3, .nmin = 2, .port = 27301, .timeout = 20, .slots = 8};
+    struct member late = {
+        .rank = -1, .nnodes = 3, .port = 27304, .timeout = 20, .slots = 8};
+    struct jobmap *m;
+    struct rdzv_tcp_opts o = {0};
+    struct rdzv_tcp_joins joins = {0};
+    elastic_error_t err = {{0}};
+    uint8_t key[32], kr[RDZV_KEY], ns[RDZV_NONCE], nc[RDZV_NONCE], buf[4096],
+        ack[RDZV_ACK_SIZE];
+    struct rdzv_admission a = {0};
+    char **addrs = NULL, text[RDZV_FAIL_TEXT + 1];
+    size_t len = 0;
+    int lfd, fd, rc;
+
+    new_endpoint ();
+    m = torchrun_map (3, 0, ep);
+    key_of ("the job's secret", key);
+    rdzv_key (key, kr);
+    /* the member loses the election to the test's hold; the test serves */
+    lfd = hold_endpoint ();
+    start (&mb);
+    release_endpoint (lfd, 1);
+    o = (struct rdzv_tcp_opts){.key = key,
+                               .self_addr = "127.0.0.1",
+                               .self_port = 27300,
+                               .timeout = 20,
+                               .min_nodes = 2,
+                               .last_call = 0.5,
+                               .slots = 8};
+    rc = rdzv_tcp_exchange (&m, &o, &addrs, &joins, &err);
+    ok (rc == 0 && joins.server && joins.base == 2 && !joins.late && m &&
+            m->nnodes == 8 && m->node_id == 0 && addrs[1] &&
+            !strcmp (addrs[1], "127.0.0.1:27301") && !addrs[2] &&
+            joins.slots[1] == RDZV_SLOT_LIVE && joins.slots[2] == RDZV_SLOT_ABSENT,
+        "joins: the job starts with 2 nodes in 8 slots, this member serving (%s)",
+        rc ? err.text : "ok");
+    finish (&mb, mono_now () + WAIT_S);
+    ok (mb.ok &&
+            !strncmp (
+                mb.out,
+                "OK 127.0.0.1:27300 127.0.0.1:27301 - - - - - - B=2 L=0 T=",
+                strlen ("OK 127.0.0.1:27300 127.0.0.1:27301 - - - - - - B=2 L=0 T=")),
+        "joins: the other member has the same 8 slots, 2 live (%s)",
+        mb.out);
+    /* a late node while nobody admits: refused, saying why */
+    fd = raw_join (
+        RDZV_RANK_ANY, 3, "127.0.0.1:27302", kr, ns, nc, buf, sizeof (buf), &len);
+    ok (len > RDZV_HDR && buf[4] == RDZV_FAIL &&
+            rdzv_fail_decode (buf, len, text, NULL) == 0 &&
+            strstr (text, "the job is starting (its mesh is not up yet)"),
+        "joins: a late node before the mesh admits is refused (%s)",
+        len > RDZV_HDR && buf[4] == RDZV_FAIL ? text : "no FAIL");
+    close (fd);
+    rdzv_tcp_server_set_admit (joins.server, fake_admit, NULL);
+    fd = raw_join (
+        RDZV_RANK_ANY, 3, "127.0.0.1:27302", kr, ns, nc, buf, sizeof (buf), &len);
+    ok (len > RDZV_HDR && buf[4] == RDZV_ADMIT &&
+            rdzv_admit_decode (kr, nc, buf, len, 8, &a, &err) == 0 && a.slot == 2 &&
+            a.n == 8 && a.base == 2 && !strcmp (a.addrs[2], "127.0.0.1:27302"),
+        "joins: a late node is admitted into slot 2 (%s)",
+        err.text);
+    rdzv_admission_free (&a);
+    rdzv_ack_encode (kr, ns, nc, 2, ack);
+    if (write (fd, ack, sizeof (ack)) < 0)
+        perror ("write");
+    close (fd);
+    start (&late);
+    finish (&late, mono_now () + WAIT_S);
+    ok (late.ok && late.index == 3 &&
+            strstr (late.out, " 127.0.0.1:27302 127.0.0.1:27304 - - - - B=2 L=1 T="),
+        "joins: a member's exchange, late, is admitted into slot 3 (%s)",
+        late.out);
+    admit_refuse = 1;
+    fd = raw_join (
+        RDZV_RANK_ANY, 3, "127.0.0.1:27305", kr, ns, nc, buf, sizeof (buf), &len);
+    ok (len > RDZV_HDR && buf[4] == RDZV_FAIL &&
+            rdzv_fail_decode (buf, len, text, NULL) == 0 &&
+            !strcmp (text, "the job is full (a test's refusal)"),
+        "joins: a refusal's reason reaches the node (%s)",
+        len > RDZV_HDR && buf[4] == RDZV_FAIL ? text : "no FAIL");
+    close (fd);
+    rdzv_tcp_addrs_free (addrs, m->nnodes);
+    rdzv_tcp_joins_free (&joins); /* stops the server */
+    ok (joins.server == NULL, "joins: the server stopped");
     jobmap_destroy (m);
 }
 
@@ -1320,5 +1538,6 @@ int main (void)
     case_range ();
     case_any ();
     case_min ();
+    case_joins ();
     return done_testing ();
 }

@@ -25,6 +25,13 @@
 #     node 1) instead of going on without it;
 #   - --nnodes 2:3 with two nodes, no --node-rank: the job starts at 2
 #     once the last call passed, the nodes placed by the rendezvous;
+#   - a node joining the running job: --nnodes 2:3 started with two
+#     nodes; a third comes mid-training with the same flags: the endpoint's
+#     server admits it into the mesh (member 2), the two log node_joined,
+#     stop their workers and re-rendezvous at 3 without spending a
+#     restart, training resumes from the checkpoint at world size 3 and
+#     ends with the failure-free checksum on all three, exit 0; a fourth
+#     is refused (the job has the 3 nodes MAX allows): exit 2, one line;
 #   - a node with another secret: its JOIN refused at the bootstrap (exit
 #     2), no worker started; bad usage (MIN > MAX, a range with --wireup
 #     pmix or --rdzv-backend static, an unknown backend or --rdzv-conf
@@ -58,24 +65,30 @@ fi
 # background (--nnodes SPEC); node K's output in $tmp/NAME.K, status in
 # $tmp/NAME.K.rc, event log $tmp/NAME.ev.K, progress in $tmp/NAME.prog
 start() {
-    local name=$1 n=$2 spec=$3 nproc=$4 port k rank
+    local name=$1 n=$2 spec=$3 nproc=$4 k
     shift 4
-    port=$(free_port)
+    free_port > "$tmp/$name.port"
     mkdir -p "$tmp/$name.ck"
     for ((k = n - 1; k >= 0; k--)); do
-        rank=(--node-rank "$k")
-        [ -n "${NO_NODE_RANK:-}" ] && rank=()
-        (
-            rc=0
-            ELASTIC_MESH_SECRET=${SECRET:-t5114.$$} ELASTIC_TEST_MARK=$test_mark \
-                timeout --kill-after=10 240 "$EXEC" -v --nnodes "$spec" "${rank[@]}" \
-                --rdzv-endpoint 127.0.0.1:$port --nproc-per-node "$nproc" --wireup none \
-                --node-timeout 1 --event-log "$tmp/$name.ev.$k" "$@" \
-                "$PY" "$TRAIN" --steps $STEPS --ckpt "$tmp/$name.ck" --step-delay 0.1 \
-                --progress "$tmp/$name.prog" > "$tmp/$name.$k" 2>&1 || rc=$?
-            echo $rc > "$tmp/$name.$k.rc"
-        ) &
+        start_one "$name" "$k" "$spec" "$nproc" "$@"
     done
+}
+# start_one NAME K SPEC NPROC [ARGS...]: node K of NAME (its endpoint)
+start_one() {
+    local name=$1 k=$2 spec=$3 nproc=$4 port rank=(--node-rank "$2")
+    shift 4
+    port=$(cat "$tmp/$name.port")
+    [ -n "${NO_NODE_RANK:-}" ] && rank=()
+    (
+        rc=0
+        ELASTIC_MESH_SECRET=${SECRET:-t5114.$$} ELASTIC_TEST_MARK=$test_mark \
+            timeout --kill-after=10 240 "$EXEC" -v --nnodes "$spec" "${rank[@]}" \
+            --rdzv-endpoint 127.0.0.1:$port --nproc-per-node "$nproc" --wireup none \
+            --node-timeout 1 --event-log "$tmp/$name.ev.$k" "$@" \
+            "$PY" "$TRAIN" --steps $STEPS --ckpt "$tmp/$name.ck" --step-delay 0.1 \
+            --progress "$tmp/$name.prog" > "$tmp/$name.$k" 2>&1 || rc=$?
+        echo $rc > "$tmp/$name.$k.rc"
+    ) &
 }
 agent_of() { ev_agent_pid "$tmp/$1.ev.$2"; }
 done_all() {
@@ -206,7 +219,51 @@ ok $? "fewer: both say the job started with 2 of at most 3 nodes" ||
 is "$(for k in 0 1; do ev_get "$tmp/fewer.ev.$k" rendezvous group_rank; done | sort | tr '\n' ' ')" \
     "0 1 " "fewer: the rendezvous placed them at group ranks 0 and 1"
 
-# 8. another secret: the bootstrap refuses the stranger at once (the other
+# 8. a node joining the running job (and a fourth one refused)
+# joined_seen NAME K: node K of NAME logged member 2 joining
+joined_seen() {
+    [ -f "$tmp/$1.ev.$2" ] && [ "$(ev_count "$tmp/$1.ev.$2" node_joined member=2)" = 1 ]
+}
+start join 2 2:3 1 --rdzv-conf last_call_timeout=1
+training join
+ok $? "join: two nodes train" || diag "$(tail -n 5 "$tmp"/join.[01])"
+NO_NODE_RANK=1 start_one join 2 2:3 1
+for k in 0 1; do
+    wait_until 60 joined_seen join "$k"
+    ok $? "join: node $k logged node_joined for member 2" || diag "$(tail -n 6 "$tmp/join.$k")"
+done
+done_all join 0 1 2
+is "$(rcs join 0 1 2)" "0 0 0 " "join: the three nodes exit 0" || diag "$(tail -n 12 "$tmp"/join.[012])"
+grep -q 'joined the running job as node 2' "$tmp/join.2"
+ok $? "join: the newcomer says it joined the running job as node 2" || diag "$(head -n 12 "$tmp/join.2")"
+grep -q '^start world=3 step=[1-9][0-9]* restart=0$' "$tmp"/join.[012]
+ok $? "join: training resumed from a checkpoint at world size 3, no restart spent" ||
+    diag "$(grep -h '^start' "$tmp"/join.[012])"
+for k in 0 1 2; do
+    is "$(ev_get "$tmp/join.ev.$k" rendezvous group_world_size)" 3 "join: node $k's last round has 3 nodes"
+    is "$(ev_count "$tmp/join.ev.$k" restart)" 0 "join: node $k spent no restart"
+done
+c=$(final join)
+same "$c"
+ok $? "join: the failure-free checksum ($c, $ref)"
+start join2 2 2:3 1 --rdzv-conf last_call_timeout=1
+training join2
+NO_NODE_RANK=1 start_one join2 2 2:3 1
+wait_until 60 joined_seen join2 0
+ok $? "full: the third node joins"
+NO_NODE_RANK=1 start_one join2 3 2:3 1
+wait_for_file "$tmp/join2.3.rc" 120
+is "$(cat "$tmp/join2.3.rc")" 2 "full: a fourth node exits 2" &&
+    grep -q 'the job has 3 nodes, the most --nnodes 2:3 allows: no room for another' "$tmp/join2.3"
+ok $? "full: its line says the job has the 3 nodes --nnodes 2:3 allows" || diag "$(tail -n 4 "$tmp/join2.3")"
+! grep -q '^start world' "$tmp/join2.3"
+ok $? "full: the fourth node started no worker"
+done_all join2 0 1 2
+is "$(rcs join2 0 1 2)" "0 0 0 " "full: the three nodes exit 0" || diag "$(tail -n 8 "$tmp"/join2.[012])"
+wait_no_marked 30
+ok $? "join: no process of the job is left" || diag "$(mark_pids)"
+
+# 9. another secret: the bootstrap refuses the stranger at once (the other
 # node, which serves or waits for its peer, is killed after)
 port=$(free_port)
 for k in 0 1; do

@@ -407,6 +407,7 @@ mesh_mode (elastic_agent_spec_t *spec, const struct cli *cli, struct meshjob **m
         if ((rc = rdzv_mode (spec)) < 0)
             return -1;
         t.min_nodes = static_rdzv ? 0 : spec->min_nodes;
+        t.joins = rc == 1 && !static_rdzv; /* the elastic rendezvous admits nodes */
         if (!(mj = meshjob_create_torchrun (&t, &err))) {
             fprintf (stderr, "%s: %s\n", prog, err.text);
             return -1;
@@ -482,6 +483,14 @@ static int set_rdzv_mesh (elastic_agent_t *agent,
     if (elastic_agent_set_rendezvous (agent, &rdzv_mesh_ops, ctx) != ELASTIC_OK) {
         rdzv_mesh_ops.destroy (ctx);
         return errprintf (err, "cannot set the rendezvous");
+    }
+    if (mj->joins.slots) {
+        log_info ("elastic rendezvous over the mesh (at least %d of at most %d nodes; "
+                  "nodes may join the running job: %d member slots)",
+                  o.min_nodes,
+                  mj->max_nodes,
+                  mj->map->nnodes);
+        return 0;
     }
     jobmap_describe (mj->map, desc, sizeof (desc));
     log_info ("elastic rendezvous over the mesh (at least %d of %d nodes): %s",

@@ -299,21 +299,33 @@ struct meshjob *meshjob_create_torchrun (const struct meshjob_torchrun_opts *o,
     ro.min_nodes = o->min_nodes;
     ro.last_call = o->last_call >= 0 ? o->last_call : 30;
     ro.any_rank = o->node_rank < 0;
-    if (rdzv_tcp_exchange (&mj->map, &ro, &mj->addrs, err) < 0)
+    ro.slots = o->joins ? (uint32_t)MESHJOB_SLOTS (o->nnodes) : 0;
+    mj->max_nodes = o->nnodes;
+    if (rdzv_tcp_exchange (&mj->map, &ro, &mj->addrs, o->joins ? &mj->joins : NULL, err) <
+        0)
         goto fail;
-    if (mj->map->nnodes < o->nnodes || mj->map->node_id != o->node_rank)
+    if (mj->joins.late)
+        log_info ("joined the running job as node %d (epoch %u)",
+                  mj->map->node_id,
+                  mj->joins.epoch);
+    else if (ro.slots ? (int)mj->joins.base < o->nnodes
+                      : mj->map->nnodes < o->nnodes || mj->map->node_id != o->node_rank)
         log_info ("the job started with %d of at most %d nodes; this is node %d",
-                  mj->map->nnodes,
+                  ro.slots ? (int)mj->joins.base : mj->map->nnodes,
                   o->nnodes,
                   mj->map->node_id);
     /* nodes that share an address (several "nodes" on one host, as in a
      * test) get distinct names: Open MPI takes ranks on nodes of one name
-     * for neighbours on one machine */
+     * for neighbours on one machine (with joins, slots without a member
+     * have no name yet: rdzv_mesh.c names them as they join) */
     for (int i = 0; i < mj->map->nnodes; i++)
-        for (int j = 0; j < i; j++)
-            if (!strcmp (mj->map->node[i].name, mj->map->node[j].name)) {
+        for (int j = 0; j < i && mj->map->node[i].name; j++)
+            if (mj->map->node[j].name &&
+                !strcmp (mj->map->node[i].name, mj->map->node[j].name)) {
                 for (int k = 0; k < mj->map->nnodes; k++) {
                     char name[300];
+                    if (!mj->map->node[k].name)
+                        continue;
                     snprintf (name, sizeof (name), "%s-%d", mj->map->node[k].name, k);
                     if (jobmap_set_host (mj->map, k, name, err) < 0)
                         goto fail;
@@ -336,6 +348,7 @@ void meshjob_destroy (struct meshjob *mj)
         return;
     if (mj->listen_fd >= 0)
         close (mj->listen_fd);
+    rdzv_tcp_joins_free (&mj->joins); /* stops the endpoint's server */
     for (int i = 0; mj->addrs && mj->map && i < mj->map->nnodes; i++)
         free (mj->addrs[i]);
     free (mj->addrs);

@@ -37,6 +37,7 @@
 #include <stdint.h>
 
 #include "common/error.h"
+#include "rdzv_tcp.h"
 
 struct jobmap;
 struct pmixhost_mesh;
@@ -50,8 +51,13 @@ struct meshjob {
     int munge;                   /* 1: connections authenticated by munge */
     char munge_socket[PATH_MAX]; /* "" : libmunge's default */
     double node_timeout;
-    int listen_fd;          /* torchrun shape: the mesh's bound socket
-                               (given to the mesh, then -1); else -1 */
+    int listen_fd; /* torchrun shape: the mesh's bound socket
+                      (given to the mesh, then -1); else -1 */
+    /* torchrun shape with joins (meshjob_torchrun_opts.joins): map and addrs
+     * have a node per member slot; which are live, the nodes at the start,
+     * and on the member serving the endpoint, its server */
+    struct rdzv_tcp_joins joins;
+    int max_nodes;          /* --nnodes MAX: at most this many live */
     char nodedir[PATH_MAX]; /* leader and followers of this node */
     int nfollowers;         /* the node's other tasks */
     /* the running transport, for /metrics (under lock; pmix_backend.c sets
@@ -96,7 +102,13 @@ struct meshjob_torchrun_opts {
     double node_timeout;
     double join_timeout;
     double last_call; /* --rdzv-conf last_call_timeout (< 0: 30 s) */
+    int joins;        /* 1: nodes may join after the start (up to MAX live):
+                         the map gets MESHJOB_SLOTS (MAX) nodes, slots */
 };
+
+/* The member slots of a job that takes nodes after its start: MAX live at
+ * a time, a lost node's slot never reused (so 3 MAX + 16 joins in all). */
+#define MESHJOB_SLOTS(max) ((max)*4 + 16 < 65536 ? (max)*4 + 16 : 65536)
 struct meshjob *meshjob_create_torchrun (const struct meshjob_torchrun_opts *o,
                                          elastic_error_t *err);
 

@@ -7,7 +7,10 @@
  * health server go on meanwhile).
  *
  * Wire formats (inside the mesh's authenticated messages):
- *   round blob   "rdzv 1 nproc=P port=Q" or "rdzv 1 done"
+ *   round blob   "rdzv 1 nproc=P port=Q round=N" or "rdzv 1 done round=N"
+ *                (N: the round as its member numbers it; a member that
+ *                joined the running job numbers its rounds on from the
+ *                largest N of its first round)
  *   ROUND        "N" (the round a member started)
  *   CLOSE        "STATUS REASON" (the member's exit status, one line)
  *   DONE         "" (the member's workers succeeded: it is in its exit
@@ -60,6 +63,9 @@ struct rdzv_mesh {
     uint8_t *done;        /* [nnodes] said DONE */
     int nlost_new;        /* lost since the loop last logged them */
     uint32_t *lost_new;   /* [nnodes] */
+    int njoined_new;      /* admitted since the loop last logged them */
+    uint32_t *joined_new; /* [nnodes] */
+    char **addr;          /* [nnodes] "host:port" of each member known here */
     int closed;           /* a member closed the rendezvous, or we fenced */
     int fenced_news;      /* we fenced: the loop emits the event */
     int closed_status;
@@ -70,7 +76,16 @@ struct rdzv_mesh {
     uint32_t *res_member; /* [nnodes] */
     int *res_nproc;       /* [nnodes], -1: a done member */
     int *res_port;        /* [nnodes] */
+    int res_round;        /* the largest round number in the result */
 };
+
+/* A member's name for log lines: its host (r->lock held or loop thread). */
+static const char *name_of (struct rdzv_mesh *r, uint32_t member)
+{
+    const char *n = r->map->node[member].name;
+
+    return n ? n : r->addr[member] ? r->addr[member] : "?";
+}
 
 static void wake (struct rdzv_mesh *r)
 {
@@ -96,6 +111,31 @@ on_lost (void *arg, const uint32_t *members, size_t count, uint32_t epoch, uint3
         }
     if (epoch > r->epoch)
         r->epoch = epoch;
+    pthread_mutex_unlock (&r->lock);
+    (void)nlive;
+    wake (r);
+}
+
+static void on_admitted (void *arg,
+                         const uint32_t *members,
+                         const char *const *addrs,
+                         size_t count,
+                         uint32_t epoch,
+                         uint32_t nlive)
+{
+    struct rdzv_mesh *r = arg;
+
+    pthread_mutex_lock (&r->lock);
+    for (size_t i = 0; i < count; i++) {
+        uint32_t k = members[i];
+        if (k >= (uint32_t)r->map->nnodes)
+            continue;
+        if (addrs && addrs[i] && !r->addr[k])
+            r->addr[k] = strdup (addrs[i]);
+        r->joined_new[r->njoined_new++] = k;
+    }
+    if (epoch > r->epoch)
+        r->epoch = epoch; /* a node waiting: the next round takes it in */
     pthread_mutex_unlock (&r->lock);
     (void)nlive;
     wake (r);
@@ -127,7 +167,7 @@ on_broadcast (void *arg, uint32_t origin, int kind, const void *data, size_t len
             snprintf (r->closed_why,
                       sizeof (r->closed_why),
                       "node %s (member %u) closed the rendezvous: %s",
-                      r->map->node[origin].name,
+                      name_of (r, origin),
                       origin,
                       text + off);
         }
@@ -163,8 +203,10 @@ static void on_self_fence (void *arg, const char *reason)
     wake (r);
 }
 
-/* "rdzv 1 nproc=P port=Q" or "rdzv 1 done"; -1 for anything else. */
-static int parse_blob (const uint8_t *data, uint32_t len, int *nproc, int *port)
+/* "rdzv 1 nproc=P port=Q round=N" or "rdzv 1 done round=N"; -1 for
+ * anything else. */
+static int
+parse_blob (const uint8_t *data, uint32_t len, int *nproc, int *port, int *round)
 {
     char s[BLOB_MAX + 1];
     int n = 0;
@@ -173,12 +215,15 @@ static int parse_blob (const uint8_t *data, uint32_t len, int *nproc, int *port)
         return -1;
     memcpy (s, data, len);
     s[len] = '\0';
-    if (!strcmp (s, "rdzv 1 done")) {
+    if (sscanf (s, "rdzv 1 done round=%d%n", round, &n) == 1 && s[n] == '\0' &&
+        *round >= 0) {
         *nproc = -1, *port = 0;
         return 0;
     }
-    if (sscanf (s, "rdzv 1 nproc=%d port=%d%n", nproc, port, &n) != 2 || s[n] != '\0' ||
-        *nproc < 1 || *nproc > 65535 || *port < 1 || *port > 65535)
+    n = 0;
+    if (sscanf (s, "rdzv 1 nproc=%d port=%d round=%d%n", nproc, port, round, &n) != 3 ||
+        s[n] != '\0' || *nproc < 1 || *nproc > 65535 || *port < 1 || *port > 65535 ||
+        *round < 0)
         return -1;
     return 0;
 }
@@ -190,12 +235,13 @@ static void fence_done (void *arg, int status, const struct mesh_fence_result *r
     pthread_mutex_lock (&r->lock);
     r->fence_status = status;
     r->res_count = 0;
+    r->res_round = 0;
     if (status == MESH_OK && res) {
         r->res_epoch = res->epoch;
         for (uint32_t i = 0; i < res->count && i < (uint32_t)r->map->nnodes; i++) {
-            int nproc, port;
+            int nproc, port, round;
             if (res->members[i] >= (uint32_t)r->map->nnodes ||
-                parse_blob (res->data[i], res->len[i], &nproc, &port) < 0) {
+                parse_blob (res->data[i], res->len[i], &nproc, &port, &round) < 0) {
                 log_warn ("rendezvous: member %u's contribution is malformed: left out",
                           res->members[i]);
                 continue;
@@ -204,6 +250,8 @@ static void fence_done (void *arg, int status, const struct mesh_fence_result *r
             r->res_nproc[r->res_count] = nproc;
             r->res_port[r->res_count] = port;
             r->res_count++;
+            if (round > r->res_round)
+                r->res_round = round;
         }
     }
     r->fence_pending = 0;
@@ -214,12 +262,31 @@ static void fence_done (void *arg, int status, const struct mesh_fence_result *r
 
 /* ---- the agent's loop ----------------------------------------------------- */
 
+/* Name member k, which joined, after its host; "HOST-k" when another node
+ * of the job has that host (several "nodes" on one machine: meshjob.c
+ * names those "HOST-i" too). */
+static void name_joined (struct rdzv_mesh *r, uint32_t k, char *host, size_t size)
+{
+    size_t hl = strlen (host);
+    int shared = 0;
+
+    for (int i = 0; i < r->map->nnodes && !shared; i++) {
+        const char *n = r->map->node[i].name;
+        shared = (uint32_t)i != k && n && !strncmp (n, host, hl) &&
+                 (n[hl] == '\0' || n[hl] == '-');
+    }
+    if (shared)
+        snprintf (host + hl, size - hl, "-%u", k);
+    (void)jobmap_set_host (r->mj->map, (int)k, host, NULL);
+}
+
 /* The loop woke on evfd: log and record the members lost meanwhile. */
 static void on_wake (elastic_agent_t *agent, int fd, int revents, void *arg)
 {
     struct rdzv_mesh *r = arg;
-    uint32_t lost[64];
-    int n = 0;
+    uint32_t lost[64], joined[64];
+    char *jname[64];
+    int n = 0, nj = 0;
     uint64_t v;
 
     (void)revents;
@@ -230,6 +297,11 @@ static void on_wake (elastic_agent_t *agent, int fd, int revents, void *arg)
     pthread_mutex_lock (&r->lock);
     while (r->nlost_new > 0 && n < 64)
         lost[n++] = r->lost_new[--r->nlost_new];
+    while (r->njoined_new > 0 && nj < 64) {
+        joined[nj] = r->joined_new[--r->njoined_new];
+        jname[nj] = r->addr[joined[nj]] ? strdup (r->addr[joined[nj]]) : NULL;
+        nj++;
+    }
     if (r->fenced_news) {
         r->fenced_news = 0;
         snprintf (why, sizeof (why), "%s", r->closed_why);
@@ -240,8 +312,28 @@ static void on_wake (elastic_agent_t *agent, int fd, int revents, void *arg)
         eventlog_emit (
             agent_eventlog (agent), "self_fence", json_pack ("{s:s}", "reason", why));
     }
+    for (int i = nj - 1; i >= 0; i--) {
+        char host[300];
+        const char *colon = jname[i] ? strrchr (jname[i], ':') : NULL;
+
+        snprintf (host,
+                  sizeof (host),
+                  "%.*s",
+                  colon ? (int)(colon - jname[i]) : 1,
+                  colon ? jname[i] : "?");
+        if (!r->map->node[joined[i]].name && colon)
+            name_joined (r, joined[i], host, sizeof (host));
+        log_info ("rendezvous: node %s (member %u) joins the job: the next round takes "
+                  "it in",
+                  host,
+                  joined[i]);
+        eventlog_emit (agent_eventlog (agent),
+                       "node_joined",
+                       json_pack ("{s:i s:s}", "member", (int)joined[i], "node", host));
+        free (jname[i]);
+    }
     for (int i = 0; i < n; i++) {
-        const char *name = r->map->node[lost[i]].name;
+        const char *name = name_of (r, lost[i]);
         log_warn ("rendezvous: node %s (member %u) is lost: the others re-rendezvous",
                   name,
                   lost[i]);
@@ -348,8 +440,9 @@ static int run_round (struct rdzv_mesh *r,
     }
     if (r->fence_done && r->fence_status == MESH_OK) {
         r->round_epoch = r->res_epoch;
+        /* a member that joined numbers its rounds as the others do */
+        r->round = r->res_round > r->round + 1 ? r->res_round : r->round + 1;
         pthread_mutex_unlock (&r->lock);
-        r->round++;
         return 0;
     }
     if (r->closed) {
@@ -390,7 +483,12 @@ static int next_rendezvous (elastic_agent_t *agent,
     if (port == 0)
         return errprintf (err, "rendezvous: no free port for MASTER_PORT here"),
                ELASTIC_ERR_IO;
-    snprintf (blob, sizeof (blob), "rdzv 1 nproc=%d port=%d", nproc, port);
+    snprintf (blob,
+              sizeof (blob),
+              "rdzv 1 nproc=%d port=%d round=%d",
+              nproc,
+              port,
+              r->round + 1);
     if (run_round (r, agent, blob, r->join_timeout, err) < 0)
         return ELASTIC_ERR_STATE;
     /* the group: the members with workers ("done" ones left out), in
@@ -423,7 +521,16 @@ static int next_rendezvous (elastic_agent_t *agent,
     info->world_size = world;
     info->local_rank_base = 0;
     info->node_local_size = nproc;
-    a = r->mj->addrs[r->res_member[first]];
+    pthread_mutex_lock (&r->lock);
+    a = r->addr[r->res_member[first]];
+    pthread_mutex_unlock (&r->lock);
+    if (!a)
+        return errprintf (err,
+                          "rendezvous round %d: the address of member %u, the master, is "
+                          "not known here",
+                          r->round,
+                          r->res_member[first]),
+               ELASTIC_ERR_STATE;
     colon = strrchr (a, ':');
     snprintf (info->master_addr,
               sizeof (info->master_addr),
@@ -468,6 +575,7 @@ static int all_done (elastic_agent_t *agent, void *arg)
     struct barrier_wait *b = arg;
     struct rdzv_mesh *r = b->r;
     int n = r->map->nnodes, pending = 0, round;
+    char blob[BLOB_MAX];
 
     (void)agent;
     mesh_get_live (r->mesh, b->live, (uint32_t)n);
@@ -479,11 +587,12 @@ static int all_done (elastic_agent_t *agent, void *arg)
         r->fence_pending = 1;
     if (r->fence_done) {
         r->fence_done = 0;
-        r->round++;
+        r->round = r->res_round > r->round + 1 ? r->res_round : r->round + 1;
     }
+    snprintf (blob, sizeof (blob), "rdzv 1 done round=%d", r->round + 1);
     pthread_mutex_unlock (&r->lock);
     /* the others started a round while we wait: take part as done */
-    if (round && mesh_fence (r->mesh, "rdzv 1 done", 11, fence_done, r) < 0) {
+    if (round && mesh_fence (r->mesh, blob, strlen (blob), fence_done, r) < 0) {
         pthread_mutex_lock (&r->lock);
         r->fence_pending = 0;
         pthread_mutex_unlock (&r->lock);
@@ -528,17 +637,22 @@ static void destroy (void *ctx)
             snprintf (text,
                       sizeof (text),
                       "1 its agent ended without success (see node %s's log)",
-                      r->map->node[r->map->node_id].name);
+                      name_of (r, (uint32_t)r->map->node_id));
             if (mesh_broadcast (r->mesh, MESH_BCAST_CLOSE, text, strlen (text)) < 0)
                 log_debug ("rendezvous: CLOSE: %s", strerror (errno));
         }
     }
+    rdzv_tcp_server_set_admit (r->mj->joins.server, NULL, NULL); /* no more joins */
     mesh_destroy (r->mesh); /* sends what is queued, then its byes */
     if (r->evfd >= 0)
         close (r->evfd);
     pthread_mutex_destroy (&r->lock);
     free (r->lost);
     free (r->lost_new);
+    free (r->joined_new);
+    for (int i = 0; r->addr && i < r->map->nnodes; i++)
+        free (r->addr[i]);
+    free (r->addr);
     free (r->done);
     free (r->res_member);
     free (r->res_nproc);
@@ -553,6 +667,54 @@ const struct elastic_agent_rdzv rdzv_mesh_ops = {
     .exit_barrier = exit_barrier,
     .destroy = destroy,
 };
+
+/* The endpoint's server asks (its thread): admit the node at addr. */
+static int
+admit (void *arg, const char *addr, struct rdzv_admission *a, char *why, size_t whysize)
+{
+    struct rdzv_mesh *r = arg;
+    struct mesh_admission ma;
+    struct mesh_stats st;
+
+    _Static_assert((int)MESH_SLOT_LIVE == (int)RDZV_SLOT_LIVE &&
+                       (int)MESH_SLOT_ABSENT == (int)RDZV_SLOT_ABSENT &&
+                       (int)MESH_SLOT_LOST == (int)RDZV_SLOT_LOST,
+                   "slot states");
+    if (mesh_admit (r->mesh, addr, &ma) == 0) {
+        a->slot = ma.slot;
+        a->n = ma.n;
+        a->base = ma.base;
+        a->epoch = ma.epoch;
+        a->states = ma.slots;
+        a->addrs = ma.addrs;
+        return 0;
+    }
+    mesh_get_stats (r->mesh, &st);
+    switch (errno) {
+        case ENOSPC:
+            snprintf (why,
+                      whysize,
+                      "the job has %u nodes, the most --nnodes %d:%d allows: no room "
+                      "for another",
+                      st.nlive,
+                      r->min_nodes,
+                      r->mj->max_nodes);
+            break;
+        case EMLINK:
+            snprintf (why,
+                      whysize,
+                      "the job has taken in all the nodes it can over its life (%d "
+                      "member slots; a lost node's is not reused)",
+                      r->map->nnodes);
+            break;
+        case ECANCELED:
+            snprintf (why, whysize, "the node serving the endpoint is leaving the job");
+            break;
+        default:
+            snprintf (why, whysize, "cannot admit %s: %s", addr, strerror (errno));
+    }
+    return -1;
+}
 
 void *rdzv_mesh_create (const struct rdzv_mesh_opts *o, elastic_error_t *err)
 {
@@ -570,6 +732,8 @@ void *rdzv_mesh_create (const struct rdzv_mesh_opts *o, elastic_error_t *err)
     r->evfd = -1;
     if (!(r->lost = calloc (n, 1)) || !(r->done = calloc (n, 1)) ||
         !(r->lost_new = calloc (n, sizeof (*r->lost_new))) ||
+        !(r->joined_new = calloc (n, sizeof (*r->joined_new))) ||
+        !(r->addr = calloc (n, sizeof (*r->addr))) ||
         !(r->res_member = calloc (n, sizeof (*r->res_member))) ||
         !(r->res_nproc = calloc (n, sizeof (*r->res_nproc))) ||
         !(r->res_port = calloc (n, sizeof (*r->res_port)))) {
@@ -578,6 +742,11 @@ void *rdzv_mesh_create (const struct rdzv_mesh_opts *o, elastic_error_t *err)
     }
     r->mj = mj;
     r->map = m;
+    for (size_t i = 0; i < n; i++)
+        if (mj->addrs[i] && !(r->addr[i] = strdup (mj->addrs[i]))) {
+            errprintf (err, "out of memory");
+            goto fail;
+        }
     r->min_nodes = o->min_nodes > 0 ? o->min_nodes : m->nnodes;
     r->join_timeout = o->join_timeout > 0 ? o->join_timeout : 300;
     if ((r->evfd = eventfd (0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) {
@@ -602,10 +771,16 @@ void *rdzv_mesh_create (const struct rdzv_mesh_opts *o, elastic_error_t *err)
     cfg.ops.broadcast = on_broadcast;
     cfg.ops.dmodex_request = on_dmodex_request;
     cfg.ops.self_fence = on_self_fence;
+    cfg.ops.admitted = on_admitted;
+    cfg.slots = mj->joins.slots; /* NULL: no joins */
+    cfg.base = mj->joins.base;
+    cfg.max_live = mj->joins.slots ? (uint32_t)mj->max_nodes : 0;
+    cfg.joining = mj->joins.late;
     cfg.arg = r;
     mj->listen_fd = -1; /* the mesh's now, whatever happens */
     if (!(r->mesh = mesh_create (&cfg, err)) || mesh_start (r->mesh, err) < 0)
         goto fail;
+    rdzv_tcp_server_set_admit (mj->joins.server, admit, r);
     return r;
 fail:
     r->success = 1; /* nothing to close */

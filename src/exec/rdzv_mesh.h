@@ -31,12 +31,15 @@
  *              live member is done or lost (never for a lost one); a done
  *              member takes part in the others' rounds with a "done" blob,
  *              left out of their group.
+ *   joins      with torchrun's flags (meshjob.joins), a node that comes
+ *              after the start is admitted through the endpoint's server
+ *              into the mesh (rdzv_tcp.h, mesh_admit, at most MAX live);
+ *              every member logs node_joined, the epoch moves, and the
+ *              next round (num_nodes_waiting) takes it in.
  *
  * Split brain: the mesh fences its minority side itself (a member that
  * lost more members by silence than it still sees stops: mesh.h), and a
  * self-fenced member's rendezvous fails; so two groups cannot both train.
- * Members do not join after the start yet (the mesh's membership only
- * shrinks): MAX is the number of nodes that started.
  */
 #ifndef ELASTIC_EXEC_RDZV_MESH_H
 #define ELASTIC_EXEC_RDZV_MESH_H

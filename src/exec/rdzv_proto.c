@@ -33,9 +33,9 @@ static void put_hdr (uint8_t *p, int type)
 
 static const char *type_name (int type)
 {
-    static const char *names[] = {NULL, "HELLO", "JOIN", "LIST", "ACK", "FAIL"};
+    static const char *names[] = {NULL, "HELLO", "JOIN", "LIST", "ACK", "FAIL", "ADMIT"};
 
-    return type >= RDZV_HELLO && type <= RDZV_FAIL ? names[type] : "message";
+    return type >= RDZV_HELLO && type <= RDZV_ADMIT ? names[type] : "message";
 }
 
 int rdzv_hdr_decode (const uint8_t *p, size_t len, int *type, elastic_error_t *err)
@@ -122,6 +122,27 @@ int rdzv_msg_need (const uint8_t *p,
             *need = RDZV_LIST_FIXED + (size_t)size + RDZV_MAC;
             return 0;
         }
+        case RDZV_ADMIT: {
+            uint32_t n, size;
+
+            if (len < RDZV_ADMIT_FIXED) {
+                *need = RDZV_ADMIT_FIXED;
+                return 0;
+            }
+            n = be_get32 (p + RDZV_HDR + 4);
+            size = be_get32 (p + RDZV_HDR + 16);
+            if (n < 1 || n > nnodes || n > RDZV_NODES_MAX) {
+                errprintf (err, "the server's admission has %u slots (1..%u)", n, nnodes);
+                return -2;
+            }
+            /* each entry is 3 + 0..RDZV_ADDR_MAX bytes (64-bit: no overflow) */
+            if (size < 3 * (uint64_t)n || size > (uint64_t)n * (3 + RDZV_ADDR_MAX)) {
+                errprintf (err, "the server's admission has a bad size %u", size);
+                return -2;
+            }
+            *need = RDZV_ADMIT_FIXED + (size_t)size + RDZV_MAC;
+            return 0;
+        }
         case RDZV_FAIL: {
             uint32_t tlen;
 
@@ -199,7 +220,8 @@ void rdzv_join_mac (const uint8_t kr[RDZV_KEY],
     mesh_auth_msg_mac (kr, RDZV_JOIN, t, RDZV_NONCE + len, mac);
 }
 
-void rdzv_list_digest (const uint8_t *head,
+static void digest_of (const uint8_t *head,
+                       size_t hlen,
                        const uint8_t *body,
                        size_t size,
                        uint8_t digest[32])
@@ -207,9 +229,31 @@ void rdzv_list_digest (const uint8_t *head,
     crypto_generichash_state st;
 
     crypto_generichash_init (&st, NULL, 0, 32);
-    crypto_generichash_update (&st, head, RDZV_LIST_FIXED);
+    crypto_generichash_update (&st, head, hlen);
     crypto_generichash_update (&st, body, size);
     crypto_generichash_final (&st, digest, 32);
+}
+
+void rdzv_list_digest (const uint8_t *head,
+                       const uint8_t *body,
+                       size_t size,
+                       uint8_t digest[32])
+{
+    digest_of (head, RDZV_LIST_FIXED, body, size, digest);
+}
+
+/* A LIST's or an ADMIT's MAC (type: the counter): nc | digest. */
+static void answer_mac (const uint8_t kr[RDZV_KEY],
+                        int type,
+                        const uint8_t nc[RDZV_NONCE],
+                        const uint8_t digest[32],
+                        uint8_t mac[RDZV_MAC])
+{
+    uint8_t t[RDZV_NONCE + 32];
+
+    memcpy (t, nc, RDZV_NONCE);
+    memcpy (t + RDZV_NONCE, digest, 32);
+    mesh_auth_msg_mac (kr, (uint64_t)type, t, sizeof (t), mac);
 }
 
 void rdzv_list_mac (const uint8_t kr[RDZV_KEY],
@@ -217,11 +261,7 @@ void rdzv_list_mac (const uint8_t kr[RDZV_KEY],
                     const uint8_t digest[32],
                     uint8_t mac[RDZV_MAC])
 {
-    uint8_t t[RDZV_NONCE + 32];
-
-    memcpy (t, nc, RDZV_NONCE);
-    memcpy (t + RDZV_NONCE, digest, 32);
-    mesh_auth_msg_mac (kr, RDZV_LIST, t, sizeof (t), mac);
+    answer_mac (kr, RDZV_LIST, nc, digest, mac);
 }
 
 /* ACK's MAC: ns | nc | rank. */
@@ -481,6 +521,170 @@ int rdzv_ack_decode (const uint8_t kr[RDZV_KEY],
     if (rc != 0)
         return errprintf (err, "node rank %u: the ACK's MAC does not verify", rank);
     return 0;
+}
+
+/* ---- ADMIT -------------------------------------------------------------- */
+
+int rdzv_admit_encode (const uint8_t kr[RDZV_KEY],
+                       const uint8_t nc[RDZV_NONCE],
+                       const struct rdzv_admission *a,
+                       uint8_t head[RDZV_ADMIT_FIXED],
+                       uint8_t **body,
+                       size_t *size,
+                       uint8_t mac[RDZV_MAC],
+                       elastic_error_t *err)
+{
+    size_t total = 0, off = 0;
+    uint8_t digest[32], *b;
+
+    if (a->n < 1 || a->n > RDZV_NODES_MAX || a->slot >= a->n || a->base < 1 ||
+        a->base > a->n || a->slot < a->base)
+        return errprintf (err,
+                          "an admission to slot %u of %u (members at the start: %u)",
+                          a->slot,
+                          a->n,
+                          a->base);
+    for (uint32_t i = 0; i < a->n; i++) {
+        size_t len =
+            a->states[i] == RDZV_SLOT_LIVE && a->addrs[i] ? strlen (a->addrs[i]) : 0;
+
+        if (a->states[i] > RDZV_SLOT_LOST ||
+            (a->states[i] == RDZV_SLOT_LIVE) != (len > 0) || len > RDZV_ADDR_MAX)
+            return errprintf (err,
+                              "an admission's slot %u: state %u, address of %zu bytes",
+                              i,
+                              a->states[i],
+                              len);
+        total += 3 + len; /* at most 65536 * 303: fits a u32 */
+    }
+    if (!(b = malloc (total)))
+        return errprintf (err, "out of memory building an admission");
+    for (uint32_t i = 0; i < a->n; i++) {
+        size_t len = a->states[i] == RDZV_SLOT_LIVE ? strlen (a->addrs[i]) : 0;
+
+        b[off] = a->states[i];
+        be_put16 (b + off + 1, (uint32_t)len);
+        memcpy (b + off + 3, len ? a->addrs[i] : "", len);
+        off += 3 + len;
+    }
+    put_hdr (head, RDZV_ADMIT);
+    be_put32 (head + RDZV_HDR, a->slot);
+    be_put32 (head + RDZV_HDR + 4, a->n);
+    be_put32 (head + RDZV_HDR + 8, a->base);
+    be_put32 (head + RDZV_HDR + 12, a->epoch);
+    be_put32 (head + RDZV_HDR + 16, (uint32_t)total);
+    digest_of (head, RDZV_ADMIT_FIXED, b, total, digest);
+    answer_mac (kr, RDZV_ADMIT, nc, digest, mac);
+    *body = b;
+    *size = total;
+    return 0;
+}
+
+void rdzv_admit_mac (const uint8_t kr[RDZV_KEY],
+                     const uint8_t nc[RDZV_NONCE],
+                     const uint8_t *msg,
+                     size_t len,
+                     uint8_t mac[RDZV_MAC])
+{
+    uint8_t digest[32];
+
+    digest_of (
+        msg, RDZV_ADMIT_FIXED, msg + RDZV_ADMIT_FIXED, len - RDZV_ADMIT_FIXED, digest);
+    answer_mac (kr, RDZV_ADMIT, nc, digest, mac);
+}
+
+void rdzv_admission_free (struct rdzv_admission *a)
+{
+    if (!a)
+        return;
+    rdzv_addrs_free (a->addrs, a->n);
+    free (a->states);
+    a->addrs = NULL;
+    a->states = NULL;
+}
+
+int rdzv_admit_decode (const uint8_t kr[RDZV_KEY],
+                       const uint8_t nc[RDZV_NONCE],
+                       const uint8_t *p,
+                       size_t len,
+                       uint32_t nslots,
+                       struct rdzv_admission *a,
+                       elastic_error_t *err)
+{
+    const uint8_t *body = p + RDZV_ADMIT_FIXED;
+    uint8_t digest[32], want[RDZV_MAC];
+    struct rdzv_admission r = {0};
+    size_t size, off = 0;
+    int rc;
+
+    if (exact (p, len, RDZV_ADMIT, nslots, err) < 0)
+        return -1;
+    r.slot = be_get32 (p + RDZV_HDR);
+    r.n = be_get32 (p + RDZV_HDR + 4); /* 1..nslots: exact checked it */
+    r.base = be_get32 (p + RDZV_HDR + 8);
+    r.epoch = be_get32 (p + RDZV_HDR + 12);
+    size = len - RDZV_ADMIT_FIXED - RDZV_MAC;
+    digest_of (p, RDZV_ADMIT_FIXED, body, size, digest);
+    answer_mac (kr, RDZV_ADMIT, nc, digest, want);
+    rc = sodium_memcmp (want, body + size, RDZV_MAC);
+    sodium_memzero (want, sizeof (want));
+    if (rc != 0)
+        return errprintf (
+            err, "the admission's MAC does not verify (not the same mesh secret?)");
+    if (r.slot >= r.n || r.base < 1 || r.base > r.n || r.slot < r.base)
+        return errprintf (err,
+                          "the server's admission gives slot %u of %u (members at the "
+                          "start: %u)",
+                          r.slot,
+                          r.n,
+                          r.base);
+    if (!(r.states = calloc (r.n, 1)) || !(r.addrs = calloc (r.n, sizeof (char *)))) {
+        rdzv_admission_free (&r);
+        return errprintf (err, "out of memory");
+    }
+    for (uint32_t i = 0; i < r.n; i++) {
+        char host[RDZV_ADDR_MAX + 1], what[32];
+        size_t alen = off + 3 <= size ? be_get16 (body + off + 1) : 0;
+        uint8_t st = off + 3 <= size ? body[off] : 0xff;
+
+        if (off + 3 + alen > size) {
+            errprintf (err, "the server's admission is cut short at slot %u", i);
+            goto error;
+        }
+        if (st > RDZV_SLOT_LOST || (st == RDZV_SLOT_LIVE) != (alen > 0) ||
+            (st == RDZV_SLOT_ABSENT && i < r.base)) {
+            errprintf (err,
+                       "the server's admission: slot %u has state %u and an address "
+                       "of %zu bytes",
+                       i,
+                       st,
+                       alen);
+            goto error;
+        }
+        r.states[i] = st;
+        snprintf (what, sizeof (what), "slot %u", i);
+        if (alen && rdzv_addr_check (what, body + off + 3, alen, host, err) < 0)
+            goto error;
+        if (alen && !(r.addrs[i] = strndup ((const char *)body + off + 3, alen))) {
+            errprintf (err, "out of memory");
+            goto error;
+        }
+        off += 3 + alen;
+    }
+    if (off != size) {
+        errprintf (err, "the server's admission has %zu bytes too many", size - off);
+        goto error;
+    }
+    if (r.states[r.slot] != RDZV_SLOT_LIVE) {
+        errprintf (
+            err, "the server's admission: this member's slot %u is not live", r.slot);
+        goto error;
+    }
+    *a = r;
+    return 0;
+error:
+    rdzv_admission_free (&r);
+    return -1;
 }
 
 /* ---- FAIL --------------------------------------------------------------- */

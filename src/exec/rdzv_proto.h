@@ -13,13 +13,22 @@
  *   LIST    S->C  n u32 | size u32 | size bytes: n times (len u16 |
  *                 addr[len]), in the job's node order | mac[32]
  *                 (n 1..nnodes: a job may start with fewer than MAX)
- *   ACK     C->S  index u32 | mac[32]  (the client's place in the LIST)
+ *   ACK     C->S  index u32 | mac[32]  (the client's place in the LIST,
+ *                 or its slot in an ADMIT)
  *   FAIL    S->C  len u16 | text[len]  (why; the server closes after it)
+ *   ADMIT   S->C  slot u32 | n u32 | base u32 | epoch u32 | size u32 |
+ *                 size bytes: n times (state u8 | len u16 | addr[len]) |
+ *                 mac[32]         (a JOIN after the start, admitted into
+ *                 the running job's mesh: the client's slot, the mesh's
+ *                 n slots, their states RDZV_SLOT_*, a live slot's
+ *                 address (len 1..RDZV_ADDR_MAX; 0 for the others); base:
+ *                 the members at the start; epoch: the mesh's)
  * The MACs (libsodium's HMAC-SHA-512-256, mesh/auth.c's mesh_auth_msg_mac
  * with the message type as its counter) are under a rendezvous key
  * derived from the mesh key (keyed BLAKE2b, label "elastic-rdzv-v1"): a
- * JOIN's covers the server's fresh nonce and the JOIN; a LIST's covers the
- * client's fresh nonce and a BLAKE2b digest of the LIST; an ACK's both
+ * JOIN's covers the server's fresh nonce and the JOIN; a LIST's (an
+ * ADMIT's) covers the client's fresh nonce and a BLAKE2b digest of the
+ * LIST (ADMIT); an ACK's both
  * nonces and the rank.  A replayed JOIN, LIST or ACK does not verify on
  * another connection.  FAIL is not authenticated: it only ends the
  * exchange with the server's reason, which a stranger that can close the
@@ -45,17 +54,21 @@
 #define RDZV_NODES_MAX 65536       /* the most nodes a LIST may name (JOBMAP_MAX_NODES) */
 #define RDZV_RANK_ANY  0xffffffffu /* a JOIN without --node-rank */
 
-#define RDZV_KEY        32
-#define RDZV_NONCE      32
-#define RDZV_MAC        32
-#define RDZV_HDR        5                                   /* "ERZ" | version | type */
-#define RDZV_HELLO_SIZE (RDZV_HDR + RDZV_NONCE)             /* 37 */
-#define RDZV_JOIN_FIXED (RDZV_HDR + 4 + 4 + RDZV_NONCE + 2) /* 47, then addr and mac */
-#define RDZV_JOIN_MAX   (RDZV_JOIN_FIXED + RDZV_ADDR_MAX + RDZV_MAC)
-#define RDZV_LIST_FIXED (RDZV_HDR + 4 + 4)        /* 13, then size bytes and mac */
-#define RDZV_ACK_SIZE   (RDZV_HDR + 4 + RDZV_MAC) /* 41 */
-#define RDZV_FAIL_TEXT  255                       /* longest FAIL text */
-#define RDZV_FAIL_MAX   (RDZV_HDR + 2 + RDZV_FAIL_TEXT)
+#define RDZV_KEY         32
+#define RDZV_NONCE       32
+#define RDZV_MAC         32
+#define RDZV_HDR         5                                   /* "ERZ" | version | type */
+#define RDZV_HELLO_SIZE  (RDZV_HDR + RDZV_NONCE)             /* 37 */
+#define RDZV_JOIN_FIXED  (RDZV_HDR + 4 + 4 + RDZV_NONCE + 2) /* 47, then addr and mac */
+#define RDZV_JOIN_MAX    (RDZV_JOIN_FIXED + RDZV_ADDR_MAX + RDZV_MAC)
+#define RDZV_LIST_FIXED  (RDZV_HDR + 4 + 4)        /* 13, then size bytes and mac */
+#define RDZV_ACK_SIZE    (RDZV_HDR + 4 + RDZV_MAC) /* 41 */
+#define RDZV_FAIL_TEXT   255                       /* longest FAIL text */
+#define RDZV_FAIL_MAX    (RDZV_HDR + 2 + RDZV_FAIL_TEXT)
+#define RDZV_ADMIT_FIXED (RDZV_HDR + 5 * 4) /* 25, then size bytes and mac */
+
+/* a slot's state in an ADMIT (mesh.h's MESH_SLOT_*) */
+enum { RDZV_SLOT_LIVE = 0, RDZV_SLOT_ABSENT = 1, RDZV_SLOT_LOST = 2 };
 
 enum {
     RDZV_HELLO = 1,
@@ -63,6 +76,14 @@ enum {
     RDZV_LIST = 3,
     RDZV_ACK = 4,
     RDZV_FAIL = 5,
+    RDZV_ADMIT = 6,
+};
+
+/* What an ADMIT says (decoded: malloc'ed; rdzv_admission_free). */
+struct rdzv_admission {
+    uint32_t slot, n, base, epoch;
+    uint8_t *states; /* [n] RDZV_SLOT_* */
+    char **addrs;    /* [n] a live slot's "addr:port", NULL for the others */
 };
 
 /* What a JOIN says.  Decoded, addr points into the message (addr_len
@@ -85,7 +106,8 @@ int rdzv_hdr_decode (const uint8_t *p, size_t len, int *type, elastic_error_t *e
 /* How many bytes the message that starts with p[0..len) needs in all, when
  * it must be of type want (0: none is expected, so any is refused once
  * its header is in): 0 with *need (at least RDZV_HDR; more than len: read
- * up to it, then ask again).  nnodes: the most nodes a LIST may name.
+ * up to it, then ask again).  nnodes: the most nodes a LIST (slots an
+ * ADMIT) may name.
  * Returns -1 with err when the bytes are not a message of type want of
  * this version, -2 with err when they are but its length is refused (a
  * JOIN's address longer than RDZV_ADDR_MAX, a LIST of more than nnodes
@@ -202,6 +224,44 @@ int rdzv_ack_decode (const uint8_t kr[RDZV_KEY],
                      const uint8_t *p,
                      size_t len,
                      elastic_error_t *err);
+
+/* ADMIT a: head (RDZV_ADMIT_FIXED bytes), *body (malloc'ed, *size bytes)
+ * and its MAC to the client whose JOIN nonce is nc (mac).  On the wire:
+ * head | body | mac.  Returns 0, or -1 with err (a slot out of range, a
+ * live slot without an address, an address too long). */
+int rdzv_admit_encode (const uint8_t kr[RDZV_KEY],
+                       const uint8_t nc[RDZV_NONCE],
+                       const struct rdzv_admission *a,
+                       uint8_t head[RDZV_ADMIT_FIXED],
+                       uint8_t **body,
+                       size_t *size,
+                       uint8_t mac[RDZV_MAC],
+                       elastic_error_t *err);
+
+/* An ADMIT's MAC to the client whose JOIN nonce is nc: over the message
+ * msg[0..len) (head and body, len >= RDZV_ADMIT_FIXED). */
+void rdzv_admit_mac (const uint8_t kr[RDZV_KEY],
+                     const uint8_t nc[RDZV_NONCE],
+                     const uint8_t *msg,
+                     size_t len,
+                     uint8_t mac[RDZV_MAC]);
+
+/* The ADMIT p[0..len) to the client whose JOIN nonce is nc, of a mesh of
+ * at most nslots slots: 0 with *a, or -1 with err: header, length, slot
+ * count, size, MAC (checked before the body is read), a slot, base or
+ * state out of range, the client's own slot not live, an address cut
+ * short, refused (rdzv_addr_check) or where none belongs, bytes left
+ * over. */
+int rdzv_admit_decode (const uint8_t kr[RDZV_KEY],
+                       const uint8_t nc[RDZV_NONCE],
+                       const uint8_t *p,
+                       size_t len,
+                       uint32_t nslots,
+                       struct rdzv_admission *a,
+                       elastic_error_t *err);
+
+/* Free what an admission holds (NULL-safe; a is kept). */
+void rdzv_admission_free (struct rdzv_admission *a);
 
 /* FAIL with text (cut at RDZV_FAIL_TEXT bytes): out (RDZV_FAIL_MAX bytes)
  * gets it; returns its length.  Decode: 0 with text (RDZV_FAIL_TEXT + 1

@@ -102,10 +102,11 @@ static int set_nonblock (int fd)
 /* ---- the server ---------------------------------------------------------- */
 
 enum cstate {
-    C_HELLO,   /* HELLO queued; expecting a JOIN */
-    C_JOINED,  /* joined; waiting for the others */
-    C_LISTED,  /* LIST queued; expecting the ACK */
-    C_CLOSING, /* FAIL queued; closed once it is out */
+    C_HELLO,    /* HELLO queued; expecting a JOIN */
+    C_JOINED,   /* joined; waiting for the others */
+    C_LISTED,   /* LIST queued; expecting the ACK */
+    C_CLOSING,  /* FAIL queued; closed once it is out */
+    C_ADMITTED, /* ADMIT queued (a node joining the running job); expecting the ACK */
 };
 
 struct rconn {
@@ -121,6 +122,7 @@ struct rconn {
     /* output: head, then an optional shared body, then the tail */
     uint8_t head[OUT_MAX];
     const uint8_t *body;
+    uint8_t *own_body; /* an ADMIT's body (the connection's own) */
     uint8_t tail[MAC];
     size_t seglen[3], segoff;
     int seg;
@@ -151,6 +153,19 @@ struct rserver {
     double accept_pause; /* EMFILE: accept again after this time */
     elastic_error_t err; /* why it ended, when it failed */
     int rc;
+    /* joins: after the start the server goes on serving until stopped,
+     * answering a new node's JOIN with admit's admission */
+    int persist, warned;
+    pthread_mutex_t admit_lock;
+    rdzv_tcp_admit_fn admit;
+    void *admit_arg;
+};
+
+/* A server that goes on serving after the start (rdzv_tcp.h). */
+struct rdzv_tcp_server {
+    struct rserver *s;
+    pthread_t tid;
+    int stop; /* the stop pipe's write end */
 };
 
 static const uint8_t *out_seg (struct rconn *c, int i)
@@ -225,6 +240,9 @@ static void conn_close (struct rconn *c)
     if (c->fd >= 0)
         close (c->fd);
     c->fd = -1;
+    free (c->own_body);
+    c->own_body = NULL;
+    c->body = NULL;
 }
 
 /* Whether a (NUL-terminated, may be NULL) is the address b[0..len). */
@@ -302,6 +320,55 @@ static int list_due (const struct rserver *s, double now)
             ((s->min_at > 0 && now >= s->min_at + s->last_call) || now >= s->deadline));
 }
 
+/* A JOIN after the start, of a node that was not in the job's list:
+ * admitted into the running job by admit (the mesh), or refused. */
+static void
+admit (struct rserver *s, struct rconn *c, const struct rdzv_join *j, const char *what)
+{
+    struct rdzv_admission a = {0};
+    char addr[RDZV_ADDR_MAX + 1], why[FAIL_MAX + 1] = "";
+    uint8_t *body = NULL;
+    size_t size = 0;
+    elastic_error_t e;
+    int rc = -1;
+
+    snprintf (addr, sizeof (addr), "%.*s", (int)j->addr_len, (const char *)j->addr);
+    memcpy (c->nc, j->nonce, NONCE);
+    c->rank = j->rank;
+    c->inlen = 0;
+    pthread_mutex_lock (&s->admit_lock);
+    if (s->admit)
+        rc = s->admit (s->admit_arg, addr, &a, why, sizeof (why));
+    else
+        snprintf (why,
+                  sizeof (why),
+                  "the job is starting (its mesh is not up yet): %s may try again in a "
+                  "moment",
+                  what);
+    pthread_mutex_unlock (&s->admit_lock);
+    if (rc == 0 &&
+        rdzv_admit_encode (s->kr, c->nc, &a, c->head, &body, &size, c->tail, &e) < 0) {
+        snprintf (why, sizeof (why), "%.200s", e.text);
+        rc = -1;
+    }
+    if (rc < 0) {
+        rdzv_admission_free (&a);
+        log_warn ("%s: refused %s (%s): %s", s->where, what, addr, why);
+        queue_fail (c, why);
+        return;
+    }
+    queue (c, RDZV_ADMIT_FIXED);
+    c->body = c->own_body = body;
+    c->seglen[1] = size;
+    c->seglen[2] = MAC;
+    c->index = a.slot;
+    c->state = C_ADMITTED;
+    c->since = mono_now ();
+    log_info (
+        "%s: %s (%s) joins the running job as member %u", s->where, what, addr, a.slot);
+    rdzv_admission_free (&a);
+}
+
 static void handle_join (struct rserver *s, struct rconn *c)
 {
     struct rdzv_join j;
@@ -339,14 +406,20 @@ static void handle_join (struct rserver *s, struct rconn *c)
     }
     if (s->list) {
         /* the job's nodes are known: a member of it that lost its
-         * connection gets the LIST again; nobody else is admitted */
+         * connection gets the LIST again; any other node is admitted into
+         * the running job, where it takes nodes after its start */
         int k = list_index (s, j.addr, j.addr_len);
 
+        if ((k < 0 || s->acked[k]) && s->persist) {
+            admit (s, c, &j, what);
+            return;
+        }
         if (k < 0) {
             snprintf (text,
                       sizeof (text),
-                      "the job started with %d of at most %d nodes without %s: a node "
-                      "cannot join a running job (yet)",
+                      "the job started with %d of at most %d nodes without %s: this "
+                      "job takes no node after its start (MPI ranks, or a static "
+                      "rendezvous)",
                       s->nlisted,
                       s->nnodes,
                       what);
@@ -440,6 +513,11 @@ static void handle_ack (struct rserver *s, struct rconn *c)
         conn_close (c);
         return;
     }
+    if (c->state == C_ADMITTED) {
+        log_debug ("%s: member %u confirmed its admission", s->where, c->index);
+        conn_close (c);
+        return;
+    }
     if (!s->acked[c->index]) {
         s->acked[c->index] = 1;
         s->nacked++;
@@ -453,7 +531,7 @@ static int conn_expects (const struct rconn *c)
 {
     if (c->state == C_HELLO)
         return RDZV_JOIN;
-    if (c->state == C_LISTED && !out_pending (c))
+    if ((c->state == C_LISTED || c->state == C_ADMITTED) && !out_pending (c))
         return RDZV_ACK;
     return 0;
 }
@@ -547,7 +625,8 @@ static void sweep (struct rserver *s, double now)
 
     for (int i = 0; i < s->nc; i++) {
         struct rconn *c = s->c[i];
-        int idle = (c->state != C_JOINED) && !(c->state == C_LISTED && out_pending (c));
+        int idle = (c->state != C_JOINED) &&
+                   !((c->state == C_LISTED || c->state == C_ADMITTED) && out_pending (c));
 
         if (c->fd >= 0 && idle && now - c->since > RDZV_IDLE_S) {
             if (c->state == C_HELLO)
@@ -638,7 +717,7 @@ static void server_loop (struct rserver *s)
     struct pollfd *pfd = NULL;
     int npfd = 0;
 
-    while (!(s->list && s->nacked == s->nlisted) && s->rc == 0) {
+    while (!(s->list && s->nacked == s->nlisted && !s->persist) && s->rc == 0) {
         double now = mono_now (), next = s->deadline;
         int n = 0, ms;
 
@@ -651,8 +730,13 @@ static void server_loop (struct rserver *s)
             continue;
         }
         if (now >= s->deadline) {
-            server_timed_out (s);
-            break;
+            if (!(s->list && s->persist)) {
+                server_timed_out (s);
+                break;
+            }
+            if (s->nacked < s->nlisted)
+                server_timed_out (s);      /* a warning: the job runs */
+            s->deadline = next = INFINITY; /* serving joins until stopped */
         }
         if (!s->list && s->min_at > 0 && s->min_at + s->last_call < next)
             next = s->min_at + s->last_call;
@@ -693,6 +777,10 @@ static void server_loop (struct rserver *s)
             ssize_t r = read (s->stopfd, text, FAIL_MAX);
 
             text[r > 0 ? r : 0] = '\0';
+            if (s->list && s->persist) {
+                log_debug ("%s: the server stops: %s", s->where, text);
+                break; /* the job ends: no more joins */
+            }
             s->rc = errprintf (&s->err, "%s: %s", s->where, text);
             server_fail (s, text);
             break;
@@ -744,6 +832,7 @@ static void server_destroy (struct rserver *s)
     if (s->lfd >= 0)
         close (s->lfd);
     sodium_memzero (s->kr, sizeof (s->kr));
+    pthread_mutex_destroy (&s->admit_lock);
     free (s);
 }
 
@@ -752,6 +841,9 @@ static void *server_main (void *arg)
     struct rserver *s = arg;
 
     server_loop (s);
+    if (s->persist && s->list && s->rc)
+        log_warn (
+            "%s: no more nodes can join the running job: %s", s->where, s->err.text);
     close (s->lfd); /* no more members: late ones are refused by the kernel */
     s->lfd = -1;
     log_debug ("%s: the rendezvous server is done (%d of %d confirmed)",
@@ -809,7 +901,9 @@ struct rclient {
     const char *self;            /* "addr:port" */
     uint8_t kr[32];
     double timeout, deadline;
-    char last[160]; /* why the last try did not reach a server */
+    char last[160];               /* why the last try did not reach a server */
+    uint32_t nslots;              /* > 0: the job takes nodes after its start */
+    struct rdzv_admission *admit; /* nslots: filled when admitted into it */
 };
 
 /* Connect to the endpoint within until.  Returns the socket or -1 (last). */
@@ -1001,6 +1095,48 @@ static int client_list (struct rclient *cl,
     return 0;
 }
 
+/* The ADMIT whose header is head: read, verify, into cl->admit.  Returns
+ * 0, or -1 with err. */
+static int client_admit (struct rclient *cl,
+                         int fd,
+                         const uint8_t *head,
+                         const uint8_t *nc,
+                         double until,
+                         elastic_error_t *err)
+{
+    uint8_t *msg = NULL;
+    size_t len = 0;
+    elastic_error_t e;
+    struct rdzv_admission *a = cl->admit;
+    int rc = read_answer (fd, head, RDZV_ADMIT, cl->nslots, until, &msg, &len, &e);
+
+    if (rc == -1)
+        return errprintf (err, "%s: %s", cl->where, e.text);
+    if (rc < 0)
+        return errprintf (err,
+                          "%s: the admission %s",
+                          cl->where,
+                          rc == -2 ? "did not come in time" : "was cut off");
+    rc = rdzv_admit_decode (cl->kr, nc, msg, len, cl->nslots, a, &e);
+    free (msg);
+    if (rc < 0)
+        return errprintf (err, "%s: %s", cl->where, e.text);
+    if (a->n != cl->nslots || strcmp (a->addrs[a->slot], cl->self) != 0) {
+        errprintf (err,
+                   "%s: the admission gives slot %u of %u to %s; this member is %s of "
+                   "%u slots (another --nnodes?)",
+                   cl->where,
+                   a->slot,
+                   a->n,
+                   a->addrs[a->slot],
+                   cl->self,
+                   cl->nslots);
+        rdzv_admission_free (a);
+        return -1;
+    }
+    return 0;
+}
+
 /* The server's FAIL whose header is head: its text into err. */
 static int client_fail (
     struct rclient *cl, int fd, const uint8_t *head, double until, elastic_error_t *err)
@@ -1080,6 +1216,16 @@ static int client_session (struct rclient *cl,
                           e.text);
     if (type == RDZV_FAIL)
         return client_fail (cl, fd, head, until, err);
+    if (type == RDZV_ADMIT && cl->nslots > 0) {
+        if (client_admit (cl, fd, head, j.nonce, until, err) < 0)
+            return -1;
+        rdzv_ack_encode (cl->kr, ns, j.nonce, cl->admit->slot, ack);
+        (void)write_full (fd, ack, ACK_SZ, mono_now () + 2.0); /* best effort */
+        *list = NULL;
+        *n = 0;
+        *index = cl->admit->slot;
+        return 0;
+    }
     if (type != RDZV_LIST)
         return errprintf (err,
                           "%s: the server's answer is not a rendezvous LIST or FAIL "
@@ -1191,6 +1337,40 @@ static int self_address (const char *where,
     return 0;
 }
 
+void rdzv_tcp_server_set_admit (struct rdzv_tcp_server *h,
+                                rdzv_tcp_admit_fn fn,
+                                void *arg)
+{
+    if (!h)
+        return;
+    pthread_mutex_lock (&h->s->admit_lock); /* waits for an admission under way */
+    h->s->admit = fn;
+    h->s->admit_arg = arg;
+    pthread_mutex_unlock (&h->s->admit_lock);
+}
+
+void rdzv_tcp_server_stop (struct rdzv_tcp_server *h)
+{
+    if (!h)
+        return;
+    (void)!write (h->stop, "the job has ended", 17);
+    pthread_join (h->tid, NULL);
+    close (h->s->stopfd);
+    close (h->stop);
+    server_destroy (h->s);
+    free (h);
+}
+
+void rdzv_tcp_joins_free (struct rdzv_tcp_joins *j)
+{
+    if (!j)
+        return;
+    rdzv_tcp_server_stop (j->server);
+    j->server = NULL;
+    free (j->slots);
+    j->slots = NULL;
+}
+
 void rdzv_tcp_addrs_free (char **addrs, int n)
 {
     rdzv_addrs_free (addrs, n > 0 ? (uint32_t)n : 0);
@@ -1234,6 +1414,7 @@ server_create (const struct rclient *cl, int lfd, int stopfd, double last_call)
 
     if (!s)
         return NULL;
+    pthread_mutex_init (&s->admit_lock, NULL);
     s->lfd = lfd;
     s->stopfd = stopfd;
     s->nnodes = (int)cl->nnodes;
@@ -1255,10 +1436,13 @@ server_create (const struct rclient *cl, int lfd, int stopfd, double last_call)
     return s;
 }
 
-/* Serve in a thread while this member joins like the others. */
+/* Serve in a thread while this member joins like the others; with
+ * keep (a job that takes nodes after its start), the server goes on
+ * serving: *keep is its handle. */
 static int serve_and_join (struct rclient *cl,
                            int lfd,
                            double last_call,
+                           struct rdzv_tcp_server **keep,
                            char ***list,
                            uint32_t *n,
                            uint32_t *index,
@@ -1274,6 +1458,7 @@ static int serve_and_join (struct rclient *cl,
             err, "%s: cannot start the server: %s", cl->where, strerror (errno));
         goto out;
     }
+    s->persist = keep != NULL;
     if ((rc = pthread_create (&tid, NULL, server_main, s)) != 0) {
         rc = errprintf (err, "%s: cannot start the server: %s", cl->where, strerror (rc));
         goto out;
@@ -1287,6 +1472,12 @@ static int serve_and_join (struct rclient *cl,
     else
         log_debug ("%s: serving the rendezvous of %u nodes", cl->where, cl->nnodes);
     rc = client_run (cl, list, n, index, err);
+    if (rc == 0 && keep && (*keep = calloc (1, sizeof (**keep)))) {
+        (*keep)->s = s;
+        (*keep)->tid = tid;
+        (*keep)->stop = pfd[1];
+        return 0; /* serving on; rdzv_tcp_server_stop ends it */
+    }
     if (rc < 0) {
         char text[FAIL_MAX + 1];
 
@@ -1296,6 +1487,9 @@ static int serve_and_join (struct rclient *cl,
                   cl->who,
                   err ? err->text : "error");
         (void)!write (pfd[1], text, strlen (text));
+    } else if (keep) {
+        log_warn ("%s: out of memory: no node can join the running job", cl->where);
+        (void)!write (pfd[1], "out of memory", 13);
     }
     pthread_join (tid, NULL);
 out:
@@ -1340,12 +1534,55 @@ resize_map (struct jobmap **mp, uint32_t n, uint32_t index, elastic_error_t *err
     return 0;
 }
 
+/* With joins: the job's nodes as slots.  Started with the list (*list,
+ * n nodes): slots 0..n-1 live, the others absent; admitted (adm): the
+ * admitter's view.  *addrs gets nslots entries (NULL where no address). */
+static int as_slots (const struct rdzv_tcp_opts *o,
+                     char ***list,
+                     uint32_t n,
+                     struct rdzv_admission *adm,
+                     char ***addrs,
+                     struct rdzv_tcp_joins *joins,
+                     elastic_error_t *err)
+{
+    if (!*list) {
+        *addrs = adm->addrs;
+        joins->slots = adm->states;
+        joins->base = adm->base;
+        joins->epoch = adm->epoch;
+        joins->late = 1;
+        adm->addrs = NULL;
+        adm->states = NULL;
+        return 0;
+    }
+    if (!(*addrs = calloc (o->slots, sizeof (char *))) ||
+        !(joins->slots = malloc (o->slots))) {
+        free (*addrs);
+        *addrs = NULL;
+        return errprintf (err, "out of memory");
+    }
+    for (uint32_t i = 0; i < o->slots; i++) {
+        (*addrs)[i] = i < n ? (*list)[i] : NULL;
+        joins->slots[i] = i < n ? RDZV_SLOT_LIVE : RDZV_SLOT_ABSENT;
+    }
+    free (*list); /* its strings are *addrs' now */
+    *list = NULL;
+    joins->base = n;
+    joins->epoch = 0;
+    joins->late = 0;
+    return 0;
+}
+
 int rdzv_tcp_exchange (struct jobmap **mp,
                        const struct rdzv_tcp_opts *o,
                        char ***addrs,
+                       struct rdzv_tcp_joins *joins,
                        elastic_error_t *err)
 {
     struct rclient cl = {0};
+    struct rdzv_admission adm = {0};
+    struct rdzv_tcp_server *server = NULL;
+    uint32_t nmap;
     struct jobmap *m = mp ? *mp : NULL;
     char where[RDZV_ADDR_MAX + 32], self[RDZV_ADDR_MAX + 8], ahost[RDZV_ADDR_MAX + 1];
     char host[RDZV_ADDR_MAX + 1];
@@ -1355,6 +1592,15 @@ int rdzv_tcp_exchange (struct jobmap **mp,
 
     if (check_args (m, o, addrs, err) < 0)
         return -1;
+    if (o->slots > 0 &&
+        (!joins || o->slots < (uint32_t)m->nnodes || o->slots > JOBMAP_MAX_NODES))
+        return errprintf (err,
+                          "rendezvous: %u member slots for at most %d nodes are not "
+                          "accepted",
+                          o->slots,
+                          m->nnodes);
+    if (joins)
+        memset (joins, 0, sizeof (*joins));
     if (mesh_auth_init (err) < 0)
         return -1;
     v6 = strchr (m->rdzv_host, ':') != NULL;
@@ -1395,39 +1641,59 @@ int rdzv_tcp_exchange (struct jobmap **mp,
     else
         snprintf (cl.who, sizeof (cl.who), "node rank %u", cl.rank);
     cl.self = self;
+    cl.nslots = o->slots;
+    cl.admit = &adm;
     cl.timeout = o->timeout;
     cl.deadline = mono_now () + o->timeout;
     rdzv_key (o->key, cl.kr);
     if ((lfd = try_serve (where, m->rdzv_host, m->rdzv_port, err)) == -1)
         goto out;
     if (lfd >= 0)
-        rc = serve_and_join (&cl, lfd, o->last_call, &list, &n, &index, err);
+        rc = serve_and_join (
+            &cl, lfd, o->last_call, o->slots ? &server : NULL, &list, &n, &index, err);
     else
         rc = client_run (&cl, &list, &n, &index, err);
     if (rc < 0)
         goto out;
     rc = -1;
-    if (resize_map (mp, n, index, err) < 0) {
+    nmap = o->slots ? o->slots : n;
+    if (resize_map (mp, nmap, index, err) < 0) {
         errprefix (err, "%s", where);
         goto out;
     }
     m = *mp;
-    for (uint32_t i = 0; i < n; i++) {
+    if (o->slots && as_slots (o, &list, n, &adm, addrs, joins, err) < 0)
+        goto out;
+    if (!o->slots) {
+        *addrs = list;
+        list = NULL;
+    }
+    for (uint32_t i = 0; i < nmap; i++) {
         char what[48];
 
+        if (!(*addrs)[i])
+            continue;
         snprintf (what, sizeof (what), "node rank %u", i);
         if (rdzv_addr_check (
-                what, (const uint8_t *)list[i], strlen (list[i]), host, err) < 0 ||
+                what, (const uint8_t *)(*addrs)[i], strlen ((*addrs)[i]), host, err) <
+                0 ||
             jobmap_set_host (m, (int)i, host, err) < 0) {
             errprefix (err, "%s", where);
+            rdzv_addrs_free (*addrs, nmap);
+            *addrs = NULL;
+            if (joins)
+                rdzv_tcp_joins_free (joins);
             goto out;
         }
     }
-    *addrs = list;
-    list = NULL;
+    if (joins)
+        joins->server = server;
+    server = NULL;
     rc = 0;
 out:
+    rdzv_tcp_server_stop (server);
     rdzv_addrs_free (list, n);
+    rdzv_admission_free (&adm);
     sodium_memzero (cl.kr, sizeof (cl.kr));
     return rc;
 }

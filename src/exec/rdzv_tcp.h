@@ -33,6 +33,17 @@
  * refused: "the job started with 2 of at most 3 nodes") until every
  * member ACKed it, then closes; at its timeout it sends FAIL ("2 of 3
  * nodes joined within 60 s (missing node ranks: 2)") to those waiting.
+ *
+ * Joins (opts.slots > 0: a job whose nodes may come after its start, the
+ * elastic rendezvous over the mesh): the job's map has opts.slots nodes,
+ * member slots of which those that started are the first; the server
+ * does not close after the start but goes on serving until
+ * rdzv_tcp_server_stop, and answers the JOIN of a node that is not in the
+ * list with an ADMIT: the admission its member's mesh gives
+ * (rdzv_tcp_server_set_admit: mesh_admit), or a FAIL with the reason (the
+ * job is full, no mesh yet, ...).  The admitted node starts its mesh with
+ * that view.  Joins need the endpoint's host, the server's: while it is
+ * gone nodes cannot join (the running job is not affected).
  */
 #ifndef ELASTIC_EXEC_RDZV_TCP_H
 #define ELASTIC_EXEC_RDZV_TCP_H
@@ -56,7 +67,40 @@ struct rdzv_tcp_opts {
     double last_call;      /* once MIN joined, how long the server waits for
                               more before the job starts with those there */
     int any_rank;          /* 1: no --node-rank; the server places this node */
+    uint32_t slots;        /* > 0: joins (see above): this many member slots
+                              (>= nnodes; every member must give the same) */
 };
+
+/* With opts.slots: the mesh's view of the slots and, on the member that
+ * serves the endpoint, the server that admits nodes (rdzv_tcp_joins_free). */
+struct rdzv_tcp_joins {
+    uint8_t *slots; /* [slots] RDZV_SLOT_* (rdzv_proto.h; = mesh.h's MESH_SLOT_*) */
+    uint32_t base;  /* the nodes the job started with (slots 0..base-1) */
+    uint32_t epoch; /* admitted: the mesh's epoch with this member in it */
+    int late;       /* 1: this member was admitted into the running job */
+    struct rdzv_tcp_server *server; /* this member serves the endpoint, or NULL */
+};
+
+struct rdzv_tcp_server;
+
+/* Admit the node listening on addr into the running job: fill *a (the
+ * server frees it with rdzv_admission_free) and return 0, or return -1
+ * with a one-line reason in why (sent to the node).  Runs on the server's
+ * thread. */
+typedef int (*rdzv_tcp_admit_fn) (
+    void *arg, const char *addr, struct rdzv_admission *a, char *why, size_t whysize);
+
+/* Set (fn NULL: clear) the server's admission function; returns once no
+ * admission runs.  NULL-safe. */
+void rdzv_tcp_server_set_admit (struct rdzv_tcp_server *s,
+                                rdzv_tcp_admit_fn fn,
+                                void *arg);
+
+/* Stop serving and free (NULL-safe). */
+void rdzv_tcp_server_stop (struct rdzv_tcp_server *s);
+
+/* Free what joins holds, stopping its server (NULL-safe; joins is kept). */
+void rdzv_tcp_joins_free (struct rdzv_tcp_joins *joins);
 
 /* Exchange mesh addresses with the other members of the torchrun map *mp
  * ((*mp)->rdzv_host:rdzv_port, its node_id unless o->any_rank, its
@@ -68,12 +112,16 @@ struct rdzv_tcp_opts {
  * member at another place, when the job started so: node ranks with a
  * --node-rank keep its order, those without follow in the order they
  * came), every node's host set (jobmap_set_host), *addrs a malloc'ed
- * array of (*mp)->nnodes malloc'ed "addr:port" strings in node order;
+ * array of (*mp)->nnodes malloc'ed "addr:port" strings in node order
+ * (with o->slots: the map has o->slots nodes, *addrs NULL for the slots
+ * without a live member, and *joins says which are live; a node that
+ * came after the start was admitted and *mp places it in its slot);
  * returns 0.  Else -1 with one line in err naming the endpoint and what
  * went wrong. */
 int rdzv_tcp_exchange (struct jobmap **mp,
                        const struct rdzv_tcp_opts *o,
                        char ***addrs,
+                       struct rdzv_tcp_joins *joins,
                        elastic_error_t *err);
 
 /* Free what rdzv_tcp_exchange returned in *addrs (NULL-safe). */

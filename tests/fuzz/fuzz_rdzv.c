@@ -4,7 +4,8 @@
  *
  * The input is decoded
  *   - as one message by every decoder (HELLO, JOIN, LIST of the node
- *     count its head says and of 3 nodes, ACK of the rank it says, FAIL),
+ *     count its head says and of 3 nodes, ACK of the rank it says, FAIL,
+ *     ADMIT of the slot count its head says and of 8 slots),
  *     under the harness's fixed key and nonces, with which the seeds were
  *     made, so that a seed verifies;
  *   - re-signed: its last 32 bytes replaced by the MAC the message it
@@ -12,7 +13,7 @@
  *     the MAC check (the address checks, the LIST's split);
  *   - as the stream a server reads, cut as conn_read cuts it (a JOIN,
  *     then the ACK of the rank and nonce it gave), and as the stream a
- *     client reads (a HELLO, then a LIST or a FAIL);
+ *     client reads (a HELLO, then a LIST, an ADMIT or a FAIL);
  *   - as an address (rdzv_addr_check, jobmap_parse_endpoint).
  * Every decode must end in success or a refusal with a reason; a message
  * that decodes must encode back to the same bytes; the server's reader
@@ -31,6 +32,7 @@
 #include "fuzz.h"
 
 #define NNODES 3 /* the seeds' job */
+#define NSLOTS 8 /* its member slots (an ADMIT's) */
 
 static uint8_t kr[RDZV_KEY], ns[RDZV_NONCE], nc[RDZV_NONCE];
 
@@ -106,6 +108,29 @@ static void check_list (const uint8_t *p, size_t len, uint32_t nmax)
     rdzv_addrs_free (addrs, nnodes);
 }
 
+static void check_admit (const uint8_t *p, size_t len, uint32_t nmax)
+{
+    elastic_error_t err = {{0}};
+    uint8_t head[RDZV_ADMIT_FIXED], mac[RDZV_MAC], *body = NULL;
+    struct rdzv_admission a = {0};
+    size_t size = 0;
+    int rc = rdzv_admit_decode (kr, nc, p, len, nmax, &a, &err);
+
+    refused (rc, &err);
+    if (rc < 0)
+        return;
+    if (a.n < 1 || a.n > nmax || a.slot >= a.n || a.states[a.slot] != RDZV_SLOT_LIVE)
+        abort ();
+    if (rdzv_admit_encode (kr, nc, &a, head, &body, &size, mac, &err) < 0)
+        abort ();
+    if (RDZV_ADMIT_FIXED + size + RDZV_MAC != len || memcmp (head, p, RDZV_ADMIT_FIXED) ||
+        memcmp (body, p + RDZV_ADMIT_FIXED, size) ||
+        memcmp (mac, p + RDZV_ADMIT_FIXED + size, RDZV_MAC))
+        abort ();
+    free (body);
+    rdzv_admission_free (&a);
+}
+
 static void check_ack (const uint8_t *p, size_t len, uint32_t rank, const uint8_t *cn)
 {
     elastic_error_t err = {{0}};
@@ -151,6 +176,9 @@ static void decode_all (const uint8_t *p, size_t len)
         check_list (p, len, get32 (p + RDZV_HDR));
     check_ack (p, len, len >= RDZV_HDR + 4 ? get32 (p + RDZV_HDR) : 0, nc);
     check_fail (p, len);
+    check_admit (p, len, NSLOTS);
+    if (len >= RDZV_HDR + 8 && get32 (p + RDZV_HDR + 4) != NSLOTS)
+        check_admit (p, len, get32 (p + RDZV_HDR + 4));
 }
 
 /* The input with the MAC it claims to need (a copy: p is not changed). */
@@ -171,6 +199,8 @@ static void resigned (const uint8_t *p, size_t len)
     else if (type == RDZV_LIST && body >= RDZV_LIST_FIXED) {
         rdzv_list_digest (b, b + RDZV_LIST_FIXED, body - RDZV_LIST_FIXED, digest);
         rdzv_list_mac (kr, nc, digest, b + body);
+    } else if (type == RDZV_ADMIT && body >= RDZV_ADMIT_FIXED) {
+        rdzv_admit_mac (kr, nc, b, body, b + body);
     } else if (type == RDZV_ACK && len == RDZV_ACK_SIZE)
         rdzv_ack_encode (kr, ns, nc, get32 (b + RDZV_HDR), b);
     decode_all (b, len);
@@ -232,6 +262,8 @@ static void client_stream (const uint8_t *p, size_t len)
         check_fail (p + off - n, n);
     else if (type == RDZV_LIST && (n = next_msg (p, len, &off, type, NNODES, SIZE_MAX)))
         check_list (p + off - n, n, NNODES);
+    else if (type == RDZV_ADMIT && (n = next_msg (p, len, &off, type, NSLOTS, SIZE_MAX)))
+        check_admit (p + off - n, n, NSLOTS);
 }
 
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
@@ -293,6 +325,35 @@ static size_t list_of (char *const *addr, uint32_t n, uint8_t *out)
     return RDZV_LIST_FIXED + size + RDZV_MAC;
 }
 
+static size_t admit_of (uint32_t slot, uint8_t *out)
+{
+    static uint8_t states[NSLOTS] = {RDZV_SLOT_LIVE,
+                                     RDZV_SLOT_LOST,
+                                     RDZV_SLOT_LIVE,
+                                     RDZV_SLOT_LIVE,
+                                     RDZV_SLOT_ABSENT,
+                                     RDZV_SLOT_ABSENT,
+                                     RDZV_SLOT_ABSENT,
+                                     RDZV_SLOT_ABSENT};
+    static char *addrs[NSLOTS] = {
+        "10.0.0.1:29500", NULL, "10.0.0.3:29500", "[fe80::1%eth0]:7"};
+    struct rdzv_admission a = {.slot = slot,
+                               .n = NSLOTS,
+                               .base = NNODES,
+                               .epoch = 2,
+                               .states = states,
+                               .addrs = addrs};
+    uint8_t *body;
+    size_t size;
+
+    if (rdzv_admit_encode (kr, nc, &a, out, &body, &size, out + 1024, NULL) < 0)
+        exit (1);
+    memcpy (out + RDZV_ADMIT_FIXED, body, size);
+    memmove (out + RDZV_ADMIT_FIXED + size, out + 1024, RDZV_MAC);
+    free (body);
+    return RDZV_ADMIT_FIXED + size + RDZV_MAC;
+}
+
 static void write_seeds (const char *dir)
 {
     static char *three[] = {"10.0.0.1:29500", "10.0.0.2:29500", "[fe80::1%eth0]:29502"};
@@ -336,6 +397,14 @@ static void write_seeds (const char *dir)
     k = rdzv_fail_encode ("node rank 4 says --nnodes 5; the endpoint's server has 3",
                           s + RDZV_HELLO_SIZE);
     seed (dir, "stream-client-fail", s, RDZV_HELLO_SIZE + k);
+    n = admit_of (3, m);
+    seed (dir, "admit", m, n);
+    seed (dir, "admit-truncated", m, n - 1);
+    m[RDZV_HDR + 3] = 1; /* slot 1: lost, and below base */
+    seed (dir, "admit-bad-slot", m, n);
+    rdzv_hello_encode (ns, s);
+    k = admit_of (3, s + RDZV_HELLO_SIZE);
+    seed (dir, "stream-client-admit", s, RDZV_HELLO_SIZE + k);
     memset (m, 0x5a, 64); /* t5112's garbage */
     seed (dir, "garbage", m, 64);
     seed (dir, "address", (const uint8_t *)"[::1]:29400", 11);
