@@ -541,6 +541,55 @@ static void test_partition_rule (void)
         "2 against 2, the lowest on the other side: fence");
 }
 
+/* the rendezvous's majority rule: prev, now, gone as strings of 0/1 */
+static int quorum (const char *prev, const char *now, const char *gone)
+{
+    uint8_t p[16] = {0}, w[16] = {0}, g[16] = {0};
+    uint32_t n = (uint32_t)strlen (prev);
+
+    for (uint32_t i = 0; i < n; i++) {
+        p[i] = prev[i] == '1';
+        w[i] = now[i] == '1';
+        g[i] = gone[i] == '1';
+    }
+    return tree_quorum (n, p, w, g);
+}
+
+static void test_quorum_rule (void)
+{
+    ok (quorum ("111", "110", "000"), "quorum: 2 of 3 (one silent) form a group");
+    ok (!quorum ("111", "001", "000"), "quorum: 1 of 3 (two silent) does not");
+    ok (quorum ("111", "001", "110"),
+        "quorum: 1 of 3 whose two others were seen to end does");
+    ok (quorum ("1111", "1100", "0000"),
+        "quorum: 2 of 4 holding the lowest form a group");
+    ok (!quorum ("1111", "0011", "0000"), "quorum: the other 2 of 4 do not");
+    ok (quorum ("11111", "00111", "00000") && !quorum ("11111", "11000", "00000"),
+        "quorum: 3 of 5 do, the other 2 do not");
+    ok (quorum ("11100", "11111", "00000"), "quorum: newcomers join a majority");
+    ok (!quorum ("11100", "00111", "00000"),
+        "quorum: newcomers do not make a minority of the last group a majority");
+    ok (quorum ("000", "100", "000"), "quorum: the first round (no last group) forms");
+    {
+        /* every split of 6 members (64 of them), with each member gone or
+         * not: the two sides never both form a group */
+        int both = 0;
+        for (int gone = 0; gone < 64; gone++)
+            for (int side = 0; side < 64; side++) {
+                uint8_t p[6], a[6], b[6], g[6];
+                for (int i = 0; i < 6; i++) {
+                    p[i] = 1;
+                    g[i] = (uint8_t)(gone >> i & 1);
+                    a[i] = !g[i] && (side >> i & 1);
+                    b[i] = !g[i] && !(side >> i & 1);
+                }
+                both += tree_quorum (6, p, a, g) && tree_quorum (6, p, b, g) &&
+                        (side & ~gone & 63) && (~side & ~gone & 63);
+            }
+        is_int (both, 0, "quorum: no split of 6 members gives two groups");
+    }
+}
+
 /* How many of the truncations of message buf (n bytes, its length field
  * fixed to each) decode: none should. */
 static size_t truncations_decoded (const uint8_t *buf, size_t n)
@@ -675,5 +724,6 @@ int main (void)
     test_auth ();
     test_tree ();
     test_partition_rule ();
+    test_quorum_rule ();
     return done_testing ();
 }

@@ -37,6 +37,7 @@
 #include "jobmap.h"
 #include "mesh/mesh.h"
 #include "mesh/proto.h"
+#include "mesh/tree.h"
 #include "meshjob.h"
 #include "rdzv_mesh.h"
 #include "util.h"
@@ -52,8 +53,11 @@ struct rdzv_mesh {
     int evfd;    /* the mesh thread wakes the agent's loop */
     int watched; /* evfd is in the agent's loop */
     elastic_agent_t *agent;
-    int round;   /* rounds completed here (loop thread) */
-    int success; /* the exit barrier was reached (loop thread) */
+    int round;     /* rounds completed here (loop thread) */
+    uint8_t *prev; /* [nnodes] the members of the last round (loop thread) */
+    uint8_t *gone; /* [nnodes] scratch: members whose end was seen */
+    uint8_t *now;  /* [nnodes] scratch: the members of this round */
+    int success;   /* the exit barrier was reached (loop thread) */
 
     pthread_mutex_t lock; /* everything below */
     int requested;        /* the highest round any member started */
@@ -465,6 +469,35 @@ static int run_round (struct rdzv_mesh *r,
     return errprintf (err, "rendezvous round %d: the mesh stopped", r->round + 1);
 }
 
+/* The majority rule (tree_quorum): this round's members, done ones
+ * included, must hold more than half of the last round's that were not
+ * seen to end (a tie: the lowest of them), so that the two sides of a
+ * network partition never both go on.  Then this round is the last. */
+static int quorate (struct rdzv_mesh *r, elastic_error_t *err)
+{
+    uint32_t n = (uint32_t)r->map->nnodes, have = 0, base = 0;
+
+    memset (r->now, 0, n);
+    for (uint32_t i = 0; i < r->res_count; i++)
+        r->now[r->res_member[i]] = 1;
+    mesh_get_causes (r->mesh, r->gone, n);
+    for (uint32_t i = 0; i < n; i++) {
+        r->gone[i] = r->gone[i] == MESH_CAUSE_EOF || r->gone[i] == MESH_CAUSE_LEFT;
+        base += r->prev[i] && !r->gone[i];
+        have += r->prev[i] && !r->gone[i] && r->now[i];
+    }
+    if (!tree_quorum (n, r->prev, r->now, r->gone))
+        return errprintf (err,
+                          "rendezvous round %d: %u of the %u nodes of the last round "
+                          "that were not seen to end are here, not a majority: this "
+                          "side of a network partition stops (the other goes on)",
+                          r->round,
+                          have,
+                          base);
+    memcpy (r->prev, r->now, n);
+    return 1;
+}
+
 static int next_rendezvous (elastic_agent_t *agent,
                             void *ctx,
                             struct elastic_agent_rdzv_info *info,
@@ -506,6 +539,8 @@ static int next_rendezvous (elastic_agent_t *agent,
     if (me < 0)
         return errprintf (err, "rendezvous round %d: this node is not in it", r->round),
                ELASTIC_ERR_STATE;
+    if (!quorate (r, err))
+        return ELASTIC_ERR_STATE;
     if (members < r->min_nodes)
         return errprintf (err,
                           "rendezvous round %d: %d node%s left, fewer than the %d "
@@ -650,6 +685,9 @@ static void destroy (void *ctx)
     free (r->lost);
     free (r->lost_new);
     free (r->joined_new);
+    free (r->prev);
+    free (r->gone);
+    free (r->now);
     for (int i = 0; r->addr && i < r->map->nnodes; i++)
         free (r->addr[i]);
     free (r->addr);
@@ -733,7 +771,8 @@ void *rdzv_mesh_create (const struct rdzv_mesh_opts *o, elastic_error_t *err)
     if (!(r->lost = calloc (n, 1)) || !(r->done = calloc (n, 1)) ||
         !(r->lost_new = calloc (n, sizeof (*r->lost_new))) ||
         !(r->joined_new = calloc (n, sizeof (*r->joined_new))) ||
-        !(r->addr = calloc (n, sizeof (*r->addr))) ||
+        !(r->prev = calloc (n, 1)) || !(r->gone = calloc (n, 1)) ||
+        !(r->now = calloc (n, 1)) || !(r->addr = calloc (n, sizeof (*r->addr))) ||
         !(r->res_member = calloc (n, sizeof (*r->res_member))) ||
         !(r->res_nproc = calloc (n, sizeof (*r->res_nproc))) ||
         !(r->res_port = calloc (n, sizeof (*r->res_port)))) {

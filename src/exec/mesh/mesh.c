@@ -170,8 +170,10 @@ static void publish (struct mesh *m, int live_too)
     m->stats.recv_bytes = m->recv_bytes;
     m->stats.heartbeats_sent = m->heartbeats_sent;
     m->stats.fenced = m->fenced;
-    if (live_too)
+    if (live_too) {
         memcpy (m->live_snapshot, m->live, m->n);
+        memcpy (m->cause_snapshot, m->cause, m->n);
+    }
     pthread_mutex_unlock (&m->lock);
 }
 
@@ -1048,7 +1050,7 @@ struct mesh *mesh_create (const struct mesh_config *cfg, elastic_error_t *err)
     m->next_id = 1;
     if (!(m->addr = calloc (n, sizeof (*m->addr))) ||
         !(m->addrlen = calloc (n, sizeof (*m->addrlen))) || !(m->live = malloc (n)) ||
-        !(m->live_snapshot = malloc (n)) ||
+        !(m->live_snapshot = malloc (n)) || !(m->cause_snapshot = calloc (n, 1)) ||
         !(m->rx_snapshot = calloc (n, sizeof (double))) || !(m->cause = calloc (n, 1)) ||
         !(m->suspect = calloc (n, 1)) || !(m->left = calloc (n, 1)) ||
         !(m->lost_at = calloc (n, sizeof (*m->lost_at))) ||
@@ -1209,6 +1211,7 @@ void mesh_destroy (struct mesh *m)
     free (m->ports);
     free (m->live);
     free (m->live_snapshot);
+    free (m->cause_snapshot);
     free (m->rx_snapshot);
     free (m->cause);
     free (m->suspect);
@@ -1385,6 +1388,13 @@ void mesh_get_live (struct mesh *m, uint8_t *live, uint32_t n)
 {
     pthread_mutex_lock (&m->lock);
     memcpy (live, m->live_snapshot, n < m->n ? n : m->n);
+    pthread_mutex_unlock (&m->lock);
+}
+
+void mesh_get_causes (struct mesh *m, uint8_t *cause, uint32_t n)
+{
+    pthread_mutex_lock (&m->lock);
+    memcpy (cause, m->cause_snapshot, n < m->n ? n : m->n);
     pthread_mutex_unlock (&m->lock);
 }
 

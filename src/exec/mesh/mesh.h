@@ -228,6 +228,10 @@ void mesh_get_stats (struct mesh *m, struct mesh_stats *st);
 /* Copy the live set (n bytes, 1 = live) into live.  Thread-safe. */
 void mesh_get_live (struct mesh *m, uint8_t *live, uint32_t n);
 
+/* Why each member was lost (n bytes: MESH_CAUSE_* of proto.h; 0 for a
+ * live or absent member).  Thread-safe. */
+void mesh_get_causes (struct mesh *m, uint8_t *cause, uint32_t n);
+
 /* Seconds since each neighbour was last heard from (n entries; -1 for a
  * member that is not a live neighbour), as of the mesh thread's last
  * tick.  Thread-safe. */

@@ -134,7 +134,7 @@ struct mesh {
     struct cmd *cmds, **cmds_tail;
     int stop, fence_busy, dead; /* dead: fenced or stopping */
     struct mesh_stats stats;
-    uint8_t *live_snapshot;
+    uint8_t *live_snapshot, *cause_snapshot;
     double *rx_snapshot; /* [n] last message from each neighbour (0: not a
                             neighbour), copied under lock every tick */
 

@@ -112,6 +112,23 @@ uint32_t tree_depth (uint32_t n, const uint32_t *parent)
     return depth;
 }
 
+int tree_quorum (uint32_t n, const uint8_t *prev, const uint8_t *now, const uint8_t *gone)
+{
+    uint32_t base = 0, have = 0, lowest = MESH_NONE;
+
+    for (uint32_t i = 0; i < n; i++) {
+        if (!prev[i] || gone[i])
+            continue;
+        base++;
+        have += now[i] != 0;
+        if (lowest == MESH_NONE)
+            lowest = i;
+    }
+    if (base == 0 || 2 * have > base)
+        return 1;
+    return 2 * have == base && now[lowest];
+}
+
 int tree_minority (uint32_t n,
                    const uint8_t *live,
                    const uint8_t *suspect,

@@ -59,4 +59,17 @@ int tree_minority (uint32_t n,
                    const uint8_t *suspect,
                    const uint8_t *left);
 
+/* The rendezvous's majority rule (rdzv_mesh.c; as torchft's Lighthouse
+ * quorum): may the members in now[] form a group after the group prev[]
+ * (n entries each, nonzero = in)?  gone[i]: member i's end was seen (its
+ * connection closed or was refused, or it said bye; a partition closes no
+ * connection, it silences), so it is on no side.  1 when now holds more
+ * than half of prev's members that are not gone, or exactly half and the
+ * lowest of them, or prev has none; else 0.  Two sides of a partition of
+ * prev are disjoint, so they never both form a group. */
+int tree_quorum (uint32_t n,
+                 const uint8_t *prev,
+                 const uint8_t *now,
+                 const uint8_t *gone);
+
 #endif /* ELASTIC_EXEC_MESH_TREE_H */
