@@ -31,24 +31,29 @@ check_fence() {
     done
 }
 
+# admitted NAME SLOT ADMITTER EPOCH LIVE OTHERS...: newcomer NAME admitted
+# through ADMITTER into SLOT at EPOCH (LIVE members then); every other
+# member (OTHERS) sees it join
+admitted() {
+    local name=$1 slot=$2 by=$3 epoch=$4 live=$5 i
+    shift 5
+    mesh_join "$slot" "$name" "$by" "${args[@]}"
+    ok $? "newcomer $name admitted through member $by and linked" ||
+        diag "$(mesh_out "$by")" "$(mesh_err "$slot")"
+    is "$(mesh_line "$by" '^admitted ')" "admitted $name slot $slot epoch $epoch" \
+        "member $by gave $name slot $slot, epoch $epoch"
+    for i in "$@"; do
+        mesh_wait "$i" "^join $slot epoch $epoch live $live " 30
+        ok $? "member $i sees member $slot join, epoch $epoch, $live live" || diag "$(mesh_out $i)"
+    done
+}
+
 # newcomer A through member 1 (a leaf): slot 3
-mesh_join 3 A 1 "${args[@]}"
-ok $? "newcomer A admitted through member 1 and linked" || diag "$(mesh_out 1)" "$(mesh_err 3)"
-is "$(mesh_line 1 '^admitted ')" "admitted A slot 3 epoch 1" "member 1 gave A slot 3, epoch 1"
-for i in 0 2; do
-    mesh_wait "$i" '^join 3 epoch 1 live 4 ' 30
-    ok $? "member $i sees member 3 join, epoch 1, 4 live" || diag "$(mesh_out $i)"
-done
+admitted A 3 1 1 4 0 2
 check_fence 2 1 0,1,2,3 0 1 2 3
 
 # newcomer B through the root: slot 4
-mesh_join 4 B 0 "${args[@]}"
-ok $? "newcomer B admitted through member 0 and linked" || diag "$(mesh_out 0)" "$(mesh_err 4)"
-is "$(mesh_line 0 '^admitted ')" "admitted B slot 4 epoch 2" "member 0 gave B slot 4, epoch 2"
-for i in 1 2 3; do
-    mesh_wait "$i" '^join 4 epoch 2 live 5 ' 30
-    ok $? "member $i sees member 4 join, epoch 2, 5 live" || diag "$(mesh_out $i)"
-done
+admitted B 4 0 2 5 1 2 3
 check_fence 3 2 0,1,2,3,4 0 1 2 3 4
 
 # a full mesh (--max-live 5) refuses a sixth
@@ -79,13 +84,7 @@ done
 check_fence 4 3 0,1,2,4 0 1 2 4
 
 # newcomer C through newcomer B: slot 5 (slot 3 is lost, never given again)
-mesh_join 5 C 4 "${args[@]}"
-ok $? "newcomer C admitted through newcomer 4 and linked" || diag "$(mesh_out 4)" "$(mesh_err 5)"
-is "$(mesh_line 4 '^admitted ')" "admitted C slot 5 epoch 4" "member 4 gave C slot 5 (not lost slot 3), epoch 4"
-for i in 0 1 2; do
-    mesh_wait "$i" '^join 5 epoch 4 live 5 ' 30
-    ok $? "member $i sees member 5 join, epoch 4, 5 live" || diag "$(mesh_out $i)"
-done
+admitted C 5 4 4 5 0 1 2
 check_fence 5 4 0,1,2,4,5 0 1 2 4 5
 for i in 0 1 2 4 5; do mesh_cmd "$i" live; done
 for i in 0 1 2 4 5; do

@@ -29,7 +29,15 @@
 #      (world 4) without spending a restart, resume from the checkpoint and
 #      end with the reference checksum; each survivor's own exit status is
 #      0 (a wrapper records it: srun's is the largest of its tasks', and
-#      n3's task is Slurm's to report).
+#      n3's task is Slurm's to report);
+#   5. a node joins, then the endpoint's host is lost: torchrun's flags
+#      under srun (--rdzv-endpoint on n1's address), a first job step on
+#      n1 and n2 trains at 2 nodes (world 4); a second step on n3 with the
+#      same flags joins it (admitted through n1's server: n1 and n2 log
+#      node_joined, the three go on at world 6 without a restart); then
+#      every process of n1 - the endpoint's host, the rendezvous' first
+#      server and the master - is SIGKILLed: n2 and n3 go on at world 4
+#      from the checkpoint and end with the single-node checksum, exit 0.
 #
 # A wrapper runs each task's elastic-exec: it records the node's event log,
 # the exit status and a copy of the stderr (what a node cut off from srun
@@ -283,4 +291,65 @@ lost_case() {
     ok $? "lost: no process of the job is left on n1 and n2"
 }
 lost_case
+
+# 5. a node joins (a second job step), then the endpoint's host is lost
+join_case() {
+    local a1 port=29517 n c
+    node_back n3
+    ok $? "join: n3 is back in Slurm"
+    a1=$(on_node n1 ip -4 -o addr show eth0 | sed -n 's|.* inet \([0-9.]*\)/.*|\1|p' | head -n 1)
+    [ -n "$a1" ]
+    ok $? "join: n1's address is ${a1:-?}" || return 1
+    # the reference of this case's longer training
+    mkdir -p "$tmp/ref80.ck"
+    ELASTIC_TEST_MARK=$test_mark timeout --kill-after=10 240 "$EXEC" --nproc-per-node 4 \
+        "$PY" "$TRAIN" --steps 80 --ckpt "$tmp/ref80.ck" > "$tmp/ref80" 2>&1
+    ref=$(sed -n 's/^final .*checksum=//p' "$tmp/ref80")
+    [ -n "$ref" ]
+    ok $? "join: the reference of 80 steps (one node of 4 workers): $ref" || return 1
+    mkdir -p "$tmp/join.ck"
+    JOB=(--ntasks-per-node=1 "${WRAP[@]}" "$tmp/join" "$EXEC" -v --nnodes 2:3
+        --rdzv-endpoint "$a1:$port" --rdzv-conf last_call_timeout=1 --nproc-per-node 2
+        --wireup none --node-timeout 1 "$PY" "$TRAIN" --steps 80 --ckpt "$tmp/join.ck"
+        --step-delay 0.1 --progress "$tmp/join.prog")
+    srun_bg joinA -N2 -w n1,n2 "${JOB[@]}"
+    wait_until 180 eval "grep -q '^step [1-7][0-9] world 4\( \|\$\)' $tmp/join.prog 2> /dev/null || [ -e $tmp/joinA.rc ]"
+    grep -q '^step [1-7][0-9] world 4\( \|$\)' "$tmp/join.prog" 2> /dev/null
+    ok $? "join: the first step (n1, n2) trains at world 4 past step 10" || {
+        diag "$(show joinA 30)"
+        return 1
+    }
+    srun_bg joinB -N1 -w n3 "${JOB[@]}"
+    for n in n1 n2; do
+        wait_until 120 eval "[ \"\$(ev_n $tmp/join.ev.$n node_joined member=2)\" = 1 ]"
+        ok $? "join: $n logged node_joined for member 2 (n3)" || diag "$(show joinB 20)"
+    done
+    wait_until 120 eval "grep -q '^step [0-9]* world 6\( \|\$\)' $tmp/join.prog 2> /dev/null || [ -e $tmp/joinA.rc ]"
+    grep -q '^step [0-9]* world 6\( \|$\)' "$tmp/join.prog"
+    ok $? "join: the three nodes train at world 6" || {
+        diag "$(show joinA 20)" "$(show joinB 20)"
+        return 1
+    }
+    for n in n1 n2 n3; do
+        is "$(ev_n "$tmp/join.ev.$n" restart)" 0 "join: $n spent no restart"
+    done
+    kill_node n1
+    ok $? "join: every process of n1 (the endpoint's host and the master) SIGKILLed"
+    wait_for_file "$tmp/join.rc.n2" 240 && wait_for_file "$tmp/join.rc.n3" 240
+    is "$(rcs join n2 n3)" "0 0 " "join: n2's and n3's elastic-exec exit 0" ||
+        diag "$(show joinA 30)" "$(show joinB 30)"
+    tr -d '\0' < "$tmp/joinA.out" | cat - "$tmp/joinB.out" | grep -aq '^start world=4 step=[1-9][0-9]* restart=0$'
+    ok $? "join: after n1's loss, resumed from a checkpoint at world size 4" ||
+        diag "$(cat "$tmp/joinA.out" "$tmp/joinB.out" | grep -a '^start')"
+    c=$(cat "$tmp/joinA.out" "$tmp/joinB.out" | tr -d '\0' | sed -n 's/^final .*checksum=//p' | head -n 1)
+    same "$c"
+    ok $? "join: the single-node checksum ($c, $ref)"
+    for n in n2 n3; do
+        is "$(ev_n "$tmp/join.ev.$n" node_lost member=0)" 1 "join: $n logged n1 (member 0) lost"
+        is "$(ev_last "$tmp/join.ev.$n" rendezvous group_world_size)" 2 "join: $n's last round has 2 nodes"
+    done
+    wait_until 30 no_job_on n2 n3
+    ok $? "join: no process of the job is left on n2 and n3"
+}
+join_case
 done_testing

@@ -113,8 +113,9 @@ static void say (const char *fmt, ...)
     pthread_mutex_unlock (&out_lock);
 }
 
-static void
-on_lost (void *arg, const uint32_t *m, size_t n, uint32_t epoch, uint32_t nlive)
+/* say "WHAT M,.. epoch E live L t=T" */
+static void say_members (
+    const char *what, const uint32_t *m, size_t n, uint32_t epoch, uint32_t nlive)
 {
     char buf[4096];
     size_t off = 0;
@@ -123,7 +124,13 @@ on_lost (void *arg, const uint32_t *m, size_t n, uint32_t epoch, uint32_t nlive)
     for (size_t i = 0; i < n && off < sizeof (buf) - 16; i++)
         off +=
             (size_t)snprintf (buf + off, sizeof (buf) - off, "%s%u", i ? "," : "", m[i]);
-    say ("lost %s epoch %u live %u t=%lld", buf, epoch, nlive, wall_ms ());
+    say ("%s %s epoch %u live %u t=%lld", what, buf, epoch, nlive, wall_ms ());
+}
+
+static void
+on_lost (void *arg, const uint32_t *m, size_t n, uint32_t epoch, uint32_t nlive)
+{
+    say_members ("lost", m, n, epoch, nlive);
 }
 
 static void on_admitted (void *arg,
@@ -133,14 +140,7 @@ static void on_admitted (void *arg,
                          uint32_t epoch,
                          uint32_t nlive)
 {
-    char buf[4096];
-    size_t off = 0;
-
-    buf[0] = '\0';
-    for (size_t i = 0; i < n && off < sizeof (buf) - 16; i++)
-        off +=
-            (size_t)snprintf (buf + off, sizeof (buf) - off, "%s%u", i ? "," : "", m[i]);
-    say ("join %s epoch %u live %u t=%lld", buf, epoch, nlive, wall_ms ());
+    say_members ("join", m, n, epoch, nlive);
 }
 
 static void on_bcast (void *arg, uint32_t origin, int kind, const void *data, size_t len)
