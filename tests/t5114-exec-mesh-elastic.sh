@@ -100,14 +100,15 @@ final() { sed -n 's/^final .*checksum=//p' "$tmp/$1".[0-9]; }
 # same CHECKSUM: equal to the reference within 1e-4 (the sum of the
 # gradients' shares differs in float rounding between world sizes)
 same() { awk -v a="$1" -v b="$ref" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a != "" && d < 1e-4) }'; }
-# rdzv_ms EVENTLOG: ms from the node_lost event to the last rendezvous
+# rdzv_ms EVENTLOG [EVENT]: ms from the (first) EVENT (node_lost) to the
+# last rendezvous
 rdzv_ms() {
     "$PY" -c '
 import json, sys
 evs = [json.loads(l) for l in open(sys.argv[1])]
-lost = [e["ts"] for e in evs if e["event"] == "node_lost"]
+lost = [e["ts"] for e in evs if e["event"] == sys.argv[2]]
 rdzv = [e["ts"] for e in evs if e["event"] == "rendezvous"]
-print("%.1f" % ((rdzv[-1] - lost[0]) * 1e3) if lost and rdzv else "?")' "$1"
+print("%.1f" % ((rdzv[-1] - lost[0]) * 1e3) if lost and rdzv else "?")' "$1" "${2:-node_lost}"
 }
 # wait until training passed step 10 (a checkpoint exists)
 training() { wait_for_grep '^step 1[0-9] ' "$tmp/$1.prog" 120; }
@@ -242,6 +243,9 @@ ok $? "join: training resumed from a checkpoint at world size 3, no restart spen
 for k in 0 1 2; do
     is "$(ev_get "$tmp/join.ev.$k" rendezvous group_world_size)" 3 "join: node $k's last round has 3 nodes"
     is "$(ev_count "$tmp/join.ev.$k" restart)" 0 "join: node $k spent no restart"
+done
+for k in 0 1; do
+    diag "join: node $k: node_joined -> round of 3 made: $(rdzv_ms "$tmp/join.ev.$k" node_joined) ms"
 done
 c=$(final join)
 same "$c"

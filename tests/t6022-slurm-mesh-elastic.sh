@@ -308,6 +308,8 @@ join_case() {
     [ -n "$ref" ]
     ok $? "join: the reference of 80 steps (one node of 4 workers): $ref" || return 1
     mkdir -p "$tmp/join.ck"
+    # torchrun's flags: the mesh is authenticated by a secret, not munge
+    export ELASTIC_MESH_SECRET=t6022.join.$$.$RANDOM
     JOB=(--ntasks-per-node=1 "${WRAP[@]}" "$tmp/join" "$EXEC" -v --nnodes 2:3
         --rdzv-endpoint "$a1:$port" --rdzv-conf last_call_timeout=1 --nproc-per-node 2
         --wireup none --node-timeout 1 "$PY" "$TRAIN" --steps 80 --ckpt "$tmp/join.ck"
