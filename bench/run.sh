@@ -14,7 +14,8 @@
 #   --out DIR    results (default ./bench-results): one CSV per benchmark,
 #                summary.csv, results.md, plots/*.png, logs/
 #   --only LIST  comma-separated subset of B1,B2,B3,B4,B5,B6,B6L3,B7,B8,B9,B11
-#                (the default), or B12, B13, B14, B15 (run only when named)
+#                (the default), or B12, B13, B14, B15, B15C (run only when
+#                named)
 #   --no-build   build nothing, use the programs the build tree has (for
 #                `make check`, which builds them first)
 #
@@ -46,6 +47,9 @@
 #   B15 b15-torchnodes.sh  a node lost under multi-node PyTorch training:
 #                      elastic-exec's elastic rendezvous vs torchrun c10d
 #                      (only with --only; OUT/torchnodes.md)
+#   B15C b15-torchnodes.sh --cluster  the same on the emulated 3-node Slurm
+#                      cluster, both launchers under srun (root, Slurm;
+#                      only with --only; OUT/torchcluster.md)
 # Exit status: 0 when every selected benchmark produced rows (targets met
 # or not: see summary.csv), 1 when one produced none, 2 on bad usage.
 set -u
@@ -71,8 +75,8 @@ while [ $# -gt 0 ]; do
 done
 for b in ${only//,/ }; do
     case $b in
-        B1 | B2 | B3 | B4 | B5 | B6 | B6L3 | B7 | B8 | B9 | B11 | B12 | B13 | B14 | B15) ;;
-        *) echo "run.sh: --only: '$b' is invalid (expected a comma-separated list of B1 ... B9, B6L3, B11, B12, B13, B14, B15)" >&2; exit 2 ;;
+        B1 | B2 | B3 | B4 | B5 | B6 | B6L3 | B7 | B8 | B9 | B11 | B12 | B13 | B14 | B15 | B15C) ;;
+        *) echo "run.sh: --only: '$b' is invalid (expected a comma-separated list of B1 ... B9, B6L3, B11, B12, B13, B14, B15, B15C)" >&2; exit 2 ;;
     esac
 done
 want() { [[ ",$only," == *",$1,"* ]]; }
@@ -86,10 +90,12 @@ bench_parse_args "$@"
 common=("$mode" --build "$BUILD" --out "$OUT")
 
 # fresh results (logs of earlier runs are replaced)
-for f in recovery restart snapshot l3 steady l3bg launch notice meshscale model summary diff fastpath meshcluster; do
+for f in recovery restart snapshot l3 steady l3bg launch notice meshscale model summary diff fastpath meshcluster \
+    torchnodes torchcluster; do
     rm -f "$OUT/$f.csv"
 done
-rm -rf "$OUT/logs" "$OUT/plots" "$OUT/scratch" "$OUT/results.md" "$OUT/l3bg.md" "$OUT/model.md" "$OUT/meshscale.md" "$OUT/meshcluster.md" "$OUT/meta.txt"
+rm -rf "$OUT/logs" "$OUT/plots" "$OUT/scratch" "$OUT/results.md" "$OUT/l3bg.md" "$OUT/model.md" "$OUT/meshscale.md" "$OUT/meshcluster.md" \
+    "$OUT/torchnodes.md" "$OUT/torchcluster.md" "$OUT/meta.txt"
 mkdir -p "$OUT/logs"
 bench_log "building the benchmark programs in $BUILD"
 bench_build_programs
@@ -124,6 +130,7 @@ want B12 && drive B12 "$here/b12-diff.sh"
 want B13 && drive B13 "$here/b13-fastpath.sh"
 want B14 && drive B14 "$here/b14-meshcluster.sh"
 want B15 && drive B15 "$here/b15-torchnodes.sh"
+want B15C && drive B15C "$here/b15-torchnodes.sh" --cluster
 if want B8; then
     bench_log "== B8: models"
     "$PY" "$here/b8-model.py" "$OUT" || status=1
