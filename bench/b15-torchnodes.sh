@@ -79,7 +79,7 @@ free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)
 measure() {
     "$PY" - "$NAME" "$@" << 'PYEOF' >> "$CSV"
 import json, os, sys
-name, v, victim, run, t0, d = sys.argv[1:6] + [sys.argv[6]]
+name, v, victim, run, t0, d = sys.argv[1:7]
 t0 = float(t0)
 p = "%s,3,,%s-%s,%s," % (name, v, victim, run)
 t1 = None
@@ -353,7 +353,7 @@ done
 [ $cluster = 1 ] && { load_row end; cluster_stop; }
 
 "$PY" - "$CSV" "$OUT/$NAME.md" "$cluster" "$LOGDIR" << 'PYEOF'
-import csv, glob, os, statistics, sys
+import csv, os, statistics, sys
 cluster = sys.argv[3] == "1"
 name = "torchcluster" if cluster else "torchnodes"
 rows = [r for r in csv.DictReader(open(sys.argv[1])) if r["bench"] == name]
