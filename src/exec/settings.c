@@ -797,7 +797,8 @@ const struct setting settings_table[] = {
      .env = "ELASTIC_NNODES",
      .set = set_nnodes,
      .help = "multi-node (torchrun's spelling): the job's nodes, N or MIN:MAX (it "
-             "starts with MAX and goes on while MIN are left; --wireup none)"},
+             "starts with MIN to MAX, takes in nodes that come later up to MAX and "
+             "goes on while MIN are left; --wireup none)"},
     {.name = "node-rank",
      .arg = SETTING_VALUE,
      .env = "ELASTIC_NODE_RANK",

@@ -538,6 +538,35 @@ static void on_signal (struct launch *L)
 }
 
 /* Run one attempt until every rank is gone. */
+/* Every rank is gone: wait (10 s at most) until PMIx reported the lost
+ * connection of each that connected and did not finalize.  PMIx runs a
+ * client's registered cleanups (Open MPI's /dev/shm segments) when it
+ * handles that connection's end, in its progress thread: a namespace torn
+ * down, or a launcher that exits, before that leaves them behind (a rank
+ * killed inside MPI_Init on a loaded machine). */
+static void wait_lost (struct launch *L)
+{
+    struct pollfd pfd = {.fd = pmixhost_fd (L->h), .events = POLLIN};
+    struct pmixhost_job_info ji;
+    double until = now_mono () + 10.0;
+
+    for (;;) {
+        pmixhost_job_info (L->job, &ji);
+        if (ji.lost >= ji.connected - ji.finalized)
+            return;
+        if (now_mono () >= until) {
+            evlog (L,
+                   "lost_wait",
+                   "lost=%d expected=%d timed_out=1",
+                   ji.lost,
+                   ji.connected - ji.finalized);
+            return;
+        }
+        if (poll (&pfd, 1, 100) > 0)
+            on_pmix_events (L);
+    }
+}
+
 static void run_attempt (struct launch *L)
 {
     struct pollfd pfd[2] = {
@@ -577,6 +606,7 @@ static void run_attempt (struct launch *L)
             on_signal (L);
     }
     on_pmix_events (L);
+    wait_lost (L);
 }
 
 static void reset_attempt (struct launch *L)
