@@ -155,7 +155,7 @@ struct rserver {
     int rc;
     /* joins: after the start the server goes on serving until stopped,
      * answering a new node's JOIN with admit's admission */
-    int persist, warned;
+    int persist;
     pthread_mutex_t admit_lock;
     rdzv_tcp_admit_fn admit;
     void *admit_arg;
@@ -196,17 +196,29 @@ static void queue_fail (struct rconn *c, const char *text)
     c->since = mono_now ();
 }
 
+/* Queue an answer whose head (hlen bytes) and MAC are in c->head and
+ * c->tail, with body between them; the ACK of index is due next. */
+static void queue_answer (struct rconn *c,
+                          size_t hlen,
+                          const uint8_t *body,
+                          size_t size,
+                          uint32_t index,
+                          enum cstate state)
+{
+    queue (c, hlen);
+    c->body = body;
+    c->seglen[1] = size;
+    c->seglen[2] = MAC;
+    c->index = index;
+    c->state = state;
+    c->since = mono_now ();
+}
+
 static void queue_list (struct rserver *s, struct rconn *c, int index)
 {
-    c->index = (uint32_t)index;
     memcpy (c->head, s->listhead, LIST_FIX);
     rdzv_list_mac (s->kr, c->nc, s->digest, c->tail);
-    queue (c, LIST_FIX);
-    c->body = s->list;
-    c->seglen[1] = s->listsize;
-    c->seglen[2] = MAC;
-    c->state = C_LISTED;
-    c->since = mono_now ();
+    queue_answer (c, LIST_FIX, s->list, s->listsize, (uint32_t)index, C_LISTED);
 }
 
 /* Send what is queued.  Returns 0, or -1 when the connection is gone. */
@@ -357,13 +369,8 @@ admit (struct rserver *s, struct rconn *c, const struct rdzv_join *j, const char
         queue_fail (c, why);
         return;
     }
-    queue (c, RDZV_ADMIT_FIXED);
-    c->body = c->own_body = body;
-    c->seglen[1] = size;
-    c->seglen[2] = MAC;
-    c->index = a.slot;
-    c->state = C_ADMITTED;
-    c->since = mono_now ();
+    c->own_body = body;
+    queue_answer (c, RDZV_ADMIT_FIXED, body, size, a.slot, C_ADMITTED);
     log_info (
         "%s: %s (%s) joins the running job as member %u", s->where, what, addr, a.slot);
     rdzv_admission_free (&a);
