@@ -83,6 +83,13 @@ struct rdzv_mesh {
     int res_round;        /* the largest round number in the result */
 };
 
+/* The number of the round just made here: the next, or the largest any
+ * member gave it (a member that joined counts on from the others'). */
+static int round_after (const struct rdzv_mesh *r)
+{
+    return r->res_round > r->round + 1 ? r->res_round : r->round + 1;
+}
+
 /* A member's name for log lines: its host (r->lock held or loop thread). */
 static const char *name_of (struct rdzv_mesh *r, uint32_t member)
 {
@@ -445,7 +452,7 @@ static int run_round (struct rdzv_mesh *r,
     if (r->fence_done && r->fence_status == MESH_OK) {
         r->round_epoch = r->res_epoch;
         /* a member that joined numbers its rounds as the others do */
-        r->round = r->res_round > r->round + 1 ? r->res_round : r->round + 1;
+        r->round = round_after (r);
         pthread_mutex_unlock (&r->lock);
         return 0;
     }
@@ -622,7 +629,7 @@ static int all_done (elastic_agent_t *agent, void *arg)
         r->fence_pending = 1;
     if (r->fence_done) {
         r->fence_done = 0;
-        r->round = r->res_round > r->round + 1 ? r->res_round : r->round + 1;
+        r->round = round_after (r);
     }
     snprintf (blob, sizeof (blob), "rdzv 1 done round=%d", r->round + 1);
     pthread_mutex_unlock (&r->lock);
