@@ -489,6 +489,10 @@ int main (int argc, char **argv)
         MPI_Finalize ();
         return elastic_exit_code (rc);
     }
+    /* named by the original rank from here on: a process a growth started
+     * (the job's new rank 8, say) is rank 0 of its own MPI_COMM_WORLD */
+    elastic_manager_info (a.m, &info);
+    a.world_rank = info.original_rank;
 
     /* 2. this rank's block (none on a spare), and its registration */
     a.comm = elastic_manager_comm (a.m);

@@ -88,6 +88,14 @@ enum {
     ELASTIC_RESUME_NEVER = 2   /* always start fresh */
 };
 
+/* When a job grows into new processes (elastic_config_t.grow_policy,
+ * ELASTIC_GROW_POLICY "at-once", "original", "never"). */
+enum {
+    ELASTIC_GROW_AT_ONCE = 0,  /* whenever the launcher has room, up to max_world_size */
+    ELASTIC_GROW_ORIGINAL = 1, /* only back to the working size at creation */
+    ELASTIC_GROW_NEVER = 2     /* stay at the size failures left */
+};
+
 /* elastic_config_t.resume_fresh_ok (ELASTIC_RESUME_FRESH_OK): 0 (strict),
  * 1 (start fresh without a valid snapshot), or this: start fresh only when
  * the run has no snapshot at all (none was rejected as damaged). */
@@ -377,6 +385,13 @@ typedef struct {
     int persist_background;  /* periodic L3 writes: 0 synchronous; 1 in the
                               * background from L1, a persist step waits for
                               * the one in flight; 2 ... skips it (1) */
+    int grow_policy;         /* ELASTIC_GROW_AT_ONCE, _ORIGINAL or _NEVER: when
+                              * maybe_reshard_up starts new processes in the
+                              * room its launcher reports (AT_ONCE) */
+    int max_world_size;      /* working ranks a growth may reach (>= 0, 0 = the
+                              * working size at creation; 0) */
+    int grow_min_batch;      /* grow by at least this many new processes, or by
+                              * all that is left to the limit (>= 1; 1) */
 } elastic_config_t;
 
 typedef struct elastic_manager elastic_manager_t;
@@ -534,10 +549,21 @@ int elastic_maybe_reshard_down (elastic_manager_t *m,
                                 elastic_error_t *err);
 
 /* Call every step (collective over the working ranks): every
- * reshard_check_period steps, if the working world is smaller than at
- * creation and idle spares exist, snapshot, grow, re-shard and call the
- * handler (*resharded = 1).  Otherwise returns at once without communicating
- * (*resharded = 0).  resharded may be NULL.  Errors as for maybe_snapshot. */
+ * reshard_check_period steps, if the working world can grow, snapshot,
+ * grow, re-shard and call the handler (*resharded = 1).  It grows from idle
+ * spares while the working world is smaller than at creation; without
+ * spares it grows into new processes when the launcher has room for them
+ * (elastic-exec, whose heartbeat reports the room; the room is agreed with
+ * the preemption notices, see signal_check_period): it starts them with
+ * MPI_Comm_spawn (the same program and arguments), merges them and lets
+ * them join as spares do, up to grow_policy and max_world_size.  The new
+ * processes run the same program: their elastic_manager_create joins the
+ * running job instead of starting one, and their elastic_manager_start
+ * returns once they work, with the state restored.  A growth that fails
+ * (a process that does not start, a failure during the merge) leaves the
+ * job at its size; the next check tries again.  Otherwise returns at once
+ * without communicating (*resharded = 0).  resharded may be NULL.  Errors
+ * as for maybe_snapshot. */
 int elastic_maybe_reshard_up (elastic_manager_t *m,
                               int64_t step,
                               elastic_handler_f handler,

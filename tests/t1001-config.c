@@ -31,6 +31,9 @@ static const char *vars[] = {
     "ELASTIC_DEADLINE_MARGIN",
     "ELASTIC_DIFF_THRESHOLD_KIB",
     "ELASTIC_DIFF_BLOCK_KIB",
+    "ELASTIC_GROW_POLICY",
+    "ELASTIC_MAX_WORLD_SIZE",
+    "ELASTIC_GROW_MIN_BATCH",
     NULL,
 };
 
@@ -92,6 +95,9 @@ static void check_defaults (void)
     is_int (cfg.deadline_margin, 30, "default deadline_margin");
     is_int (cfg.diff_threshold_kib, 0, "default diff_threshold_kib (no automatic diff)");
     is_int (cfg.diff_block_kib, 64, "default diff_block_kib");
+    is_int (cfg.grow_policy, ELASTIC_GROW_AT_ONCE, "default grow_policy: at once");
+    is_int (cfg.max_world_size, 0, "default max_world_size (the size at creation)");
+    is_int (cfg.grow_min_batch, 1, "default grow_min_batch");
     is_int (elastic_config_validate (&cfg, 8, &err), ELASTIC_OK, "defaults are valid");
 }
 
@@ -152,6 +158,20 @@ static void check_program_values (void)
         {&bad.diff_block_kib,
          0,
          "diff_block_kib: 0 is invalid (expected an integer from 1 to 1048576)"},
+        {&bad.grow_policy,
+         3,
+         "grow_policy: 3 is invalid (expected ELASTIC_GROW_AT_ONCE, _ORIGINAL or "
+         "_NEVER)"},
+        {&bad.max_world_size,
+         -1,
+         "max_world_size: -1 is invalid (expected an integer >= 0)"},
+        {&bad.max_world_size,
+         7,
+         "max_world_size: 7 is invalid (expected 0, or an integer >= 8, the working "
+         "size at creation)"},
+        {&bad.grow_min_batch,
+         0,
+         "grow_min_batch: 0 is invalid (expected an integer >= 1)"},
     };
     for (size_t i = 0; i < sizeof (cases) / sizeof (cases[0]); i++) {
         bad = cfg;
@@ -267,6 +287,9 @@ static void check_environment (void)
     setenv ("ELASTIC_DEADLINE_MARGIN", "120", 1);
     setenv ("ELASTIC_DIFF_THRESHOLD_KIB", "4096", 1);
     setenv ("ELASTIC_DIFF_BLOCK_KIB", "256", 1);
+    setenv ("ELASTIC_GROW_POLICY", "original", 1);
+    setenv ("ELASTIC_MAX_WORLD_SIZE", "12", 1);
+    setenv ("ELASTIC_GROW_MIN_BATCH", "2", 1);
     elastic_config_init (&cfg);
     is_int (elastic_config_from_env (&cfg, &err),
             ELASTIC_OK,
@@ -282,7 +305,16 @@ static void check_environment (void)
     is_int (cfg.deadline_margin, 120, "ELASTIC_DEADLINE_MARGIN");
     is_int (cfg.diff_threshold_kib, 4096, "ELASTIC_DIFF_THRESHOLD_KIB");
     is_int (cfg.diff_block_kib, 256, "ELASTIC_DIFF_BLOCK_KIB");
+    is_int (cfg.grow_policy, ELASTIC_GROW_ORIGINAL, "ELASTIC_GROW_POLICY");
+    is_int (cfg.max_world_size, 12, "ELASTIC_MAX_WORLD_SIZE");
+    is_int (cfg.grow_min_batch, 2, "ELASTIC_GROW_MIN_BATCH");
     is_int (elastic_config_validate (&cfg, 8, &err), ELASTIC_OK, "and are valid");
+
+    env_rejects (
+        "ELASTIC_GROW_POLICY",
+        "sometimes",
+        "ELASTIC_GROW_POLICY: 'sometimes' is invalid (expected at-once, original "
+        "or never)");
 
     env_rejects ("ELASTIC_DIFF_BLOCK_KIB",
                  "2000000",

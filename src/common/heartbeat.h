@@ -11,6 +11,10 @@
  * Version 2 adds `flags`: ELASTIC_HEARTBEAT_ENDED is the application's word
  * that its work is done (elastic_progress_end), so the agent judges an end
  * in MPI_Finalize or an exit without it as the end of a finished rank.
+ *
+ * Version 3 turns the reserved word into `capacity`, the one field the
+ * agent writes: how many new ranks it could start now (the slots of ranks
+ * lost in place).  libelastic grows into them (elastic_maybe_reshard_up).
  */
 #ifndef ELASTIC_COMMON_HEARTBEAT_H
 #define ELASTIC_COMMON_HEARTBEAT_H
@@ -18,7 +22,7 @@
 #include <stdint.h>
 
 #define ELASTIC_HEARTBEAT_MAGIC   0x454c4842u /* "ELHB" */
-#define ELASTIC_HEARTBEAT_VERSION 2u
+#define ELASTIC_HEARTBEAT_VERSION 3u
 
 /* flags (version 2 on) */
 #define ELASTIC_HEARTBEAT_ENDED 0x1u /* the work is done, the result complete */
@@ -36,8 +40,10 @@ struct elastic_heartbeat {
     uint64_t updated_ns;        /* CLOCK_MONOTONIC of the last report */
     /* version 2: read only where version >= 2 (a version-1 worker maps the
      * file one field shorter) */
-    uint32_t flags;    /* ELASTIC_HEARTBEAT_* */
-    uint32_t reserved; /* 0 */
+    uint32_t flags; /* ELASTIC_HEARTBEAT_* */
+    /* version 3: written by the agent, read by the worker */
+    uint32_t capacity; /* ranks the supervisor could start now for this job
+                          (MPI_Comm_spawn); 0: none, or an older agent */
 };
 
 #endif /* ELASTIC_COMMON_HEARTBEAT_H */

@@ -100,6 +100,13 @@ void heartbeat_touch (void)
     heartbeat_flag (0);
 }
 
+int heartbeat_capacity (void)
+{
+    struct elastic_heartbeat *h = heartbeat_attach ();
+
+    return h ? (int)__atomic_load_n (&h->capacity, __ATOMIC_ACQUIRE) : -1;
+}
+
 int elastic_progress_end (void)
 {
     heartbeat_flag (ELASTIC_HEARTBEAT_ENDED);

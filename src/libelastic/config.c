@@ -52,9 +52,12 @@ static const struct int_field int_fields[] = {
     FIELD (diff_threshold_kib, "ELASTIC_DIFF_THRESHOLD_KIB", 0, INT_MAX),
     FIELD (diff_block_kib, "ELASTIC_DIFF_BLOCK_KIB", 1, 1048576),
     FIELD (persist_background, "ELASTIC_PERSIST_BACKGROUND", 0, 2),
+    FIELD (max_world_size, "ELASTIC_MAX_WORLD_SIZE", 0, INT_MAX),
+    FIELD (grow_min_batch, "ELASTIC_GROW_MIN_BATCH", 1, INT_MAX),
 };
 
 static const char *resume_names[] = {"auto", "always", "never"};
+static const char *grow_names[] = {"at-once", "original", "never"};
 
 #define NFIELDS (sizeof (int_fields) / sizeof (int_fields[0]))
 
@@ -106,6 +109,9 @@ void elastic_config_init (elastic_config_t *cfg)
     cfg->diff_threshold_kib = 0;
     cfg->diff_block_kib = 64;
     cfg->persist_background = 1;
+    cfg->grow_policy = ELASTIC_GROW_AT_ONCE;
+    cfg->max_world_size = 0;
+    cfg->grow_min_batch = 1;
 }
 
 /* A string variable: unset leaves *field, empty is invalid unless
@@ -204,6 +210,18 @@ int elastic_config_from_env (elastic_config_t *cfg, elastic_error_t *err)
                 "or never)",
                 s);
         cfg->resume = i;
+    }
+    if ((s = getenv ("ELASTIC_GROW_POLICY"))) {
+        int i;
+        for (i = 0; i < 3 && strcmp (s, grow_names[i]) != 0; i++)
+            ;
+        if (i == 3)
+            return errcodef (err,
+                             ELASTIC_ERR_INVAL,
+                             "ELASTIC_GROW_POLICY: '%s' is invalid (expected at-once, "
+                             "original or never)",
+                             s);
+        cfg->grow_policy = i;
     }
     if ((s = getenv ("ELASTIC_DEADLINE"))) {
         long long v;
@@ -323,6 +341,12 @@ int elastic_config_validate (const elastic_config_t *cfg,
             ELASTIC_ERR_INVAL,
             "resume_from: a %zu-byte path is invalid (expected < 4096 bytes)",
             strlen (cfg->resume_from));
+    if (cfg->grow_policy < ELASTIC_GROW_AT_ONCE || cfg->grow_policy > ELASTIC_GROW_NEVER)
+        return errcodef (err,
+                         ELASTIC_ERR_INVAL,
+                         "grow_policy: %d is invalid (expected ELASTIC_GROW_AT_ONCE, "
+                         "_ORIGINAL or _NEVER)",
+                         cfg->grow_policy);
     if (cfg->resume < ELASTIC_RESUME_AUTO || cfg->resume > ELASTIC_RESUME_NEVER)
         return errcodef (
             err,
@@ -369,6 +393,15 @@ int elastic_config_validate (const elastic_config_t *cfg,
                 comm_size - cfg->spare_ranks,
                 comm_size,
                 cfg->spare_ranks);
+        if (cfg->max_world_size != 0 &&
+            cfg->max_world_size < comm_size - cfg->spare_ranks)
+            return errcodef (
+                err,
+                ELASTIC_ERR_INVAL,
+                "max_world_size: %d is invalid (expected 0, or an integer >= %d, the "
+                "working size at creation)",
+                cfg->max_world_size,
+                comm_size - cfg->spare_ranks);
     }
     return ELASTIC_OK;
 }

@@ -84,6 +84,11 @@ int event_format (const struct event_rec *e, char *buf, size_t size)
          e->new_size);
     put_ints (&b, "failed", e->failed, e->nfailed);
     put_ints (&b, "spares_used", e->used, e->nused);
+    if (e->nspawned > 0) {
+        put_ints (&b, "new_ranks", e->spawned, e->nspawned);
+        put_ms (&b, "t_spawn_ms", e->t_spawn);
+        put_ms (&b, "t_merge_ms", e->t_merge);
+    }
     put (&b, ",\"attempts\":%d,\"handler_tries\":%d", e->attempts, e->handler_tries);
     put_ms (&b, "t_detect_ms", e->t_detect);
     put_ms (&b, "t_revoke_agree_ms", e->t_revoke_agree);
@@ -189,6 +194,7 @@ void event_emit (struct elastic_manager *m, const struct event_rec *e, int write
         struct event_rec short_e = *e;
         short_e.nfailed = e->nfailed > 64 ? 64 : e->nfailed;
         short_e.nused = e->nused > 64 ? 64 : e->nused;
+        short_e.nspawned = e->nspawned > 64 ? 64 : e->nspawned;
         short_e.error = e->error ? "(message too long)" : NULL;
         if ((n = event_format (&short_e, line, sizeof (line) - 1)) < 0)
             return;

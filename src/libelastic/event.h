@@ -20,6 +20,9 @@ struct event_rec {
     int nfailed;
     const int *used; /* spares that started working */
     int nused;
+    const int *spawned; /* a growth: the new processes (original ranks) */
+    int nspawned;
+    double t_spawn, t_merge; /* ... its MPI_Comm_spawn and merge, seconds */
     int attempts;
     int handler_tries;
     /* phase durations, seconds */

@@ -17,6 +17,7 @@
 #include "event.h"
 #include "ft.h"
 #include "gpu.h"
+#include "grow.h"
 #include "layout.h"
 #include "log.h"
 #include "initreport.h"
@@ -123,6 +124,7 @@ void elastic_manager_destroy (elastic_manager_t *m)
     free (m->spare);
     free (m->buddy);
     free (m->layout);
+    grow_free (m);
     free (m->snapshot_dir);
     free (m->event_log);
     free (m);
@@ -135,7 +137,7 @@ int elastic_manager_create (MPI_Comm comm,
                             elastic_error_t *err)
 {
     struct elastic_manager *m = NULL;
-    int initialized = 0, n, rank, rc, bad, anybad;
+    int initialized = 0, n, rank, rc, bad[2], anybad[2], child;
     elastic_error_t local;
 
     if (!err)
@@ -164,25 +166,31 @@ int elastic_manager_create (MPI_Comm comm,
         m->cfg = *cfg;
     else
         elastic_config_init (&m->cfg);
+    /* a process a growth started joins the running job (grow.c) */
+    child = grow_is_child ();
     rc = elastic_config_from_env (&m->cfg, err);
     if (rc == ELASTIC_OK)
-        rc = elastic_config_validate (&m->cfg, n, err);
+        rc = elastic_config_validate (&m->cfg, child ? 0 : n, err);
     if (rc == ELASTIC_OK)
         rc = testhook_create (getenv ("ELASTIC_TEST_KILL"), &m->hooks, err);
     if (rc == ELASTIC_OK)
         rc = recwatch_create (m, &m->watch, err);
-    if (rc == ELASTIC_OK)
+    if (rc == ELASTIC_OK && !child)
         rc = resume_decide (m, err);
-    /* every rank must fail together, or the others would wait for it */
-    bad = rc;
-    if (MPI_Allreduce (&bad, &anybad, 1, MPI_INT, MPI_MAX, comm) != MPI_SUCCESS) {
+    /* every rank must fail together, or the others would wait for it; and
+     * every one must have a supervisor that reports room to grow, or none
+     * agrees on it */
+    bad[0] = rc;
+    bad[1] = heartbeat_capacity () < 0;
+    if (MPI_Allreduce (bad, anybad, 2, MPI_INT, MPI_MAX, comm) != MPI_SUCCESS) {
         rc = errcodef (
             err, ELASTIC_ERR_MPI, "elastic_manager_create: MPI_Allreduce failed");
         goto error;
     }
-    if (rc == ELASTIC_OK && anybad != ELASTIC_OK)
-        rc = errcodef (
-            err, anybad, "elastic_manager_create: invalid configuration on another rank");
+    if (rc == ELASTIC_OK && anybad[0] != ELASTIC_OK)
+        rc = errcodef (err,
+                       anybad[0],
+                       "elastic_manager_create: invalid configuration on another rank");
     if (rc != ELASTIC_OK) {
         mgr_set_agreed_error (rc, rank == 0);
         goto error;
@@ -206,6 +214,20 @@ int elastic_manager_create (MPI_Comm comm,
         !(m->retired = retired_create ()) ||
         !(m->store = snapstore_create (m->cfg.snapshot_buffer_size)))
         goto nomem;
+    preempt_offer (m->pre, !anybad[1] && m->cfg.grow_policy != ELASTIC_GROW_NEVER);
+    if (child) {
+        if ((rc = grow_join (m, err)) != ELASTIC_OK)
+            goto error;
+        m->step = -1;
+        m->event_step = -1;
+        el_log (EL_INFO,
+                "joined the running job as rank %d (of %d so far): waiting to be "
+                "taken in",
+                m->me,
+                m->norig);
+        *mp = m;
+        return ELASTIC_OK;
+    }
     if (MPI_Comm_dup (comm, &m->world) != MPI_SUCCESS) {
         m->world = MPI_COMM_NULL;
         rc = errcodef (
@@ -458,6 +480,14 @@ int elastic_manager_start (elastic_manager_t *m,
     if (!(m->layout = calloc ((size_t)m->norig * (m->reg->na > 0 ? m->reg->na : 1),
                               sizeof (uint64_t))))
         return errcodef (err, ELASTIC_ERR_NOMEM, "elastic_manager_start: out of memory");
+    if (m->joined) {
+        /* started by a growth: the working ranks wake it in their growth
+         * event, as they wake an idle spare */
+        grow_join_check (m);
+        m->started = 1;
+        m->t_progress = mono_now ();
+        return spare_wait (m, active, err);
+    }
     /* same registrations everywhere: compare min and max of a signature */
     sig[0] = registry_signature (m->reg);
     sig[1] = ~sig[0];
@@ -650,7 +680,10 @@ static int maybe_snapshot (elastic_manager_t *m, int64_t step, elastic_error_t *
         return ELASTIC_OK; /* see event_step */
     m->event_step = -1;
     if (preempt_due (m->pre, step)) {
-        if ((mrc = preempt_agree (m->pre, m->work, step, &why)) != MPI_SUCCESS) {
+        int room = heartbeat_capacity ();
+        if (room < 0 || m->cfg.grow_policy == ELASTIC_GROW_NEVER)
+            room = 0;
+        if ((mrc = preempt_agree (m->pre, m->work, step, &room, &why)) != MPI_SUCCESS) {
             if (!ft_is_failure (mrc))
                 return errcodef (err,
                                  ELASTIC_ERR_MPI,
@@ -659,6 +692,7 @@ static int maybe_snapshot (elastic_manager_t *m, int64_t step, elastic_error_t *
             ft_revoke (m->work);
             return ELASTIC_ERR_PROC_FAILED;
         }
+        m->grow_room = room;
         if (why && m->myslot == 0)
             el_log (EL_INFO, "step %lld: %s: suspending", (long long)step, why);
     }
@@ -784,7 +818,7 @@ int elastic_maybe_reshard_up (elastic_manager_t *m,
                               elastic_error_t *err)
 {
     enum event_outcome outcome;
-    int rc;
+    int rc, k = 0;
 
     if (resharded)
         *resharded = 0;
@@ -795,8 +829,12 @@ int elastic_maybe_reshard_up (elastic_manager_t *m,
                          ELASTIC_ERR_INVAL,
                          "elastic_maybe_reshard_up: step %lld is invalid (expected >= 0)",
                          (long long)step);
-    if (step % m->cfg.reshard_check_period != 0 || m->nwork >= m->orig_nwork ||
-        m->nspare == 0 || !ft_available ())
+    if (step % m->cfg.reshard_check_period != 0 || m->nwork >= grow_limit (m) ||
+        !ft_available ())
+        return ELASTIC_OK;
+    /* idle spares first; without them, new processes in the room the
+     * launcher reported (the same on every rank: agreed) */
+    if (m->nspare == 0 && (!grow_due (m, step) || !(k = grow_count (m, m->grow_room))))
         return ELASTIC_OK;
     if (handler) {
         m->handler = handler;
@@ -822,12 +860,21 @@ int elastic_maybe_reshard_up (elastic_manager_t *m,
         if (rc != ELASTIC_OK)
             return rc;
     }
-    el_log (EL_INFO,
-            "step %lld: %d idle spares, working world %d < %d: growing",
-            (long long)step,
-            m->nspare,
-            m->nwork,
-            m->orig_nwork);
+    if (k > 0) {
+        if ((rc = grow_spawn (m, k, step, err)) == ELASTIC_ERR_PROC_FAILED) {
+            if (resharded)
+                *resharded = 1;
+            return mgr_recover_inside (m, err);
+        }
+        if (m->nspare == 0)
+            return ELASTIC_OK; /* given up: the job goes on at its size */
+    } else
+        el_log (EL_INFO,
+                "step %lld: %d idle spares, working world %d < %d: growing",
+                (long long)step,
+                m->nspare,
+                m->nwork,
+                grow_limit (m));
     rc = event_run (m, WHY_GROW, m->handler, m->handler_arg, &outcome, err);
     if (rc != ELASTIC_OK)
         m->fatal_rc = rc;

@@ -120,6 +120,22 @@ struct elastic_manager {
 
     struct gpu_state *gpu; /* device arrays and NCCL (gpu.h), NULL: unused */
 
+    /* growth into new processes (grow.c) */
+    int *base_orig;    /* [size of orig_group] original rank of each of its
+                          ranks once a growth rebased it (NULL: identity) */
+    int grow_room;     /* room for new ranks agreed at the last preemption
+                          agreement (0: none) */
+    int64_t grow_next; /* no growth into room before this step (back-off) */
+    int grow_backoff;  /* checks to wait after a failed growth */
+    char *grow_cmd;    /* this program, and its arguments, for MPI_Comm_spawn */
+    char **grow_argv;
+    char *grow_env; /* ... and environment (VAR=VALUE lines) */
+    int *grow_new;  /* the growth in progress: its new original ranks */
+    int grow_nnew;
+    double grow_t_spawn, grow_t_merge;
+    int joined;        /* started by a growth: joins at elastic_manager_start */
+    uint64_t join_sig; /* the job's registry signature, to check against */
+
     /* preemption (preempt.c) */
     struct preempt *pre;
     int suspended; /* answered ELASTIC_SUSPENDED */
@@ -137,6 +153,10 @@ void heartbeat_flag (uint32_t flag);
 /* Tell the supervisor this process is alive without a new step (a
  * recovery in progress); a no-op when unsupervised. */
 void heartbeat_touch (void);
+
+/* The room for new ranks the supervisor reports in the heartbeat (>= 0),
+ * or -1 without a supervisor's heartbeat file. */
+int heartbeat_capacity (void);
 
 /* Rebuild m->layout from the registered counts (collective over work). */
 int mgr_gather_layout (struct elastic_manager *m);

@@ -50,6 +50,8 @@ struct preempt {
     double steps_time;
     int64_t steps;
     double t_agree; /* duration of the last agreement (this rank) */
+    int offer;      /* a launcher may report room to grow: agree even
+                       without handlers or a deadline */
     char why[32];
 };
 
@@ -200,17 +202,34 @@ int preempt_due (const struct preempt *p, int64_t step)
         return 0;
     for (int i = 0; i < p->nsig; i++)
         any |= p->installed[i];
-    if (!any && p->deadline == 0)
+    if (!any && p->deadline == 0 && !p->offer)
         return 0;
     if (p->period > 0)
         return step % p->period == 0;
     return p->next < 0 || step >= p->next;
 }
 
-int preempt_agree (struct preempt *p, MPI_Comm comm, int64_t step, const char **why)
+void preempt_offer (struct preempt *p, int on)
 {
-    double mine[4] = {caught, 0, p->t_agree, p->steps > 0 ? p->steps_time / p->steps : 0};
-    double all[4], t0 = now_mono (), k;
+    if (p)
+        p->offer = on;
+}
+
+int preempt_offered (const struct preempt *p)
+{
+    return p ? p->offer : 0;
+}
+
+int preempt_agree (
+    struct preempt *p, MPI_Comm comm, int64_t step, int *capacity, const char **why)
+{
+    /* the room is the least any rank saw: MAX of its negation */
+    double mine[5] = {caught,
+                      0,
+                      p->t_agree,
+                      p->steps > 0 ? p->steps_time / p->steps : 0,
+                      -(double)*capacity};
+    double all[5], t0 = now_mono (), k;
     int rc;
 
     *why = NULL;
@@ -222,8 +241,9 @@ int preempt_agree (struct preempt *p, MPI_Comm comm, int64_t step, const char **
         if (now_epoch () + need >= (double)p->deadline)
             mine[1] = 1;
     }
-    if ((rc = MPI_Allreduce (mine, all, 4, MPI_DOUBLE, MPI_MAX, comm)) != MPI_SUCCESS)
+    if ((rc = MPI_Allreduce (mine, all, 5, MPI_DOUBLE, MPI_MAX, comm)) != MPI_SUCCESS)
         return rc;
+    *capacity = all[4] < 0 ? (int)-all[4] : 0;
     p->t_agree = now_mono () - t0;
     p->steps_time = 0;
     p->steps = 0;

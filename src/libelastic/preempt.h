@@ -9,6 +9,8 @@
  * step time and a notice waits at most about half a second: the spacing is
  * computed from the slowest rank's last agreement time and mean step time,
  * carried by the same allreduce, so every rank computes the same next step.
+ * The same allreduce carries the room a launcher reports for new ranks
+ * (the least any rank saw), which elastic_maybe_reshard_up grows into.
  * The deadline counts one and a half times the longest L3 write, one
  * period of mean steps plus the longest step, and a margin.
  */
@@ -49,10 +51,17 @@ void preempt_l3_time (struct preempt *p, double seconds);
  * (handlers installed or a deadline).  The same on every working rank. */
 int preempt_due (const struct preempt *p, int64_t step);
 
+/* A launcher reports room for new ranks (on = 1): agreements are due even
+ * without handlers or a deadline, to carry that room. */
+void preempt_offer (struct preempt *p, int on);
+int preempt_offered (const struct preempt *p);
+
 /* Collective over comm: combine the notices.  *why is set to a static
- * reason ("SIGTERM", "deadline") or NULL.  Returns an MPI error code (a
- * process failure: recover). */
-int preempt_agree (struct preempt *p, MPI_Comm comm, int64_t step, const char **why);
+ * reason ("SIGTERM", "deadline") or NULL.  *capacity is this rank's view of
+ * the room to grow (>= 0) and becomes the least of every rank's view.
+ * Returns an MPI error code (a process failure: recover). */
+int preempt_agree (
+    struct preempt *p, MPI_Comm comm, int64_t step, int *capacity, const char **why);
 
 /* The suspend was done: forget the notice. */
 void preempt_clear (struct preempt *p);

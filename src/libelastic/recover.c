@@ -39,6 +39,7 @@
 #include "event.h"
 #include "ft.h"
 #include "gpu.h"
+#include "grow.h"
 #include "layout.h"
 #include "log.h"
 #include "manager.h"
@@ -119,6 +120,10 @@ comm_orig_ranks (struct elastic_manager *m, MPI_Comm comm, int *orig, int *size)
     MPI_Comm_group (comm, &g);
     rc = MPI_Group_translate_ranks (g, *size, idx, m->orig_group, orig);
     MPI_Group_free (&g);
+    /* after a growth the base group is the merged communicator's */
+    if (rc == MPI_SUCCESS && m->base_orig)
+        for (int i = 0; i < *size; i++)
+            orig[i] = orig[i] == MPI_UNDEFINED ? MPI_UNDEFINED : m->base_orig[orig[i]];
     free (idx);
     return rc;
 }
@@ -298,7 +303,7 @@ static void decide_members (struct elastic_manager *m,
     p->nspare = 0;
     p->nused = 0;
     if (grow) {
-        int g = m->orig_nwork - m->nwork;
+        int g = grow_limit (m) - m->nwork;
         if (g > nidle)
             g = nidle;
         for (int j = 0; j < m->nwork; j++)
@@ -372,7 +377,7 @@ static int decide (
         if (alive[m->spare[j]])
             idle[nidle++] = m->spare[j];
     failure = nlost > 0 || !(flags & F_NO_FAILURE);
-    grow = !failure && (flags & F_GROW) && nidle > 0 && m->nwork < m->orig_nwork;
+    grow = !failure && (flags & F_GROW) && nidle > 0 && m->nwork < grow_limit (m);
     if (failure)
         ev->kind_failure = 1;
     if (decide_fatal (m, alive, ev))
@@ -406,6 +411,13 @@ static void ev_emit (struct elastic_manager *m,
                      int new_size,
                      int write_file)
 {
+    /* a growth's new processes were spares for a moment: named apart */
+    int nused = 0;
+    for (int i = 0; i < ev->nused; i++)
+        if (!contains (m->grow_new, m->grow_nnew, ev->used[i]))
+            ev->used[nused++] = ev->used[i];
+    ev->nused = nused;
+    double t_grow = m->grow_nnew > 0 ? m->grow_t_spawn + m->grow_t_merge : 0;
     struct event_rec e = {
         .kind = kind,
         .step = snapstore_meta (m->store)->step,
@@ -415,6 +427,10 @@ static void ev_emit (struct elastic_manager *m,
         .nfailed = ev->nfailed,
         .used = ev->used,
         .nused = ev->nused,
+        .spawned = m->grow_new,
+        .nspawned = m->grow_nnew,
+        .t_spawn = m->grow_t_spawn,
+        .t_merge = m->grow_t_merge,
         .attempts = ev->attempts,
         .handler_tries = m->handler_tries + 1,
         .t_detect = ev->t_detect,
@@ -423,7 +439,7 @@ static void ev_emit (struct elastic_manager *m,
         .t_restore = ev->t_restore,
         .t_handler = ev->t_handler,
         .t_protect = ev->t_protect,
-        .t_total = mono_now () - ev->t_start + ev->t_detect,
+        .t_total = mono_now () - ev->t_start + ev->t_detect + t_grow,
         .error = ev->fatal[0] ? ev->fatal : NULL,
         .rank = m->me,
     };
@@ -927,5 +943,6 @@ int event_run (struct elastic_manager *m,
 out:
     recwatch_disarm (m->watch);
     ev_free (&ev);
+    m->grow_nnew = 0; /* the growth (if any) is over */
     return ev.rc;
 }

@@ -43,7 +43,7 @@ static int bad (elastic_error_t *err, const char *entry)
         err,
         ELASTIC_ERR_INVAL,
         "ELASTIC_TEST_KILL: '%s' is invalid (expected RANK:STEP:WHERE[:STOP] "
-        "with WHERE snapshot, recovery, protect, persist or finalize, "
+        "with WHERE snapshot, recovery, protect, persist, finalize, grow or join, "
         "comma-separated)",
         entry);
 }
@@ -104,6 +104,10 @@ int testhook_create (const char *spec, struct testhook **out, elastic_error_t *e
             t->h[t->n].where = HOOK_PERSIST;
         else if (!strcmp (where, "finalize"))
             t->h[t->n].where = HOOK_FINALIZE;
+        else if (!strcmp (where, "grow"))
+            t->h[t->n].where = HOOK_GROW;
+        else if (!strcmp (where, "join"))
+            t->h[t->n].where = HOOK_JOIN;
         else {
             rc = bad (err, tok);
             goto error;
@@ -122,7 +126,7 @@ error:
 }
 
 static const char *const where_names[] = {
-    "snapshot", "recovery", "protect", "persist", "finalize"};
+    "snapshot", "recovery", "protect", "persist", "finalize", "grow", "join"};
 
 static void kill_myself (const char *where, int64_t step, int sig)
 {

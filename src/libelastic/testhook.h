@@ -11,7 +11,12 @@
  *   persist   inside the L3 write of step STEP, after its data is in the
  *             temporary file and before the commit;
  *   finalize  inside MPI_Finalize (the first thing it does), after a job
- *             that ended at a step >= STEP reported its end.
+ *             that ended at a step >= STEP reported its end;
+ *   grow      inside a growth into new processes at a step >= STEP, after
+ *             MPI_Comm_spawn returned and before the merge (a working rank);
+ *   join      in a process a growth at a step >= STEP started, inside its
+ *             elastic_manager_create, after the merge and before the
+ *             agreement that takes it in (RANK: its new original rank).
  * It is meant for tests and demos; an unset variable costs nothing.
  */
 #ifndef ELASTIC_TESTHOOK_H
@@ -25,7 +30,9 @@ enum hook_where {
     HOOK_RECOVERY,
     HOOK_PROTECT,
     HOOK_PERSIST,
-    HOOK_FINALIZE
+    HOOK_FINALIZE,
+    HOOK_GROW,
+    HOOK_JOIN
 };
 
 struct testhook;

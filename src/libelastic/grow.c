@@ -1,0 +1,531 @@
+/* grow.c - growing into new processes: spawn, merge, join (see grow.h)
+ *
+ * The working ranks (no idle spare left) start k processes of their own
+ * program with MPI_Comm_spawn over a duplicate of the world, merge the
+ * intercommunicator (they come first, the new processes after them) and
+ * send the new processes a header: the original-rank numbering of the
+ * merged communicator, the registry and configuration signatures.  Every
+ * process of the merged communicator agrees that all of it worked; then
+ * the merged communicator is the world, the new processes are its idle
+ * spares, and the caller runs the growth event that wakes them (recover.c)
+ * exactly as it wakes spares started at launch.
+ *
+ * Original ranks keep their meaning across growths: the new processes are
+ * numbered after every rank there ever was (norig, norig + 1, ...), and the
+ * manager keeps the original rank of each rank of its base group (the
+ * merged communicator's) in base_orig, since the base group no longer holds
+ * the ranks that died.
+ *
+ * A growth that did not complete changes nothing: the merged communicator
+ * is revoked (a new process waiting in its join learns it and exits 0, its
+ * work ended), and if no working rank failed meanwhile the job goes on at
+ * its size, the next check trying again after a back-off; if one failed,
+ * the caller recovers as from any failure.
+ */
+#if HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <mpi.h>
+
+#include "common/clock.h"
+#include "common/heartbeat.h"
+#include "event.h"
+#include "ft.h"
+#include "grow.h"
+#include "log.h"
+#include "manager.h"
+#include "preempt.h"
+#include "retire.h"
+#include "testhook.h"
+
+#define GROW_MAGIC    0x454c47524f57ll /* "ELGROW" */
+#define GROW_ENV      "ELASTIC_GROW_CHILD"
+#define GROW_HDR_HEAD 9
+
+/* checks between failed growths at most (the back-off doubles) */
+#define GROW_BACKOFF_MAX 64
+
+int grow_is_child (void)
+{
+    const char *s = getenv (GROW_ENV);
+    MPI_Comm parent = MPI_COMM_NULL;
+
+    if (!s || strcmp (s, "1") != 0)
+        return 0;
+    MPI_Comm_get_parent (&parent);
+    return parent != MPI_COMM_NULL;
+}
+
+/* A signature of the settings every process of a job must share. */
+static uint64_t cfg_signature (const elastic_config_t *c)
+{
+    int64_t v[] = {c->snapshot_period,
+                   c->snapshot_buffer_size,
+                   c->persist_period,
+                   c->reshard_check_period,
+                   c->spare_takeover,
+                   c->signal_check_period,
+                   c->grow_policy,
+                   c->max_world_size,
+                   c->grow_min_batch,
+                   c->persist_background};
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    const unsigned char *p = (const unsigned char *)v;
+
+    for (size_t i = 0; i < sizeof (v); i++)
+        h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+}
+
+int grow_limit (const struct elastic_manager *m)
+{
+    switch (m->cfg.grow_policy) {
+    case ELASTIC_GROW_NEVER:
+        return m->nwork;
+    case ELASTIC_GROW_ORIGINAL:
+        return m->orig_nwork;
+    default:
+        return m->cfg.max_world_size > 0 ? m->cfg.max_world_size : m->orig_nwork;
+    }
+}
+
+int grow_count (const struct elastic_manager *m, int room)
+{
+    int want = grow_limit (m) - m->nwork, k, batch;
+
+    if (want <= 0 || room <= 0 || m->nspare > 0)
+        return 0;
+    k = room < want ? room : want;
+    batch = m->cfg.grow_min_batch < want ? m->cfg.grow_min_batch : want;
+    return k >= batch ? k : 0;
+}
+
+int grow_due (const struct elastic_manager *m, int64_t step)
+{
+    return m->grow_room > 0 && step >= m->grow_next;
+}
+
+/* The program and arguments of this process, for the new ones. */
+static int capture_command (struct elastic_manager *m)
+{
+    char exe[PATH_MAX], buf[65536];
+    ssize_t n;
+    size_t len, pos, argc = 0;
+    FILE *f;
+
+    if ((n = readlink ("/proc/self/exe", exe, sizeof (exe) - 1)) <= 0)
+        return -1;
+    exe[n] = '\0';
+    if (!(f = fopen ("/proc/self/cmdline", "r")))
+        return -1;
+    len = fread (buf, 1, sizeof (buf) - 1, f);
+    fclose (f);
+    buf[len] = '\0';
+    for (pos = 0; pos < len; pos += strlen (buf + pos) + 1)
+        argc++;
+    if (argc == 0 || !(m->grow_argv = calloc (argc, sizeof (char *))) ||
+        !(m->grow_cmd = strdup (exe)))
+        return -1;
+    /* argv[0] is the program: MPI_Comm_spawn takes the arguments after it */
+    pos = strlen (buf) + 1;
+    for (size_t i = 0; pos < len; i++, pos += strlen (buf + pos) + 1)
+        if (!(m->grow_argv[i] = strdup (buf + pos)))
+            return -1;
+    return 0;
+}
+
+/* The environment the new processes get on top of what their launcher
+ * gives them: the library's mark and this process's ELASTIC_* settings
+ * (a launcher such as mpirun passes its own environment to a spawn, not
+ * the job's -x variables), one VAR=VALUE a line (Open MPI's PMIX_ENVAR). */
+static int grow_env (struct elastic_manager *m)
+{
+    extern char **environ;
+    size_t len = strlen (GROW_ENV "=1") + 1, pos;
+
+    for (char **e = environ; *e; e++)
+        if (!strncmp (*e, "ELASTIC_", 8) && strncmp (*e, GROW_ENV "=", strlen (GROW_ENV) + 1) &&
+            !strchr (*e, '\n'))
+            len += strlen (*e) + 1;
+    if (!(m->grow_env = malloc (len)))
+        return -1;
+    pos = (size_t)sprintf (m->grow_env, "%s", GROW_ENV "=1");
+    for (char **e = environ; *e; e++)
+        if (!strncmp (*e, "ELASTIC_", 8) && strncmp (*e, GROW_ENV "=", strlen (GROW_ENV) + 1) &&
+            !strchr (*e, '\n'))
+            pos += (size_t)sprintf (m->grow_env + pos, "\n%s", *e);
+    return 0;
+}
+
+void grow_free (struct elastic_manager *m)
+{
+    if (m->grow_argv)
+        for (size_t i = 0; m->grow_argv[i]; i++)
+            free (m->grow_argv[i]);
+    free (m->grow_argv);
+    free (m->grow_cmd);
+    free (m->grow_env);
+    free (m->base_orig);
+    free (m->grow_new);
+    m->grow_argv = NULL;
+    m->grow_cmd = NULL;
+    m->grow_env = NULL;
+    m->base_orig = NULL;
+    m->grow_new = NULL;
+}
+
+/* Resize the arrays indexed by original or working rank to norig. */
+static int resize_members (struct elastic_manager *m, int norig)
+{
+    int na = m->reg->na > 0 ? m->reg->na : 1;
+    int *slot, *spare, *buddy;
+    uint64_t *layout = NULL;
+
+    if (!(slot = realloc (m->slot, norig * sizeof (int))))
+        return -1;
+    m->slot = slot;
+    if (!(spare = realloc (m->spare, norig * sizeof (int))))
+        return -1;
+    m->spare = spare;
+    if (!(buddy = realloc (m->buddy, norig * sizeof (int))))
+        return -1;
+    m->buddy = buddy;
+    if (m->started) {
+        if (!(layout = realloc (m->layout, (size_t)norig * na * sizeof (uint64_t))))
+            return -1;
+        m->layout = layout;
+    }
+    return 0;
+}
+
+/* Make merged (rank i has original rank orig[i]) the base of the original
+ * numbering, with norig ranks in all. */
+static int set_base (struct elastic_manager *m, MPI_Comm merged, int *orig, int norig)
+{
+    if (resize_members (m, norig) < 0)
+        return -1;
+    if (m->orig_group != MPI_GROUP_NULL)
+        MPI_Group_free (&m->orig_group);
+    MPI_Comm_group (merged, &m->orig_group);
+    free (m->base_orig);
+    m->base_orig = orig;
+    m->norig = norig;
+    return 0;
+}
+
+static void emit_failed (struct elastic_manager *m, int k, const char *why)
+{
+    struct event_rec e = {
+        .kind = "grow_failed",
+        .step = snapstore_meta (m->store)->step,
+        .old_size = m->nwork,
+        .new_size = m->nwork,
+        .spawned = m->grow_new,
+        .nspawned = m->grow_nnew,
+        .t_spawn = m->grow_t_spawn,
+        .t_merge = m->grow_t_merge,
+        .attempts = 1,
+        .handler_tries = 0,
+        .error = why,
+        .rank = m->me,
+    };
+
+    (void)k;
+    event_emit (m, &e, m->myslot == 0);
+}
+
+/* The growth did not complete and no working rank failed: the job goes on
+ * at its size, the next try after a back-off (in checks). */
+static void give_up (struct elastic_manager *m, int k, const char *why, int64_t step)
+{
+    if (m->myslot == 0)
+        el_log (EL_WARN,
+                "step %lld: growing by %d failed (%s): going on with %d ranks",
+                (long long)step,
+                k,
+                why,
+                m->nwork);
+    emit_failed (m, k, why);
+    m->grow_backoff = m->grow_backoff ? 2 * m->grow_backoff : 1;
+    if (m->grow_backoff > GROW_BACKOFF_MAX)
+        m->grow_backoff = GROW_BACKOFF_MAX;
+    m->grow_next = step + (int64_t)m->grow_backoff * m->cfg.reshard_check_period;
+    m->grow_nnew = 0;
+}
+
+int grow_spawn (struct elastic_manager *m, int k, int64_t step, elastic_error_t *err)
+{
+    MPI_Comm sc = MPI_COMM_NULL, inter = MPI_COMM_NULL, merged = MPI_COMM_NULL;
+    MPI_Info info = MPI_INFO_NULL;
+    int *errcodes = NULL, *orig = NULL, np, rank, ok, one, mrc, total;
+    int64_t *hdr = NULL;
+    char ebuf[256], why[300] = "";
+    double t0 = mono_now ();
+
+    (void)err;
+    m->grow_room = 0; /* spent: the next growth needs a fresh report */
+    if (!m->grow_cmd && capture_command (m) < 0) {
+        give_up (m, k, "cannot read this program's command line from /proc/self", step);
+        return ELASTIC_OK;
+    }
+    MPI_Comm_size (m->world, &np);
+    total = np + k;
+    if (!(errcodes = calloc (k, sizeof (int))) ||
+        !(hdr = calloc (GROW_HDR_HEAD + total, sizeof (int64_t))) ||
+        !(orig = malloc (total * sizeof (int))) ||
+        !(m->grow_new = realloc (m->grow_new, k * sizeof (int)))) {
+        free (errcodes);
+        free (hdr);
+        free (orig);
+        give_up (m, k, "out of memory", step);
+        return ELASTIC_OK;
+    }
+    for (int i = 0; i < k; i++)
+        m->grow_new[i] = m->norig + i;
+    m->grow_nnew = k;
+    if (m->myslot == 0)
+        el_log (EL_INFO,
+                "step %lld: room for %d new ranks: growing %d -> %d (ranks %d..%d)",
+                (long long)step,
+                k,
+                m->nwork,
+                m->nwork + k,
+                m->norig,
+                m->norig + k - 1);
+    if ((mrc = MPI_Comm_dup (m->world, &sc)) != MPI_SUCCESS) {
+        sc = MPI_COMM_NULL;
+        goto parent_failed;
+    }
+    MPI_Comm_set_errhandler (sc, MPI_ERRORS_RETURN);
+    MPI_Info_create (&info);
+    if (!m->grow_env && grow_env (m) < 0) {
+        MPI_Info_free (&info);
+        ft_free (&sc);
+        give_up (m, k, "out of memory", step);
+        return ELASTIC_OK;
+    }
+    MPI_Info_set (info, "PMIX_ENVAR", m->grow_env);
+    mrc = MPI_Comm_spawn (m->grow_cmd, m->grow_argv, k, info, 0, sc, &inter, errcodes);
+    MPI_Info_free (&info);
+    m->grow_t_spawn = mono_now () - t0;
+    if (mrc != MPI_SUCCESS) {
+        /* the root alone may have seen it (Open MPI's connect/accept
+         * returns there without telling the others): release them */
+        ft_revoke (sc);
+        inter = MPI_COMM_NULL;
+        snprintf (why,
+                  sizeof (why),
+                  "MPI_Comm_spawn: %s",
+                  ft_strerror (mrc, ebuf, sizeof (ebuf)));
+    } else {
+        MPI_Comm_set_errhandler (inter, MPI_ERRORS_RETURN);
+        testhook_check (m->hooks, m->me, step, HOOK_GROW);
+        if ((mrc = MPI_Intercomm_merge (inter, 0, &merged)) != MPI_SUCCESS) {
+            merged = MPI_COMM_NULL;
+            snprintf (why,
+                      sizeof (why),
+                      "MPI_Intercomm_merge: %s",
+                      ft_strerror (mrc, ebuf, sizeof (ebuf)));
+        } else
+            MPI_Comm_set_errhandler (merged, MPI_ERRORS_RETURN);
+    }
+    m->grow_t_merge = mono_now () - t0 - m->grow_t_spawn;
+    /* every working rank has the merged communicator, or none uses it */
+    ok = merged != MPI_COMM_NULL;
+    if (ft_agree_robust (sc, &ok) != MPI_SUCCESS)
+        ok = 0;
+    if (ok) {
+        /* the header: the numbering of the merged communicator */
+        MPI_Comm_rank (merged, &rank);
+        if (rank == 0) {
+            int64_t *o = hdr + GROW_HDR_HEAD;
+            MPI_Group wg, og;
+            int *idx = malloc (np * sizeof (int));
+
+            hdr[0] = GROW_MAGIC;
+            hdr[1] = m->norig + k;
+            hdr[2] = total;
+            hdr[3] = (int64_t)registry_signature (m->reg);
+            hdr[4] = (int64_t)cfg_signature (&m->cfg);
+            hdr[5] = m->orig_nwork;
+            hdr[6] = step;
+            hdr[7] = preempt_offered (m->pre);
+            hdr[8] = m->generation;
+            if (!idx) {
+                hdr[0] = 0; /* the others refuse it */
+            } else {
+                /* the world's ranks are the merged communicator's first */
+                for (int i = 0; i < np; i++)
+                    idx[i] = i;
+                MPI_Comm_group (m->world, &wg);
+                og = m->orig_group;
+                MPI_Group_translate_ranks (wg, np, idx, og, idx);
+                MPI_Group_free (&wg);
+                for (int i = 0; i < np; i++)
+                    o[i] = m->base_orig ? m->base_orig[idx[i]] : idx[i];
+                for (int i = 0; i < k; i++)
+                    o[np + i] = m->norig + i;
+                free (idx);
+            }
+        }
+        mrc = MPI_Bcast (hdr, GROW_HDR_HEAD + total, MPI_INT64_T, 0, merged);
+        ok = mrc == MPI_SUCCESS && hdr[0] == GROW_MAGIC;
+        if (!ok)
+            snprintf (why,
+                      sizeof (why),
+                      "the header to the new ranks: %s",
+                      mrc != MPI_SUCCESS ? ft_strerror (mrc, ebuf, sizeof (ebuf))
+                                         : "not made");
+        /* the new ranks say whether they can join: all of it worked */
+        if (ft_agree_robust (merged, &ok) != MPI_SUCCESS)
+            ok = 0;
+        if (!ok && !why[0])
+            snprintf (why,
+                      sizeof (why),
+                      "a new rank could not join (it died, or its program or "
+                      "settings differ from the job's)");
+    }
+    if (!ok) {
+        if (merged != MPI_COMM_NULL) {
+            ft_revoke (merged); /* a new rank still joining exits */
+            ft_free (&merged);
+        }
+        ft_free (&inter);
+        /* did a working rank fail meanwhile?  Then recover as from any
+         * failure; a rank that missed it learns it from the revoke */
+        one = 1;
+        if (ft_agree (sc, &one) != MPI_SUCCESS)
+            goto parent_failed;
+        ft_free (&sc);
+        give_up (m, k, why[0] ? why : "refused", step);
+        free (errcodes);
+        free (hdr);
+        free (orig);
+        return ELASTIC_OK;
+    }
+    /* the merged communicator is the world; the new ranks its idle spares */
+    for (int i = 0; i < total; i++)
+        orig[i] = (int)hdr[GROW_HDR_HEAD + i];
+    {
+        int me = m->me;
+        if (set_base (m, merged, orig, m->norig + k) < 0) {
+            /* cannot happen without memory: end as a failure would */
+            ft_revoke (merged);
+            ft_free (&merged);
+            ft_free (&inter);
+            free (errcodes);
+            free (hdr);
+            goto parent_failed_free;
+        }
+        m->me = me;
+    }
+    orig = NULL; /* the manager's now */
+    retired_add (m->retired, &m->world);
+    m->world = merged;
+    for (int i = 0; i < k; i++)
+        m->spare[i] = m->grow_new[i];
+    m->nspare = k;
+    m->grow_backoff = 0;
+    ft_free (&inter);
+    ft_free (&sc);
+    free (errcodes);
+    free (hdr);
+    return ELASTIC_OK;
+
+parent_failed:
+    free (errcodes);
+    free (hdr);
+parent_failed_free:
+    free (orig);
+    if (sc != MPI_COMM_NULL)
+        ft_free (&sc);
+    m->grow_nnew = 0;
+    ft_revoke (m->work);
+    return ELASTIC_ERR_PROC_FAILED;
+}
+
+/* A new process whose growth was rolled back: its work is over.  It
+ * leaves as a failed process would (the others' agreements and revokes
+ * already count with that), after telling its supervisor that it ended. */
+static void not_taken_in (MPI_Comm merged, const char *why)
+{
+    el_log (EL_INFO, "started to grow the job, not taken in (%s): exiting", why);
+    heartbeat_flag (ELASTIC_HEARTBEAT_ENDED);
+    if (merged != MPI_COMM_NULL)
+        ft_revoke (merged);
+    fflush (NULL);
+    _exit (0);
+}
+
+int grow_join (struct elastic_manager *m, elastic_error_t *err)
+{
+    MPI_Comm parent = MPI_COMM_NULL, merged = MPI_COMM_NULL;
+    int64_t head[GROW_HDR_HEAD], *hdr = NULL;
+    int rank, total, ok, *orig = NULL, mrc;
+    char ebuf[256];
+
+    (void)err;
+    MPI_Comm_get_parent (&parent);
+    MPI_Comm_set_errhandler (parent, MPI_ERRORS_RETURN);
+    if ((mrc = MPI_Intercomm_merge (parent, 1, &merged)) != MPI_SUCCESS)
+        not_taken_in (MPI_COMM_NULL, ft_strerror (mrc, ebuf, sizeof (ebuf)));
+    MPI_Comm_set_errhandler (merged, MPI_ERRORS_RETURN);
+    MPI_Comm_size (merged, &total);
+    MPI_Comm_rank (merged, &rank);
+    if (!(hdr = calloc (GROW_HDR_HEAD + total, sizeof (int64_t))) ||
+        !(orig = malloc (total * sizeof (int))))
+        not_taken_in (merged, "out of memory");
+    /* a failed header means the working ranks gave up: leave at once */
+    if ((mrc = MPI_Bcast (hdr, GROW_HDR_HEAD + total, MPI_INT64_T, 0, merged)) !=
+        MPI_SUCCESS)
+        not_taken_in (merged, ft_strerror (mrc, ebuf, sizeof (ebuf)));
+    memcpy (head, hdr, sizeof (head));
+    ok = head[0] == GROW_MAGIC && head[2] == total && head[1] >= total &&
+         head[1] <= INT_MAX;
+    if (ok && head[4] != (int64_t)cfg_signature (&m->cfg)) {
+        el_log (EL_ERROR,
+                "started to grow the job, but this process's settings (ELASTIC_* "
+                "variables, elastic_config_t) differ from the job's");
+        ok = 0;
+    }
+    if (ok) {
+        for (int i = 0; i < total; i++)
+            orig[i] = (int)hdr[GROW_HDR_HEAD + i];
+        testhook_check (m->hooks, orig[rank], head[6], HOOK_JOIN);
+    }
+    free (hdr);
+    if (ft_agree_robust (merged, &ok) != MPI_SUCCESS || !ok)
+        not_taken_in (merged, "the growth was rolled back");
+    if (set_base (m, merged, orig, (int)head[1]) < 0)
+        not_taken_in (merged, "out of memory");
+    m->world = merged;
+    m->me = orig[rank];
+    m->myslot = -1;
+    m->work = MPI_COMM_NULL;
+    m->orig_nwork = (int)head[5];
+    m->generation = (uint64_t)head[8];
+    m->join_sig = (uint64_t)head[3];
+    m->joined = 1;
+    preempt_offer (m->pre, (int)head[7]);
+    el_log_set_rank (m->me);
+    return ELASTIC_OK;
+}
+
+void grow_join_check (struct elastic_manager *m)
+{
+    if (registry_signature (m->reg) == m->join_sig)
+        return;
+    el_log (EL_ERROR,
+            "elastic_manager_start: this process was started to grow the job, but "
+            "registered different state than the job's ranks (every rank must "
+            "register the same names and sizes in the same order): exiting");
+    ft_revoke (m->world);
+    fflush (NULL);
+    _exit (1);
+}
