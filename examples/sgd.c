@@ -231,6 +231,13 @@ int main (int argc, char **argv)
         MPI_Finalize ();
         return elastic_exit_code (rc);
     }
+    {
+        /* named by the original rank: a process a growth started is rank 0
+         * of its own MPI_COMM_WORLD */
+        elastic_info_t info;
+        elastic_manager_info (a.m, &info);
+        a.world_rank = info.original_rank;
+    }
     /* my block of the data set (nothing on a spare) */
     a.comm = elastic_manager_comm (a.m);
     if (a.comm != MPI_COMM_NULL) {

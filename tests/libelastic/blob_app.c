@@ -9,15 +9,18 @@
  *
  * --handler-fails N makes the handler fail its first N calls (retries);
  * --die-in-handler RANK makes that original rank SIGKILL itself in its
- * first handler call (a failure during a recovery's handler).
+ * first handler call (a failure during a recovery's handler).  --sleep MS
+ * stands for more work per step.  The job grows back (maybe_reshard_up)
+ * into idle spares or new processes.
  *
- * usage: blob_app [--steps N] [--items N] [--handler-fails N] [--fail
- * RANK:STEP[:WHERE]]...
+ * usage: blob_app [--steps N] [--items N] [--sleep MS] [--handler-fails N]
+ * [--fail RANK:STEP[:WHERE]]...
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <mpi.h>
 #include <elastic.h>
 
@@ -149,6 +152,7 @@ int main (int argc, char **argv)
     elastic_error_t err;
     elastic_info_t info;
     int64_t steps = 60;
+    long sleep_ms = 0;
     int rc = 0, mrc, active;
     uint64_t sum = 0, mine, total;
 
@@ -160,6 +164,8 @@ int main (int argc, char **argv)
             a.nitems = atoi (argv[++i]);
         else if (!strcmp (argv[i], "--handler-fails") && i + 1 < argc)
             a.handler_fails = atoi (argv[++i]);
+        else if (!strcmp (argv[i], "--sleep") && i + 1 < argc)
+            sleep_ms = atol (argv[++i]);
         else if (!strcmp (argv[i], "--die-in-handler") && i + 1 < argc)
             a.die_in_handler = atoi (argv[++i]);
         else if (!strcmp (argv[i], "--fail") && i + 1 < argc) {
@@ -167,7 +173,7 @@ int main (int argc, char **argv)
                 return 2;
         } else {
             fprintf (stderr,
-                     "usage: blob_app [--steps N] [--items N] [--handler-fails N] "
+                     "usage: blob_app [--steps N] [--items N] [--sleep MS] [--handler-fails N] "
                      "[--fail RANK:STEP[:WHERE]]...\n");
             return 2;
         }
@@ -179,6 +185,12 @@ int main (int argc, char **argv)
         fprintf (stderr, "blob_app: %s\n", err.text);
         MPI_Finalize ();
         return elastic_exit_code (rc);
+    }
+    {
+        /* a process a growth started is rank 0 of its own MPI_COMM_WORLD */
+        elastic_info_t info;
+        elastic_manager_info (m, &info);
+        a.world_rank = info.original_rank;
     }
     a.comm = elastic_manager_comm (m);
     if (a.comm != MPI_COMM_NULL) {
@@ -206,6 +218,13 @@ int main (int argc, char **argv)
                 m, "items", a.mine, a.nmine * sizeof (struct item), NULL);
             if ((rc = elastic_maybe_snapshot (m, a.step, &err)) != ELASTIC_OK)
                 goto fail;
+            /* grows back into idle spares or new processes */
+            if ((rc = elastic_maybe_reshard_up (m, a.step, rebuild, &a, NULL, &err)) !=
+                ELASTIC_OK)
+                goto fail;
+            if (sleep_ms > 0)
+                nanosleep (
+                    &(struct timespec){sleep_ms / 1000, sleep_ms % 1000 * 1000000}, NULL);
             if ((mrc = inject_step (&inj, a.world_rank, a.step, a.comm)) != MPI_SUCCESS)
                 goto failed;
             mine = 0;
