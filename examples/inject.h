@@ -10,6 +10,11 @@
  *     persist   inside the L3 (HDF5) write of step STEP, before its commit;
  *     finalize  inside MPI_Finalize, after the end of a run that reached
  *               step STEP (the work is done, the result complete);
+ *     grow      inside a growth into new processes at a step >= STEP, after
+ *               MPI_Comm_spawn and before the merge (a working rank);
+ *     join      a process a growth at a step >= STEP started (RANK: its new
+ *               original rank, numbered after every earlier rank), inside its
+ *               elastic_manager_create, before it is taken in;
  *     spin      not a kill: during step STEP, after its communication, the
  *               process spins on the CPU for ever without reporting progress
  *               (a hang for elastic-exec's --hang-timeout to catch);
@@ -22,8 +27,9 @@
  *
  * Several "step" failures of one step die together (inject_step).
  *
- * "snapshot", "recovery", "protect", "persist", "finalize" and "stall" are handed to
- * libelastic through its test hook, the ELASTIC_TEST_KILL environment variable
+ * "snapshot", "recovery", "protect", "persist", "finalize", "grow", "join" and "stall"
+ * are handed to libelastic through its test hook, the ELASTIC_TEST_KILL environment
+ * variable
  * ("stall" as RANK:STEP:recovery:STOP), before the manager is created.
  */
 #ifndef EXAMPLES_INJECT_H
@@ -76,7 +82,8 @@ static inline int inject_parse (struct inject *in, const char *prog, const char 
     if (!(n == 2 || n == 3) || rank < 0 || step < 0) {
         fprintf (stderr,
                  "%s: --fail: '%s' is invalid (expected RANK:STEP[:WHERE], WHERE step, "
-                 "snapshot, recovery, protect, persist, finalize, spin or stall)\n",
+                 "snapshot, recovery, protect, persist, finalize, grow, join, spin or "
+                 "stall)\n",
                  prog,
                  arg);
         return -1;
@@ -93,10 +100,11 @@ static inline int inject_parse (struct inject *in, const char *prog, const char 
     }
     if (strcmp (where, "snapshot") && strcmp (where, "recovery") &&
         strcmp (where, "protect") && strcmp (where, "persist") &&
-        strcmp (where, "finalize") && strcmp (where, "stall")) {
+        strcmp (where, "finalize") && strcmp (where, "grow") && strcmp (where, "join") &&
+        strcmp (where, "stall")) {
         fprintf (stderr,
                  "%s: --fail: '%s' is invalid (expected WHERE step, snapshot, recovery, "
-                 "protect, persist, finalize, spin or stall)\n",
+                 "protect, persist, finalize, grow, join, spin or stall)\n",
                  prog,
                  where);
         return -1;

@@ -41,6 +41,7 @@
 #include "log.h"
 #include "manager.h"
 #include "preempt.h"
+#include "recwatch.h"
 #include "retire.h"
 #include "testhook.h"
 
@@ -86,12 +87,12 @@ static uint64_t cfg_signature (const elastic_config_t *c)
 int grow_limit (const struct elastic_manager *m)
 {
     switch (m->cfg.grow_policy) {
-    case ELASTIC_GROW_NEVER:
-        return m->nwork;
-    case ELASTIC_GROW_ORIGINAL:
-        return m->orig_nwork;
-    default:
-        return m->cfg.max_world_size > 0 ? m->cfg.max_world_size : m->orig_nwork;
+        case ELASTIC_GROW_NEVER:
+            return m->nwork;
+        case ELASTIC_GROW_ORIGINAL:
+            return m->orig_nwork;
+        default:
+            return m->cfg.max_world_size > 0 ? m->cfg.max_world_size : m->orig_nwork;
     }
 }
 
@@ -150,15 +151,15 @@ static int grow_env (struct elastic_manager *m)
     size_t len = strlen (GROW_ENV "=1") + 1, pos;
 
     for (char **e = environ; *e; e++)
-        if (!strncmp (*e, "ELASTIC_", 8) && strncmp (*e, GROW_ENV "=", strlen (GROW_ENV) + 1) &&
-            !strchr (*e, '\n'))
+        if (!strncmp (*e, "ELASTIC_", 8) &&
+            strncmp (*e, GROW_ENV "=", strlen (GROW_ENV) + 1) && !strchr (*e, '\n'))
             len += strlen (*e) + 1;
     if (!(m->grow_env = malloc (len)))
         return -1;
     pos = (size_t)sprintf (m->grow_env, "%s", GROW_ENV "=1");
     for (char **e = environ; *e; e++)
-        if (!strncmp (*e, "ELASTIC_", 8) && strncmp (*e, GROW_ENV "=", strlen (GROW_ENV) + 1) &&
-            !strchr (*e, '\n'))
+        if (!strncmp (*e, "ELASTIC_", 8) &&
+            strncmp (*e, GROW_ENV "=", strlen (GROW_ENV) + 1) && !strchr (*e, '\n'))
             pos += (size_t)sprintf (m->grow_env + pos, "\n%s", *e);
     return 0;
 }
@@ -252,11 +253,16 @@ static void give_up (struct elastic_manager *m, int k, const char *why, int64_t 
                 why,
                 m->nwork);
     emit_failed (m, k, why);
+    grow_backoff (m, step);
+    m->grow_nnew = 0;
+}
+
+void grow_backoff (struct elastic_manager *m, int64_t step)
+{
     m->grow_backoff = m->grow_backoff ? 2 * m->grow_backoff : 1;
     if (m->grow_backoff > GROW_BACKOFF_MAX)
         m->grow_backoff = GROW_BACKOFF_MAX;
     m->grow_next = step + (int64_t)m->grow_backoff * m->cfg.reshard_check_period;
-    m->grow_nnew = 0;
 }
 
 int grow_spawn (struct elastic_manager *m, int k, int64_t step, elastic_error_t *err)
@@ -303,6 +309,9 @@ int grow_spawn (struct elastic_manager *m, int k, int64_t step, elastic_error_t 
         goto parent_failed;
     }
     MPI_Comm_set_errhandler (sc, MPI_ERRORS_RETURN);
+    /* Open MPI can block for ever in a collective that a failure struck
+     * (recwatch.h): the growth is under the same watch as a recovery */
+    recwatch_arm (m->watch, "growth: MPI_Comm_spawn", step);
     MPI_Info_create (&info);
     if (!m->grow_env && grow_env (m) < 0) {
         MPI_Info_free (&info);
@@ -326,6 +335,22 @@ int grow_spawn (struct elastic_manager *m, int k, int64_t step, elastic_error_t 
     } else {
         MPI_Comm_set_errhandler (inter, MPI_ERRORS_RETURN);
         testhook_check (m->hooks, m->me, step, HOOK_GROW);
+        /* Open MPI 5.0.7's MPI_Intercomm_merge never returns when a
+         * working rank is dead (ompi_comm_nextcid): merge only when the
+         * agreement, which reports a failure uniformly, finds none; the
+         * new processes, waiting in their merge, see the revoke */
+        recwatch_phase (m->watch, "growth: agreement before the merge");
+        one = 1;
+        if ((mrc = ft_agree (sc, &one)) != MPI_SUCCESS || !one) {
+            ft_revoke (inter);
+            ft_free (&inter);
+            if (mrc != MPI_SUCCESS)
+                goto parent_failed;
+            snprintf (why, sizeof (why), "refused before the merge");
+        }
+    }
+    if (inter != MPI_COMM_NULL) {
+        recwatch_phase (m->watch, "growth: MPI_Intercomm_merge");
         if ((mrc = MPI_Intercomm_merge (inter, 0, &merged)) != MPI_SUCCESS) {
             merged = MPI_COMM_NULL;
             snprintf (why,
@@ -336,6 +361,7 @@ int grow_spawn (struct elastic_manager *m, int k, int64_t step, elastic_error_t 
             MPI_Comm_set_errhandler (merged, MPI_ERRORS_RETURN);
     }
     m->grow_t_merge = mono_now () - t0 - m->grow_t_spawn;
+    recwatch_phase (m->watch, "growth: agreement on the merged communicator");
     /* every working rank has the merged communicator, or none uses it */
     ok = merged != MPI_COMM_NULL;
     if (ft_agree_robust (sc, &ok) != MPI_SUCCESS)
@@ -403,6 +429,7 @@ int grow_spawn (struct elastic_manager *m, int k, int64_t step, elastic_error_t 
         if (ft_agree (sc, &one) != MPI_SUCCESS)
             goto parent_failed;
         ft_free (&sc);
+        recwatch_disarm (m->watch);
         give_up (m, k, why[0] ? why : "refused", step);
         free (errcodes);
         free (hdr);
@@ -432,6 +459,7 @@ int grow_spawn (struct elastic_manager *m, int k, int64_t step, elastic_error_t 
         m->spare[i] = m->grow_new[i];
     m->nspare = k;
     m->grow_backoff = 0;
+    recwatch_disarm (m->watch); /* the growth event arms it again */
     ft_free (&inter);
     ft_free (&sc);
     free (errcodes);
@@ -443,6 +471,7 @@ parent_failed:
     free (hdr);
 parent_failed_free:
     free (orig);
+    recwatch_disarm (m->watch); /* the recovery arms it again */
     if (sc != MPI_COMM_NULL)
         ft_free (&sc);
     m->grow_nnew = 0;

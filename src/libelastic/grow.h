@@ -47,6 +47,10 @@ int grow_join (struct elastic_manager *m, elastic_error_t *err);
  * (revoking the world first, so that nobody waits for it). */
 void grow_join_check (struct elastic_manager *m);
 
+/* A growth at step failed: the next one waits 1, 2, 4 ... (at most 64)
+ * check periods.  The same on every rank. */
+void grow_backoff (struct elastic_manager *m, int64_t step);
+
 /* Free the growth state of m. */
 void grow_free (struct elastic_manager *m);
 

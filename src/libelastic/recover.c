@@ -145,7 +145,7 @@ static int sync_state (struct elastic_manager *m, MPI_Comm nw)
     if (root == INT_MAX)
         return MPI_ERR_PENDING;
     if (rank == root) {
-        len = 13 + m->nwork + m->nspare + 2 * (int64_t)sm->n +
+        len = 16 + m->nwork + m->nspare + 2 * (int64_t)sm->n +
               (int64_t)sm->n * (sm->na + sm->nb + 1);
         if (!(buf = malloc (len * sizeof (int64_t))))
             len = -1;
@@ -159,6 +159,9 @@ static int sync_state (struct elastic_manager *m, MPI_Comm nw)
             buf[pos++] = m->event_counted;
             buf[pos++] = m->handler_tries;
             buf[pos++] = m->step;
+            buf[pos++] = m->persist_step;
+            buf[pos++] = m->grow_next;
+            buf[pos++] = m->grow_backoff;
             buf[pos++] = sm->step;
             buf[pos++] = sm->n;
             buf[pos++] = sm->na;
@@ -201,6 +204,11 @@ static int sync_state (struct elastic_manager *m, MPI_Comm nw)
     m->event_counted = (int)buf[pos++];
     m->handler_tries = (int)buf[pos++];
     m->step = buf[pos++];
+    /* what decides collective steps: the same everywhere (a process a
+     * growth started has none of it) */
+    m->persist_step = buf[pos++];
+    m->grow_next = buf[pos++];
+    m->grow_backoff = (int)buf[pos++];
     {
         int64_t step = buf[pos++];
         int n = (int)buf[pos++], na = (int)buf[pos++], nb = (int)buf[pos++];
@@ -859,16 +867,27 @@ static enum step attempt (struct elastic_manager *m, struct ev *ev, elastic_erro
 /* The event succeeded on a working rank of the new world. */
 static void event_done (struct elastic_manager *m, struct ev *ev)
 {
+    /* a growth whose new ranks all died before they were taken in */
+    int grow_failed = !ev->kind_failure && m->nwork <= ev->old_size;
+    const char *kind = ev->kind_failure ? "reshard_down"
+                       : grow_failed    ? "grow_failed"
+                                        : "reshard_up";
+
     ev->outcome = EV_WORKING;
     registry_clear_restore (m->reg);
-    ev_emit (m,
-             ev,
-             ev->kind_failure ? "reshard_down" : "reshard_up",
-             m->nwork,
-             m->myslot == 0);
+    if (grow_failed) {
+        snprintf (ev->fatal,
+                  sizeof (ev->fatal),
+                  "the new ranks died before they were taken in");
+        grow_backoff (m, m->step);
+    }
+    ev_emit (m, ev, kind, m->nwork, m->myslot == 0);
+    ev->fatal[0] = '\0';
     el_log (EL_INFO,
             "%s: world %d -> %d, rolled back to step %lld",
-            ev->kind_failure ? "reshard down" : "reshard up",
+            ev->kind_failure ? "reshard down"
+            : grow_failed    ? "growth failed"
+                             : "reshard up",
             ev->old_size,
             m->nwork,
             (long long)m->step);
