@@ -26,6 +26,7 @@
 #include "config.h"
 #endif
 #include <limits.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,9 +46,8 @@
 #include "retire.h"
 #include "testhook.h"
 
-#define GROW_MAGIC    0x454c47524f57ll /* "ELGROW" */
-#define GROW_ENV      "ELASTIC_GROW_CHILD"
-#define GROW_HDR_HEAD 9
+#define GROW_MAGIC 0x454c47524f57ll /* "ELGROW" */
+#define GROW_ENV   "ELASTIC_GROW_CHILD"
 
 /* checks between failed growths at most (the back-off doubles) */
 #define GROW_BACKOFF_MAX 64
@@ -63,25 +63,58 @@ int grow_is_child (void)
     return parent != MPI_COMM_NULL;
 }
 
-/* A signature of the settings every process of a job must share. */
-static uint64_t cfg_signature (const elastic_config_t *c)
-{
-    int64_t v[] = {c->snapshot_period,
-                   c->snapshot_buffer_size,
-                   c->persist_period,
-                   c->reshard_check_period,
-                   c->spare_takeover,
-                   c->signal_check_period,
-                   c->grow_policy,
-                   c->max_world_size,
-                   c->grow_min_batch,
-                   c->persist_background};
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    const unsigned char *p = (const unsigned char *)v;
+/* The integer settings a new process takes from the working ranks (its
+ * own may differ: a launcher such as mpirun gives a spawn its own
+ * environment, not the job's -x variables), in the header's order. */
+#define SETTING(f) offsetof (elastic_config_t, f)
+static const size_t int_settings[] = {
+    SETTING (snapshot_period),
+    SETTING (snapshot_buffer_size),
+    SETTING (persist_period),
+    SETTING (reshard_check_period),
+    SETTING (max_elastic_down_event_count),
+    SETTING (max_reshard_retry_count),
+    SETTING (min_world_size),
+    SETTING (spare_ranks),
+    SETTING (spare_takeover),
+    SETTING (snapshot_keep),
+    SETTING (resume),
+    SETTING (resume_fresh_ok),
+    SETTING (signal_check_period),
+    SETTING (deadline_margin),
+    SETTING (diff_threshold_kib),
+    SETTING (diff_block_kib),
+    SETTING (persist_background),
+    SETTING (grow_policy),
+    SETTING (max_world_size),
+    SETTING (grow_min_batch),
+};
+#define NSETTINGS (sizeof (int_settings) / sizeof (int_settings[0]))
 
-    for (size_t i = 0; i < sizeof (v); i++)
+/* The header: GROW_HDR_FIXED values, the settings, then the original rank
+ * of each rank of the merged communicator. */
+#define GROW_HDR_FIXED 10
+#define GROW_HDR_HEAD  (GROW_HDR_FIXED + (int)NSETTINGS)
+
+static uint64_t fnv (uint64_t h, const void *data, size_t n)
+{
+    const unsigned char *p = data;
+
+    for (size_t i = 0; i < n; i++)
         h = (h ^ p[i]) * 1099511628211ull;
     return h;
+}
+
+/* Where the job's L3 files go: a process that writes them elsewhere cannot
+ * join (its environment, not a setting the header can carry). */
+static uint64_t place_signature (const struct elastic_manager *m)
+{
+    const char *dir = m->snapshot_dir ? m->snapshot_dir : "";
+    const char *id = m->run_id ? m->run_id : "";
+    uint64_t h = 1469598103934665603ull;
+
+    h = fnv (h, dir, strlen (dir) + 1);
+    return fnv (h, id, strlen (id) + 1);
 }
 
 int grow_limit (const struct elastic_manager *m)
@@ -141,29 +174,6 @@ static int capture_command (struct elastic_manager *m)
     return 0;
 }
 
-/* The environment the new processes get on top of what their launcher
- * gives them: the library's mark and this process's ELASTIC_* settings
- * (a launcher such as mpirun passes its own environment to a spawn, not
- * the job's -x variables), one VAR=VALUE a line (Open MPI's PMIX_ENVAR). */
-static int grow_env (struct elastic_manager *m)
-{
-    extern char **environ;
-    size_t len = strlen (GROW_ENV "=1") + 1, pos;
-
-    for (char **e = environ; *e; e++)
-        if (!strncmp (*e, "ELASTIC_", 8) &&
-            strncmp (*e, GROW_ENV "=", strlen (GROW_ENV) + 1) && !strchr (*e, '\n'))
-            len += strlen (*e) + 1;
-    if (!(m->grow_env = malloc (len)))
-        return -1;
-    pos = (size_t)sprintf (m->grow_env, "%s", GROW_ENV "=1");
-    for (char **e = environ; *e; e++)
-        if (!strncmp (*e, "ELASTIC_", 8) &&
-            strncmp (*e, GROW_ENV "=", strlen (GROW_ENV) + 1) && !strchr (*e, '\n'))
-            pos += (size_t)sprintf (m->grow_env + pos, "\n%s", *e);
-    return 0;
-}
-
 void grow_free (struct elastic_manager *m)
 {
     if (m->grow_argv)
@@ -171,12 +181,10 @@ void grow_free (struct elastic_manager *m)
             free (m->grow_argv[i]);
     free (m->grow_argv);
     free (m->grow_cmd);
-    free (m->grow_env);
     free (m->base_orig);
     free (m->grow_new);
     m->grow_argv = NULL;
     m->grow_cmd = NULL;
-    m->grow_env = NULL;
     m->base_orig = NULL;
     m->grow_new = NULL;
 }
@@ -184,7 +192,7 @@ void grow_free (struct elastic_manager *m)
 /* Resize the arrays indexed by original or working rank to norig. */
 static int resize_members (struct elastic_manager *m, int norig)
 {
-    int na = m->reg->na > 0 ? m->reg->na : 1;
+    int na = m->reg && m->reg->na > 0 ? m->reg->na : 1;
     int *slot, *spare, *buddy;
     uint64_t *layout = NULL;
 
@@ -312,14 +320,9 @@ int grow_spawn (struct elastic_manager *m, int k, int64_t step, elastic_error_t 
     /* Open MPI can block for ever in a collective that a failure struck
      * (recwatch.h): the growth is under the same watch as a recovery */
     recwatch_arm (m->watch, "growth: MPI_Comm_spawn", step);
+    /* the mark a new process knows itself by (Open MPI's PMIX_ENVAR) */
     MPI_Info_create (&info);
-    if (!m->grow_env && grow_env (m) < 0) {
-        MPI_Info_free (&info);
-        ft_free (&sc);
-        give_up (m, k, "out of memory", step);
-        return ELASTIC_OK;
-    }
-    MPI_Info_set (info, "PMIX_ENVAR", m->grow_env);
+    MPI_Info_set (info, "PMIX_ENVAR", GROW_ENV "=1");
     mrc = MPI_Comm_spawn (m->grow_cmd, m->grow_argv, k, info, 0, sc, &inter, errcodes);
     MPI_Info_free (&info);
     m->grow_t_spawn = mono_now () - t0;
@@ -378,11 +381,15 @@ int grow_spawn (struct elastic_manager *m, int k, int64_t step, elastic_error_t 
             hdr[1] = m->norig + k;
             hdr[2] = total;
             hdr[3] = (int64_t)registry_signature (m->reg);
-            hdr[4] = (int64_t)cfg_signature (&m->cfg);
+            hdr[4] = (int64_t)place_signature (m);
             hdr[5] = m->orig_nwork;
             hdr[6] = step;
             hdr[7] = preempt_offered (m->pre);
             hdr[8] = m->generation;
+            hdr[9] = m->cfg.deadline;
+            for (size_t i = 0; i < NSETTINGS; i++)
+                hdr[GROW_HDR_FIXED + i] =
+                    *(const int *)((const char *)&m->cfg + int_settings[i]);
             if (!idx) {
                 hdr[0] = 0; /* the others refuse it */
             } else {
@@ -517,11 +524,16 @@ int grow_join (struct elastic_manager *m, elastic_error_t *err)
     memcpy (head, hdr, sizeof (head));
     ok = head[0] == GROW_MAGIC && head[2] == total && head[1] >= total &&
          head[1] <= INT_MAX;
-    if (ok && head[4] != (int64_t)cfg_signature (&m->cfg)) {
-        el_log (EL_ERROR,
-                "started to grow the job, but this process's settings (ELASTIC_* "
-                "variables, elastic_config_t) differ from the job's");
-        ok = 0;
+    if (ok) {
+        /* the job's settings, whatever this process was given */
+        elastic_error_t e;
+        for (size_t i = 0; i < NSETTINGS; i++)
+            *(int *)((char *)&m->cfg + int_settings[i]) = (int)hdr[GROW_HDR_FIXED + i];
+        m->cfg.deadline = hdr[9];
+        if (elastic_config_validate (&m->cfg, 0, &e) != ELASTIC_OK) {
+            el_log (EL_ERROR, "started to grow the job: its settings: %s", e.text);
+            ok = 0;
+        }
     }
     if (ok) {
         for (int i = 0; i < total; i++)
@@ -540,20 +552,30 @@ int grow_join (struct elastic_manager *m, elastic_error_t *err)
     m->orig_nwork = (int)head[5];
     m->generation = (uint64_t)head[8];
     m->join_sig = (uint64_t)head[3];
+    m->join_place = (uint64_t)head[4];
+    m->join_offer = (int)head[7];
     m->joined = 1;
-    preempt_offer (m->pre, (int)head[7]);
     el_log_set_rank (m->me);
     return ELASTIC_OK;
 }
 
 void grow_join_check (struct elastic_manager *m)
 {
-    if (registry_signature (m->reg) == m->join_sig)
+    if (place_signature (m) != m->join_place)
+        el_log (EL_ERROR,
+                "elastic_manager_start: this process was started to grow the job, but "
+                "its snapshot directory '%s' or run id '%s' is not the job's "
+                "(ELASTIC_SNAPSHOT_DIR, ELASTIC_RUN_ID: its launcher must give it the "
+                "job's environment): exiting",
+                m->snapshot_dir,
+                m->run_id ? m->run_id : "");
+    else if (registry_signature (m->reg) != m->join_sig)
+        el_log (EL_ERROR,
+                "elastic_manager_start: this process was started to grow the job, but "
+                "registered different state than the job's ranks (every rank must "
+                "register the same names and sizes in the same order): exiting");
+    else
         return;
-    el_log (EL_ERROR,
-            "elastic_manager_start: this process was started to grow the job, but "
-            "registered different state than the job's ranks (every rank must "
-            "register the same names and sizes in the same order): exiting");
     ft_revoke (m->world);
     fflush (NULL);
     _exit (1);

@@ -195,6 +195,10 @@ int elastic_manager_create (MPI_Comm comm,
         mgr_set_agreed_error (rc, rank == 0);
         goto error;
     }
+    /* a process a growth started: merge with the working ranks and take
+     * the job's settings, before anything is made of them */
+    if (child && (rc = grow_join (m, err)) != ELASTIC_OK)
+        goto error;
     rc = ELASTIC_ERR_NOMEM;
     if (!(m->snapshot_dir = strdup (m->cfg.snapshot_dir)) ||
         (m->cfg.event_log && !(m->event_log = strdup (m->cfg.event_log))))
@@ -209,15 +213,17 @@ int elastic_manager_create (MPI_Comm comm,
     if ((rc = persist_setup (m, err)) != ELASTIC_OK ||
         (rc = preempt_create (&m->cfg, &m->pre, err)) != ELASTIC_OK)
         goto error;
-    if (!(m->slot = calloc (n, sizeof (int))) || !(m->spare = calloc (n, sizeof (int))) ||
-        !(m->buddy = calloc (n, sizeof (int))) || !(m->reg = registry_create ()) ||
-        !(m->retired = retired_create ()) ||
+    /* (a joining process has them, sized by grow_join) */
+    if ((!m->slot && !(m->slot = calloc (n, sizeof (int)))) ||
+        (!m->spare && !(m->spare = calloc (n, sizeof (int)))) ||
+        (!m->buddy && !(m->buddy = calloc (n, sizeof (int)))) ||
+        !(m->reg = registry_create ()) || !(m->retired = retired_create ()) ||
         !(m->store = snapstore_create (m->cfg.snapshot_buffer_size)))
         goto nomem;
-    preempt_offer (m->pre, !anybad[1] && m->cfg.grow_policy != ELASTIC_GROW_NEVER);
+    preempt_offer (m->pre,
+                   child ? m->join_offer
+                         : !anybad[1] && m->cfg.grow_policy != ELASTIC_GROW_NEVER);
     if (child) {
-        if ((rc = grow_join (m, err)) != ELASTIC_OK)
-            goto error;
         m->step = -1;
         m->event_step = -1;
         el_log (EL_INFO,

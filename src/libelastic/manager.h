@@ -129,12 +129,13 @@ struct elastic_manager {
     int grow_backoff;  /* checks to wait after a failed growth */
     char *grow_cmd;    /* this program, and its arguments, for MPI_Comm_spawn */
     char **grow_argv;
-    char *grow_env; /* ... and environment (VAR=VALUE lines) */
-    int *grow_new;  /* the growth in progress: its new original ranks */
+    int *grow_new; /* the growth in progress: its new original ranks */
     int grow_nnew;
     double grow_t_spawn, grow_t_merge;
-    int joined;        /* started by a growth: joins at elastic_manager_start */
-    uint64_t join_sig; /* the job's registry signature, to check against */
+    int joined;          /* started by a growth: joins at elastic_manager_start */
+    uint64_t join_sig;   /* the job's registry signature, to check against */
+    uint64_t join_place; /* ... and its snapshot directory's and run id's */
+    int join_offer;      /* the job agrees on room to grow */
 
     /* preemption (preempt.c) */
     struct preempt *pre;
