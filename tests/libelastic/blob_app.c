@@ -173,7 +173,8 @@ int main (int argc, char **argv)
                 return 2;
         } else {
             fprintf (stderr,
-                     "usage: blob_app [--steps N] [--items N] [--sleep MS] [--handler-fails N] "
+                     "usage: blob_app [--steps N] [--items N] [--sleep MS] "
+                     "[--handler-fails N] "
                      "[--fail RANK:STEP[:WHERE]]...\n");
             return 2;
         }
@@ -223,8 +224,8 @@ int main (int argc, char **argv)
                 ELASTIC_OK)
                 goto fail;
             if (sleep_ms > 0)
-                nanosleep (
-                    &(struct timespec){sleep_ms / 1000, sleep_ms % 1000 * 1000000}, NULL);
+                nanosleep (&(struct timespec){sleep_ms / 1000, sleep_ms % 1000 * 1000000},
+                           NULL);
             if ((mrc = inject_step (&inj, a.world_rank, a.step, a.comm)) != MPI_SUCCESS)
                 goto failed;
             mine = 0;

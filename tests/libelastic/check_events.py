@@ -2,7 +2,11 @@
 """check_events.py FILE - validate libelastic's JSON event lines.
 
 Prints one summary line per event:
-    KIND STEP OLD->NEW failed=A,B spares=C attempts=N   (reshard_down, reshard_up, fatal)
+    KIND STEP OLD->NEW failed=A,B spares=C attempts=N   (reshard_down, reshard_up, fatal,
+                                                          grow_failed)
+      ... new=D,E                                         (a growth into new processes:
+                                                           its new ranks; then t_spawn_ms
+                                                           and t_merge_ms are required)
     persist STEP size=N                                   (an L3 snapshot written)
     persist_failed STEP size=N                            (an L3 write failed)
     persist_skipped STEP size=N                           (one was in flight)
@@ -60,22 +64,29 @@ def main(path):
             if bad:
                 print("BAD: line %d: missing or mistyped %s" % (n, ",".join(bad)))
                 continue
-            if e["event"] not in ("reshard_down", "reshard_up", "fatal"):
+            if e["event"] not in ("reshard_down", "reshard_up", "fatal", "grow_failed"):
                 print("BAD: line %d: unknown event %s" % (n, e["event"]))
                 continue
-            if e["event"] == "fatal" and not isinstance(e.get("error"), str):
-                print("BAD: line %d: fatal without error" % n)
+            if e["event"] in ("fatal", "grow_failed") and not isinstance(e.get("error"), str):
+                print("BAD: line %d: %s without error" % (n, e["event"]))
                 continue
+            new = ""
+            if "new_ranks" in e:
+                if not isinstance(e["new_ranks"], list) or not all(
+                        isinstance(e.get(k), NUM) and e[k] >= 0 for k in ("t_spawn_ms", "t_merge_ms")):
+                    print("BAD: line %d: new_ranks without t_spawn_ms and t_merge_ms" % n)
+                    continue
+                new = " new=" + ",".join(str(r) for r in e["new_ranks"])
             if min(e[k] for k in REQUIRED if k.startswith("t_")) < 0:
                 print("BAD: line %d: negative duration" % n)
                 continue
             if not e["time"].endswith("Z") or "T" not in e["time"]:
                 print("BAD: line %d: time %s is not ISO 8601 UTC" % (n, e["time"]))
                 continue
-            print("%s %d %d->%d failed=%s spares=%s attempts=%d" % (
+            print("%s %d %d->%d failed=%s spares=%s attempts=%d%s" % (
                 e["event"], e["step"], e["old_size"], e["new_size"],
                 ",".join(str(r) for r in e["failed"]),
-                ",".join(str(r) for r in e["spares_used"]), e["attempts"]))
+                ",".join(str(r) for r in e["spares_used"]), e["attempts"], new))
 
 if __name__ == "__main__":
     main(sys.argv[1])

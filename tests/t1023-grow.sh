@@ -1,0 +1,111 @@
+#!/bin/bash
+# t1023-grow.sh - growth into new processes, the library's side, under
+# mpirun --with-ft ulfm: the test stands in for the supervisor and writes
+# the room for new ranks into the heartbeat file (version 3's `capacity`,
+# src/common/heartbeat.h) that every rank maps; elastic_maybe_reshard_up
+# grows into it with MPI_Comm_spawn (PRRTE starts the new processes), the
+# new processes join, the arrays are re-sharded and the job ends with the
+# failure-free checksum.  The room is written once, before the job starts,
+# so nothing races with the job: a full world does not grow (the limit),
+# a shrunk one grows at its next check.  elastic-exec's side (the room from
+# the slots of ranks lost in place, MPI_Comm_spawn served by its PMIx
+# server) is t5020.
+. "${srcdir:-.}/lib/mpitest.sh"
+. "${srcdir:-.}/libelastic/elastic.sh"
+
+mpi_have_ulfm || skip_all "this MPI has no ULFM (relaunch-only mode)"
+tmp=$(mktemp -d)
+trap 'mpi_kill_job; rm -rf "$tmp"' EXIT
+# the room is agreed at every step (with the preemption notices): the
+# growth comes at the first check step after a loss, the same in every run
+export ELASTIC_SNAPSHOT_PERIOD=7 ELASTIC_RESHARD_CHECK_PERIOD=5 ELASTIC_SIGNAL_CHECK_PERIOD=1
+HEAT=("$EXAMPLES/heat2d" --nx 96 --ny 80 --steps 120)
+
+# room FILE N: a heartbeat file whose capacity is N (offset 52, 4 bytes,
+# little-endian; the rest zero, as elastic-exec makes it)
+room() {
+    head -c 56 /dev/zero > "$1"
+    printf "$(printf '\\x%02x\\x%02x\\x%02x\\x%02x' $(($2 & 255)) $(($2 >> 8 & 255)) 0 0)" |
+        dd of="$1" bs=1 seek=52 conv=notrunc status=none
+}
+
+app_run "$tmp/ref" 4 "${HEAT[@]}"
+ref=$(checksum_of "$tmp/ref")
+is "$MPI_RC" 0 "reference run (checksum $ref)"
+
+# scenario NAME ROOM FINAL-WORLD EVENTS [mpirun args --] PROG ARGS...
+# The heartbeat file is in mpirun's environment, not a -x: PRRTE gives a
+# spawn its own environment, and the new processes need the file too.  A
+# scenario where a new process dies (or is not taken in and leaves without
+# MPI_Finalize) makes PRRTE 3.0 exit non-zero although the job completed
+# (mpirun's judgement of a spawned job, which it starts without ULFM's
+# fault tolerance; doc/architecture.md): there, MPIRUN_RC says what mpirun
+# exits with, and the checksum, world and events say that the job completed.
+scenario() {
+    local name=$1 cap=$2 world=$3 want=$4 out="$tmp/$1" sum=$ref
+    shift 4
+    room "$out.hb" "$cap"
+    ELASTIC_HEARTBEAT_FILE="$out.hb" app_run "$out" 4 -x ELASTIC_EVENT_LOG="$out.events" "$@"
+    case "${MPIRUN_RC:-0}" in
+        0) is "$MPI_RC" 0 "$name: the job succeeded" || show_failure "$out" ;;
+        *)
+            [ "$MPI_RC" != 0 ] && [ "$MPI_RC" != 124 ]
+            ok $? "$name: mpirun exits non-zero, not a timeout (PRRTE counts the dead new process: $MPI_RC)"
+            ;;
+    esac
+    case "$*" in *sgd*) sum=$sgd_ref ;; *blob_app*) sum=$blob_ref ;; esac
+    is "$(checksum_of "$out")" "$sum" "$name: the failure-free checksum" || show_failure "$out"
+    is "$(final_world_of "$out")" "$world" "$name: final working size $world"
+    is "$(events "$out.events")" "$want" "$name: the event log"
+}
+
+# rank 3 dies at step 40: 4 -> 3, then a new process (original rank 4)
+scenario heat 1 4 "reshard_down 35 4->3 failed=3 spares= attempts=1
+reshard_up 35 3->4 failed= spares= attempts=1 new=4" -- "${HEAT[@]}" --fail 3:40
+grep -q 'resharded at step [0-9]*: world 3 -> 4' "$tmp/heat"
+ok $? "heat: the handler ran in the world of 4"
+
+# the new process dies while it joins: a grow_failed event, the next try
+# (after one check period of back-off) takes original rank 5
+MPIRUN_RC=137 scenario join-dies 1 4 "reshard_down 35 4->3 failed=3 spares= attempts=1
+grow_failed 35 3->3 failed=4 spares= attempts=1 new=4
+reshard_up 40 3->4 failed= spares= attempts=1 new=5" -- "${HEAT[@]}" --fail 3:40 --fail 4:0:join
+
+# a working rank dies after the spawn, before the merge: the agreement
+# before the merge finds it, the new process is not taken in, the
+# survivors recover; the next growth brings the world back to 4 with two
+# new processes at once
+MPIRUN_RC=1 scenario grow-dies 2 4 "reshard_down 35 4->3 failed=3 spares= attempts=1
+reshard_down 35 3->2 failed=1 spares= attempts=1
+reshard_up 40 2->4 failed= spares= attempts=1 new=4,5" -- "${HEAT[@]}" --fail 3:40 --fail 1:0:grow
+
+# grow_policy never: room, and it stays at 3
+scenario never 1 3 "reshard_down 35 4->3 failed=3 spares= attempts=1" \
+    -x ELASTIC_GROW_POLICY=never -- "${HEAT[@]}" --fail 3:40
+
+# grow_min_batch 2: two ranks lost, room for one: it waits (stays at 2)
+scenario batch-wait 1 2 "reshard_down 35 4->2 failed=1,3 spares= attempts=1" \
+    -x ELASTIC_GROW_MIN_BATCH=2 -- "${HEAT[@]}" --fail 1:40 --fail 3:40
+# ... room for two: both at once
+scenario batch 2 4 "reshard_down 35 4->2 failed=1,3 spares= attempts=1
+reshard_up 35 2->4 failed= spares= attempts=1 new=4,5" \
+    -x ELASTIC_GROW_MIN_BATCH=2 -- "${HEAT[@]}" --fail 1:40 --fail 3:40
+
+# max_world_size 6: grows past its size at creation at the first check,
+# and back to 6 after a loss
+scenario beyond 2 6 "reshard_up 0 4->6 failed= spares= attempts=1 new=4,5
+reshard_down 35 6->5 failed=3 spares= attempts=1
+reshard_up 35 5->6 failed= spares= attempts=1 new=6" \
+    -x ELASTIC_MAX_WORLD_SIZE=6 -- "${HEAT[@]}" --fail 3:40
+
+# sgd and the blob application (its own cyclic layout) grow back too
+app_run "$tmp/sgd-ref" 4 "$EXAMPLES/sgd" --steps 60
+sgd_ref=$(checksum_of "$tmp/sgd-ref")
+scenario sgd 1 4 "reshard_down 14 4->3 failed=2 spares= attempts=1
+reshard_up 15 3->4 failed= spares= attempts=1 new=4" -- "$EXAMPLES/sgd" --steps 60 --fail 2:20
+app_run "$tmp/blob-ref" 4 ./libelastic/blob_app --steps 60 --items 203
+blob_ref=$(checksum_of "$tmp/blob-ref")
+scenario blob 1 4 "reshard_down 14 4->3 failed=1 spares= attempts=1
+reshard_up 15 3->4 failed= spares= attempts=1 new=4" -- ./libelastic/blob_app --steps 60 --items 203 --fail 1:20
+
+done_testing
