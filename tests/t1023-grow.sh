@@ -72,12 +72,12 @@ grow_failed 35 3->3 failed=4 spares= attempts=1 new=4
 reshard_up 40 3->4 failed= spares= attempts=1 new=5" -- "${HEAT[@]}" --fail 3:40 --fail 4:0:join
 
 # a working rank dies after the spawn, before the merge: the agreement
-# before the merge finds it, the new process is not taken in, the
+# before the merge finds it, the new process (rank 4) is not taken in, the
 # survivors recover; the next growth brings the world back to 4 with two
-# new processes at once
+# new processes at once, numbered after every number given (5 and 6)
 MPIRUN_RC=1 scenario grow-dies 2 4 "reshard_down 35 4->3 failed=3 spares= attempts=1
 reshard_down 35 3->2 failed=1 spares= attempts=1
-reshard_up 40 2->4 failed= spares= attempts=1 new=4,5" -- "${HEAT[@]}" --fail 3:40 --fail 1:0:grow
+reshard_up 40 2->4 failed= spares= attempts=1 new=5,6" -- "${HEAT[@]}" --fail 3:40 --fail 1:0:grow
 
 # grow_policy never: room, and it stays at 3
 scenario never 1 3 "reshard_down 35 4->3 failed=3 spares= attempts=1" \

@@ -277,7 +277,7 @@ int grow_spawn (struct elastic_manager *m, int k, int64_t step, elastic_error_t 
 {
     MPI_Comm sc = MPI_COMM_NULL, inter = MPI_COMM_NULL, merged = MPI_COMM_NULL;
     MPI_Info info = MPI_INFO_NULL;
-    int *errcodes = NULL, *orig = NULL, np, rank, ok, one, mrc, total;
+    int *errcodes = NULL, *orig = NULL, np, rank, ok, one, mrc, total, first;
     int64_t *hdr = NULL;
     char ebuf[256], why[300] = "";
     double t0 = mono_now ();
@@ -300,8 +300,13 @@ int grow_spawn (struct elastic_manager *m, int k, int64_t step, elastic_error_t 
         give_up (m, k, "out of memory", step);
         return ELASTIC_OK;
     }
+    /* every request numbers its processes, started or not, after every
+     * number given before (a launcher counts the same way: elastic-exec
+     * names the ranks it starts so) */
+    first = m->grow_numbered > m->norig ? m->grow_numbered : m->norig;
+    m->grow_numbered = first + k;
     for (int i = 0; i < k; i++)
-        m->grow_new[i] = m->norig + i;
+        m->grow_new[i] = first + i;
     m->grow_nnew = k;
     if (m->myslot == 0)
         el_log (EL_INFO,
@@ -310,8 +315,8 @@ int grow_spawn (struct elastic_manager *m, int k, int64_t step, elastic_error_t 
                 k,
                 m->nwork,
                 m->nwork + k,
-                m->norig,
-                m->norig + k - 1);
+                first,
+                first + k - 1);
     if ((mrc = MPI_Comm_dup (m->world, &sc)) != MPI_SUCCESS) {
         sc = MPI_COMM_NULL;
         goto parent_failed;
@@ -378,7 +383,7 @@ int grow_spawn (struct elastic_manager *m, int k, int64_t step, elastic_error_t 
             int *idx = malloc (np * sizeof (int));
 
             hdr[0] = GROW_MAGIC;
-            hdr[1] = m->norig + k;
+            hdr[1] = first + k;
             hdr[2] = total;
             hdr[3] = (int64_t)registry_signature (m->reg);
             hdr[4] = (int64_t)place_signature (m);
@@ -403,7 +408,7 @@ int grow_spawn (struct elastic_manager *m, int k, int64_t step, elastic_error_t 
                 for (int i = 0; i < np; i++)
                     o[i] = m->base_orig ? m->base_orig[idx[i]] : idx[i];
                 for (int i = 0; i < k; i++)
-                    o[np + i] = m->norig + i;
+                    o[np + i] = first + i;
                 free (idx);
             }
         }
@@ -448,7 +453,7 @@ int grow_spawn (struct elastic_manager *m, int k, int64_t step, elastic_error_t 
         orig[i] = (int)hdr[GROW_HDR_HEAD + i];
     {
         int me = m->me;
-        if (set_base (m, merged, orig, m->norig + k) < 0) {
+        if (set_base (m, merged, orig, first + k) < 0) {
             /* cannot happen without memory: end as a failure would */
             ft_revoke (merged);
             ft_free (&merged);

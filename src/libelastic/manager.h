@@ -129,7 +129,8 @@ struct elastic_manager {
     int grow_backoff;  /* checks to wait after a failed growth */
     char *grow_cmd;    /* this program, and its arguments, for MPI_Comm_spawn */
     char **grow_argv;
-    int *grow_new; /* the growth in progress: its new original ranks */
+    int *grow_new;     /* the growth in progress: its new original ranks */
+    int grow_numbered; /* the next number a new process gets (0: norig) */
     int grow_nnew;
     double grow_t_spawn, grow_t_merge;
     int joined;          /* started by a growth: joins at elastic_manager_start */

@@ -145,7 +145,7 @@ static int sync_state (struct elastic_manager *m, MPI_Comm nw)
     if (root == INT_MAX)
         return MPI_ERR_PENDING;
     if (rank == root) {
-        len = 16 + m->nwork + m->nspare + 2 * (int64_t)sm->n +
+        len = 17 + m->nwork + m->nspare + 2 * (int64_t)sm->n +
               (int64_t)sm->n * (sm->na + sm->nb + 1);
         if (!(buf = malloc (len * sizeof (int64_t))))
             len = -1;
@@ -162,6 +162,7 @@ static int sync_state (struct elastic_manager *m, MPI_Comm nw)
             buf[pos++] = m->persist_step;
             buf[pos++] = m->grow_next;
             buf[pos++] = m->grow_backoff;
+            buf[pos++] = m->grow_numbered;
             buf[pos++] = sm->step;
             buf[pos++] = sm->n;
             buf[pos++] = sm->na;
@@ -209,6 +210,7 @@ static int sync_state (struct elastic_manager *m, MPI_Comm nw)
     m->persist_step = buf[pos++];
     m->grow_next = buf[pos++];
     m->grow_backoff = (int)buf[pos++];
+    m->grow_numbered = (int)buf[pos++];
     {
         int64_t step = buf[pos++];
         int n = (int)buf[pos++], na = (int)buf[pos++], nb = (int)buf[pos++];
