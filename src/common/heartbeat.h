@@ -12,9 +12,16 @@
  * that its work is done (elastic_progress_end), so the agent judges an end
  * in MPI_Finalize or an exit without it as the end of a finished rank.
  *
- * Version 3 turns the reserved word into `capacity`, the one field the
- * agent writes: how many new ranks it could start now (the slots of ranks
- * lost in place).  libelastic grows into them (elastic_maybe_reshard_up).
+ * Version 3 turns `reserved` into `capacity`, the one field the agent
+ * writes (pwrite of its 4 bytes at offsetof (struct elastic_heartbeat,
+ * capacity)) and the worker only reads (__atomic_load_n): how many ranks
+ * the supervisor could start now through MPI_Comm_spawn.  It is the
+ * --nproc-per-node slots minus the live workers (a worker lost in place
+ * frees its slot), written into every live worker's file whenever it
+ * changes; 0 while a spawn is in progress and wherever spawning is not
+ * served (not the hosted PMIx server, not --restart-policy in-place,
+ * several nodes).  Same layout as version 2: a version-2 worker reads 0
+ * there.
  */
 #ifndef ELASTIC_COMMON_HEARTBEAT_H
 #define ELASTIC_COMMON_HEARTBEAT_H
@@ -41,9 +48,9 @@ struct elastic_heartbeat {
     /* version 2: read only where version >= 2 (a version-1 worker maps the
      * file one field shorter) */
     uint32_t flags; /* ELASTIC_HEARTBEAT_* */
-    /* version 3: written by the agent, read by the worker */
-    uint32_t capacity; /* ranks the supervisor could start now for this job
-                          (MPI_Comm_spawn); 0: none, or an older agent */
+    /* version 3: ranks the supervisor could start now through
+     * MPI_Comm_spawn; written by the agent, read by the worker */
+    uint32_t capacity;
 };
 
 #endif /* ELASTIC_COMMON_HEARTBEAT_H */

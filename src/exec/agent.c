@@ -78,7 +78,7 @@ elastic_agent_t *elastic_agent_create (const elastic_agent_spec_t *spec,
     agent->static_info.group_rank = 0;
     agent->static_info.group_world_size = 1;
     agent->static_info.rank_base = -1;
-    agent->nworkers = spec->nproc;
+    agent->nworkers = agent->wcap = spec->nproc;
     if (!(agent->w = calloc ((size_t)spec->nproc, sizeof (*agent->w))))
         goto nomem;
     if (!(agent->loop = loop_create ()))
@@ -374,9 +374,11 @@ int elastic_agent_worker_info (elastic_agent_t *agent,
 
     if (!agent || !info)
         return ELASTIC_ERR_INVAL;
-    if (index < 0 || index >= agent->nworkers)
-        return ELASTIC_ERR_NOT_FOUND;
     pthread_mutex_lock (&agent->lock);
+    if (index < 0 || index >= agent->nworkers) {
+        pthread_mutex_unlock (&agent->lock);
+        return ELASTIC_ERR_NOT_FOUND;
+    }
     w = &agent->w[index];
     info->index = index;
     info->local_rank = w->local_rank;

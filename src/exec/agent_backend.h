@@ -68,4 +68,27 @@ void agent_worker_kill (elastic_agent_t *agent,
                         const char *reason,
                         json_t *fields);
 
+/* Add the record of a worker that joins the running attempt (a process
+ * started through MPI_Comm_spawn): the next global rank (after every rank
+ * started so far), local rank `local_rank` (the slot it takes), argv
+ * (copied: the program and its arguments), its own directory
+ * (<attempt dir>/spawn_<rank>: logs, error file, heartbeat file) and the
+ * contract's environment.  The backend then starts it and reports it as
+ * any worker (elastic_agent_worker_started, _exited, _lost, ...).  Returns
+ * its index (>= elastic_agent_worker_count before the call), or -1 with
+ * err (no argv, out of memory, a directory that cannot be made). */
+int agent_worker_add (elastic_agent_t *agent,
+                      int local_rank,
+                      char *const argv[],
+                      elastic_error_t *err);
+
+/* Publish the spawn capacity (heartbeat.h, version 3): write it into the
+ * heartbeat file of every live worker whose file does not hold it yet.
+ * Cheap when nothing changed (it reads the mappings); call it whenever
+ * the value or the live workers may have changed. */
+void agent_capacity_set (elastic_agent_t *agent, int capacity);
+
+/* The capacity last published (0 before any). */
+int agent_capacity (elastic_agent_t *agent);
+
 #endif /* ELASTIC_EXEC_AGENT_BACKEND_H */

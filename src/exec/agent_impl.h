@@ -52,8 +52,13 @@ struct elastic_agent {
     int running;
     int ran; /* an agent runs once */
     int state;
-    int nworkers;
+    int nworkers; /* the attempt's workers: --nproc-per-node, then the
+                     ones spawned into the running group (agent_worker_add) */
+    int wcap;     /* records allocated in w */
     struct worker *w;
+    int next_rank; /* the global rank the next spawned worker gets */
+    int capacity;  /* the spawn capacity last published (agent_capacity_set) */
+    int nspawned;  /* workers spawned in this attempt */
     int restart_count;
     int remaining_restarts;
     int started; /* workers were started at least once */

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -224,6 +225,11 @@ int group_prepare (elastic_agent_t *agent, elastic_error_t *err)
     }
     pthread_mutex_lock (&agent->lock);
     group_release (agent);
+    /* the workers spawned into the last attempt go with it */
+    agent->nworkers = n;
+    agent->nspawned = 0;
+    agent->capacity = 0;
+    agent->next_rank = rank_base + n > world ? rank_base + n : world;
     for (int i = 0; i < n; i++) {
         struct worker *w = &agent->w[i];
         memset (w, 0, sizeof (*w));
@@ -262,6 +268,118 @@ int group_prepare (elastic_agent_t *agent, elastic_error_t *err)
         }
     }
     return 0;
+}
+
+/* Make room for one more record (w may move: under the lock, for the
+ * readers on other threads).  Returns 0 or -1. */
+static int grow_records (elastic_agent_t *agent)
+{
+    struct worker *nw;
+    int cap = agent->wcap * 2 + 4;
+
+    if (agent->nworkers < agent->wcap)
+        return 0;
+    pthread_mutex_lock (&agent->lock);
+    if ((nw = realloc (agent->w, (size_t)cap * sizeof (*nw)))) {
+        memset (nw + agent->wcap, 0, (size_t)(cap - agent->wcap) * sizeof (*nw));
+        agent->w = nw;
+        agent->wcap = cap;
+    }
+    pthread_mutex_unlock (&agent->lock);
+    return nw ? 0 : -1;
+}
+
+static int copy_argv (struct worker *w, char *const argv[])
+{
+    int argc = 0;
+
+    while (argv[argc])
+        argc++;
+    if (!(w->argv = calloc ((size_t)argc + 1, sizeof (char *))))
+        return -1;
+    for (int i = 0; i < argc; i++)
+        if (!(w->argv[i] = strdup (argv[i])))
+            return -1;
+    return 0;
+}
+
+int agent_worker_add (elastic_agent_t *agent,
+                      int local_rank,
+                      char *const argv[],
+                      elastic_error_t *err)
+{
+    const struct elastic_agent_rdzv_info *ri = &agent->rinfo;
+    int local_size = ri->node_local_size > 0 ? ri->node_local_size : agent->spec->nproc;
+    struct worker *w, tmp;
+
+    if (!argv || !argv[0] || !argv[0][0])
+        return errprintf (err, "no program to run");
+    if (grow_records (agent) < 0)
+        return errprintf (err, "out of memory");
+    /* built aside, then published under the lock */
+    memset (&tmp, 0, sizeof (tmp));
+    w = &tmp;
+    w->index = agent->nworkers;
+    w->local_rank = local_rank;
+    w->rank = agent->next_rank;
+    w->role_rank = w->rank;
+    w->world_size = agent->nworkers > 0 ? agent->w[0].world_size : 0;
+    w->role_world_size = w->world_size;
+    w->state = ELASTIC_AGENT_INIT;
+    if (pathfmt (w->dir, sizeof (w->dir), "%s/spawn_%d", agent->attempt_dir, w->rank) <
+            0 ||
+        pathfmt (w->error_file, sizeof (w->error_file), "%s/error.json", w->dir) < 0 ||
+        pathfmt (w->heartbeat_file, sizeof (w->heartbeat_file), "%s/heartbeat", w->dir) <
+            0)
+        return errprintf (err, "log directory path too long: %s", agent->attempt_dir);
+    if (mkdir_p (w->dir) < 0)
+        return errprintf (err, "cannot create %s: %s", w->dir, strerror (errno));
+    unlink (w->error_file);
+    if (make_heartbeat (w, err) < 0)
+        return -1;
+    if (make_env (agent, w, local_size) < 0 || copy_argv (w, argv) < 0) {
+        munmap (w->hb, sizeof (*w->hb));
+        free_strv (w->env);
+        free_strv (w->argv);
+        return errprintf (err, "out of memory");
+    }
+    pthread_mutex_lock (&agent->lock);
+    agent->w[agent->nworkers] = tmp;
+    agent->nworkers++;
+    agent->next_rank++;
+    agent->nspawned++;
+    pthread_mutex_unlock (&agent->lock);
+    return tmp.index;
+}
+
+void agent_capacity_set (elastic_agent_t *agent, int capacity)
+{
+    uint32_t v = capacity > 0 ? (uint32_t)capacity : 0;
+
+    agent->capacity = (int)v;
+    for (int i = 0; i < agent->nworkers; i++) {
+        struct worker *w = &agent->w[i];
+        int fd;
+
+        if (!w->hb || w->pid <= 0 || w->exited ||
+            __atomic_load_n (&w->hb->capacity, __ATOMIC_RELAXED) == v)
+            continue;
+        /* the agent's mapping is read-only: the file takes the write */
+        if ((fd = open (w->heartbeat_file, O_WRONLY | O_CLOEXEC)) < 0)
+            continue;
+        if (pwrite (fd, &v, sizeof (v), offsetof (struct elastic_heartbeat, capacity)) !=
+            (ssize_t)sizeof (v))
+            log_debug ("rank %d: cannot write the spawn capacity into %s: %s",
+                       w->rank,
+                       w->heartbeat_file,
+                       strerror (errno));
+        close (fd);
+    }
+}
+
+int agent_capacity (elastic_agent_t *agent)
+{
+    return agent->capacity;
 }
 
 void group_set_state (elastic_agent_t *agent, int state)
@@ -332,8 +450,10 @@ static void rank_list (elastic_agent_t *agent, int after_end, char *buf, size_t 
 
 void group_summary (elastic_agent_t *agent)
 {
-    char lost[256], ended[256];
+    char lost[256], ended[256], spawned[64];
     int nlost = 0, nended = 0;
+
+    snprintf (spawned, sizeof (spawned), " (%d spawned)", agent->nspawned);
 
     for (int i = 0; i < agent->nworkers; i++) {
         nlost += agent->w[i].lost;
@@ -344,11 +464,12 @@ void group_summary (elastic_agent_t *agent)
     rank_list (agent, 0, lost, sizeof (lost));
     rank_list (agent, 1, ended, sizeof (ended));
     log_warn (
-        "worker group '%s' SUCCEEDED: %d rank%s, %d lost and recovered in place%s%s%s, "
+        "worker group '%s' SUCCEEDED: %d rank%s%s, %d lost and recovered in place%s%s%s, "
         "%d ended after finishing its work%s%s%s",
         agent->spec->role,
         agent->nworkers,
         agent->nworkers == 1 ? "" : "s",
+        agent->nspawned > 0 ? spawned : "",
         nlost,
         nlost ? " (ranks " : "",
         lost,

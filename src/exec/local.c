@@ -75,7 +75,7 @@ void *local_backend_create (elastic_agent_t *agent, elastic_error_t *err)
     }
     l->agent = agent;
     l->spec = agent_spec (agent);
-    l->n = elastic_agent_worker_count (agent);
+    l->n = l->nslots = l->lwcap = elastic_agent_worker_count (agent);
     l->dup_out_fd = l->dup_err_fd = -1;
     if (!(l->lw = calloc ((size_t)l->n, sizeof (*l->lw)))) {
         free (l);
@@ -427,10 +427,10 @@ static char **build_environ (struct local *l, char *const *layers[], int nlayers
 static int node_local_ranks (struct local *l)
 {
     const struct elastic_agent_rdzv_info *ri = agent_rendezvous_info (l->agent);
-    int n = ri->node_local_size > 0 ? ri->node_local_size : l->n;
+    int n = ri->node_local_size > 0 ? ri->node_local_size : l->nslots;
 
-    if (ri->local_rank_base + l->n > n)
-        n = ri->local_rank_base + l->n;
+    if (ri->local_rank_base + l->nslots > n)
+        n = ri->local_rank_base + l->nslots;
     return n;
 }
 #endif
@@ -452,7 +452,7 @@ static int binding_prepare (struct local *l, elastic_error_t *err)
     if (!spec_binding_wanted (spec))
         return ELASTIC_OK;
     nlocal = node_local_ranks (l);
-    spec_binding_opts (spec, nlocal, l->n, &opts);
+    spec_binding_opts (spec, nlocal, l->nslots, &opts);
     if (!(l->plan = binding_plan_create (&opts, nlocal, err)))
         return ELASTIC_ERR_INVAL;
     note = spec_binding_note (
@@ -613,6 +613,18 @@ child (struct local *l, int i, char **env, int out_fd, int err_fd, pid_t parent)
     if (err_fd >= 0 && dup2 (err_fd, STDERR_FILENO) < 0)
         _exit (127);
     binding_apply_or_exit (l, i);
+    if (l->lw[i].cwd && chdir (l->lw[i].cwd) < 0) {
+        char msg[PATH_MAX + 128];
+        int n = snprintf (msg,
+                          sizeof (msg),
+                          "elastic-exec: cannot change to the directory %s: %s\n",
+                          l->lw[i].cwd,
+                          strerror (errno));
+        if (n < 0 || n >= (int)sizeof (msg))
+            n = (int)strlen (msg);
+        (void)write_all (STDERR_FILENO, msg, (size_t)n);
+        _exit (127);
+    }
     if (argv && l->wu.close_fds) {
         /* a PMIx server's accepted sockets are not close-on-exec: the
          * program gets 0, 1 and 2 only */
@@ -664,7 +676,7 @@ child (struct local *l, int i, char **env, int out_fd, int err_fd, pid_t parent)
     _exit (rc & 0xff);
 }
 
-static int start_one (struct local *l, int i, elastic_error_t *err)
+static int start_one (struct local *l, int i, const char *cwd, elastic_error_t *err)
 {
     elastic_agent_t *agent = l->agent;
     struct lworker *lw = &l->lw[i];
@@ -678,6 +690,7 @@ static int start_one (struct local *l, int i, elastic_error_t *err)
 
     memset (lw, 0, sizeof (*lw));
     lw->pidfd = -1;
+    lw->cwd = cwd;
     if (open_stream (l, w, STD_OUT, &out_fd, &lw->out, &e) < 0 ||
         open_stream (l, w, STD_ERR, &err_fd, &lw->err, &e) < 0)
         goto out;
@@ -707,6 +720,7 @@ static int start_one (struct local *l, int i, elastic_error_t *err)
         child (l, i, env, out_fd, err_fd, l->agent_pid);
     setpgid (pid, pid);
     lw->pid = pid;
+    lw->cwd = NULL;
     if (l->wu.started)
         l->wu.started (l->wu.arg, i, pid);
     if (l->guard && guardian_add (l->guard, pid) < 0)
@@ -779,14 +793,64 @@ static int local_start (elastic_agent_t *agent, void *ctx, elastic_error_t *err)
         return ELASTIC_ERR_IO;
     if ((rc = binding_prepare (l, err)) != ELASTIC_OK)
         return rc;
+    /* the workers spawned into the last attempt went with it */
+    l->n = l->nslots;
     for (int i = 0; i < l->n; i++)
-        if ((rc = start_one (l, i, err)) != ELASTIC_OK)
+        if ((rc = start_one (l, i, NULL, err)) != ELASTIC_OK)
             break;
 #if HAVE_HWLOC
     /* the children have their copies */
     binding_plan_destroy (l->plan);
     l->plan = NULL;
 #endif
+    return rc;
+}
+
+int local_start_extra (void *ctx, int index, const char *cwd, elastic_error_t *err)
+{
+    struct local *l = ctx;
+    int rc;
+
+    if (index != l->n || index >= elastic_agent_worker_count (l->agent)) {
+        errprintf (err, "worker %d is not the next record to start", index);
+        return ELASTIC_ERR_INVAL;
+    }
+    if (l->n == l->lwcap) {
+        int cap = l->lwcap * 2 + 4;
+        struct lworker *nl = realloc (l->lw, (size_t)cap * sizeof (*nl));
+        if (!nl) {
+            errprintf (err, "out of memory");
+            return ELASTIC_ERR_NOMEM;
+        }
+        /* the output watches point at the streams' slots: move them */
+        for (int i = 0; i < l->n; i++) {
+            if (nl[i].out)
+                elastic_agent_unwatch (l->agent, ostream_fd (nl[i].out));
+            if (nl[i].err)
+                elastic_agent_unwatch (l->agent, ostream_fd (nl[i].err));
+        }
+        l->lw = nl;
+        l->lwcap = cap;
+        for (int i = 0; i < l->n; i++) {
+            if (nl[i].out)
+                elastic_agent_watch (
+                    l->agent, ostream_fd (nl[i].out), local_on_output, &nl[i].out);
+            if (nl[i].err)
+                elastic_agent_watch (
+                    l->agent, ostream_fd (nl[i].err), local_on_output, &nl[i].err);
+        }
+    }
+    memset (&l->lw[index], 0, sizeof (l->lw[index]));
+    l->lw[index].pidfd = -1;
+    l->n++;
+    if ((rc = binding_prepare (l, err)) == ELASTIC_OK)
+        rc = start_one (l, index, cwd, err);
+#if HAVE_HWLOC
+    binding_plan_destroy (l->plan);
+    l->plan = NULL;
+#endif
+    /* a record that could not start keeps its place (pid 0): the core's
+     * and the backend's indexes stay one */
     return rc;
 }
 

@@ -53,6 +53,13 @@ void local_allow_detach (void *ctx, int allowed);
 /* 1 while workers stopped in the background are not all reaped. */
 int local_draining (void *ctx);
 
+/* Start worker `index`, a record the core added to the running attempt
+ * (agent_worker_add: a spawned process), like the others: its own process
+ * group, output with its rank's prefix, the slot's binding (its local
+ * rank's), the wire-up's variables; cwd (NULL: the agent's) is its
+ * working directory.  Returns ELASTIC_OK, or an error with err. */
+int local_start_extra (void *ctx, int index, const char *cwd, elastic_error_t *err);
+
 /* The local backend's guardian (guardian.h), NULL before the first start
  * or if it could not be started. */
 struct guardian *local_guardian (void *ctx);

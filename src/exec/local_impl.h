@@ -19,6 +19,8 @@ struct lworker {
     int reaped;
     struct ostream *out;
     struct ostream *err;
+    const char *cwd; /* a spawned worker's directory (borrowed up to its
+                        fork); NULL: the agent's */
 };
 
 /* A worker of an earlier attempt, signalled and not yet gone. */
@@ -44,7 +46,9 @@ struct local {
     elastic_agent_t *agent;
     const struct elastic_agent_spec *spec; /* the agent's (it outlives us) */
     struct lworker *lw;
-    int n;
+    int n;      /* workers: the slots, then the ones spawned meanwhile */
+    int nslots; /* the workers every start starts (--nproc-per-node) */
+    int lwcap;  /* records allocated in lw */
     struct ldrain *drains; /* stopped workers not yet reaped and swept */
     int no_detach;         /* the wire-up asked to wait for stopped workers */
     struct guardian *guard;

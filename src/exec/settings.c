@@ -702,6 +702,14 @@ static int set_init_timeout (struct elastic_agent_spec *s,
     return set_seconds (&s->init_timeout, key, v, 0, err);
 }
 
+static int set_spawn_timeout (struct elastic_agent_spec *s,
+                              const char *key,
+                              const char *v,
+                              elastic_error_t *err)
+{
+    return set_seconds (&s->spawn_timeout, key, v, 0, err);
+}
+
 /* In --help order; a row without help is a spec key only, a row without
  * set is a flag of elastic-exec only (cli.c acts on it). */
 const struct setting settings_table[] = {
@@ -884,6 +892,12 @@ const struct setting settings_table[] = {
      .set = set_init_timeout,
      .help =
          "restart the group when MPI_Init takes longer (--wireup pmix; default: 0, off)"},
+    {.name = "spawn-timeout",
+     .arg = SETTING_VALUE,
+     .env = "ELASTIC_SPAWN_TIMEOUT",
+     .set = set_spawn_timeout,
+     .help = "fail an MPI_Comm_spawn whose processes have not reached their parents "
+             "within this time (hosted PMIx server, in place; default: 60 s)"},
     {.name = "virtual-local-rank",
      .arg = SETTING_BOOL,
      .env = "ELASTIC_VIRTUAL_LOCAL_RANK",

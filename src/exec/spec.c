@@ -56,6 +56,7 @@ elastic_agent_spec_t *elastic_agent_spec_create (void)
     s->stop_signal = SIGTERM;
     s->hang_signal = SIGKILL;
     s->start_timeout = 60;
+    s->spawn_timeout = 60;
     s->health_port = -1;
     s->health_timeout = 10;
     s->subreaper = 1;

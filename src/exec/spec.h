@@ -77,6 +77,8 @@ struct elastic_agent_spec {
     int wrapper;         /* set by elastic-exec in wrapper mode */
     char *mpi_btl;       /* "sm" or "tcp" (hosted PMIx) */
     double init_timeout; /* MPI_Init deadline per attempt (hosted PMIx); 0: off */
+    double spawn_timeout; /* an MPI_Comm_spawn's processes must reach their
+                             parents within it (hosted PMIx); 0: 600 s */
     int subreaper;
     double node_timeout;      /* the mesh's heartbeat timeout (seconds) */
     int nnodes;               /* --nnodes (torchrun's shape; MAX); 0: not given */

@@ -72,58 +72,7 @@
 #include "pmix_transport_mesh.h"
 #endif
 
-#define SHM_MAX_PREFIX 8
-
-struct pmixb {
-    elastic_agent_t *agent;
-    void *local; /* the local backend's context */
-    struct pmixhost *h;
-    int watching;
-    struct pmixhost_job *job;     /* the current attempt's namespace */
-    struct pmixhost_job *retired; /* the last one, when its ranks never connected
-                                     and are dying in the background: destroyed
-                                     once they are all reaped (their exits
-                                     recorded: see pmixhost_job_destroy) */
-    int retired_attempt;
-    int njobs;        /* namespaces made so far */
-    char run_id[160]; /* for namespace names */
-    int in_place;     /* --restart-policy in-place */
-    int disabled;     /* the server could not start and nobody asked
-                         for it: the local backend alone */
-    int guarded;      /* the guardian knows the server's directory */
-    /* the current attempt */
-    int nranks;
-    int *connected;
-    int nconnected;
-    int initialized;
-    int abort_reported;
-    int abort_ignored; /* aborts that followed a kill before MPI_Init completed */
-    int init_timeout_fired;
-    int stuck;      /* ranks may wait for a dead one forever (it was not announced) */
-    double t_start; /* CLOCK_MONOTONIC of the namespace's creation */
-    /* the /dev/shm segments the ranks mapped, by name prefix */
-    char shm_prefix[SHM_MAX_PREFIX][256];
-    int nshm_prefix;
-    /* mesh mode (spec->mesh): the job's map and the transport to the other
-     * nodes' members; workers are this node's ranks of the map */
-    const struct jobmap *map;
-    struct pmixhost_mesh *tp; /* owned by the server */
-    int rank_base;            /* global rank of worker 0 */
-    int mesh_pipe[2];         /* the mesh thread's news for the agent */
-    pthread_mutex_t news_lock;
-    struct mesh_news *news, **news_tail;
-    int fenced;   /* cut off from the mesh: the ranks are killed */
-    int launched; /* the launch barrier was made (or given up) */
-};
-
-/* What the mesh thread tells the agent's thread (events, self-fencing). */
-struct mesh_news {
-    struct mesh_news *next;
-    int kind; /* NEWS_* */
-    int a, b; /* member and live count; rank and signaled */
-    char text[256];
-};
-enum { NEWS_LOST = 1, NEWS_REPORTED, NEWS_JOINED, NEWS_FENCE };
+#include "pmix_backend_impl.h"
 
 /* Worker index <-> global rank (the same without a map). */
 static int rank_of (struct pmixb *pb, int i)
@@ -216,7 +165,7 @@ static int killed_before_init (struct pmixb *pb)
     return 0;
 }
 
-static void report_abort (struct pmixb *pb, int rank, int code, const char *message)
+void pmixb_report_abort (struct pmixb *pb, int index, int code, const char *message)
 {
     if (pb->abort_reported)
         return;
@@ -227,13 +176,15 @@ static void report_abort (struct pmixb *pb, int rank, int code, const char *mess
         if (!pb->abort_ignored)
             log_info ("rank %d aborted (code %d) after a rank was killed inside or "
                       "before MPI_Init: the group restarts for the kill",
-                      rank,
+                      agent_worker (pb->agent, index)
+                          ? agent_worker (pb->agent, index)->rank
+                          : index,
                       code);
         pb->abort_ignored = 1;
         return;
     }
     pb->abort_reported = 1;
-    elastic_agent_abort (pb->agent, rank, code, message);
+    elastic_agent_abort (pb->agent, index, code, message);
 }
 
 static void on_initialized (struct pmixb *pb, const struct pmixhost_event *ev)
@@ -272,7 +223,21 @@ static void drain_events (struct pmixb *pb)
     if (!pb->h)
         return;
     while (pmixhost_next_event (pb->h, &ev)) {
-        if (!pb->job || ev.job != pb->job)
+        if (ev.type == PMIXHOST_EV_SPAWN) {
+            if (ev.spawn)
+                grow_queue (pb, ev.spawn);
+            continue;
+        }
+        if (ev.type == PMIXHOST_EV_SPAWN_JOINED) {
+            if (ev.spawn)
+                grow_joined (pb, ev.spawn);
+            continue;
+        }
+        if (pb->job && ev.job != pb->job) {
+            grow_event (pb, &ev);
+            continue;
+        }
+        if (!pb->job)
             continue;
         switch (ev.type) {
             case PMIXHOST_EV_CONNECTED:
@@ -292,7 +257,7 @@ static void drain_events (struct pmixb *pb)
                 log_debug ("PMIx lost rank %d's connection", ev.rank);
                 break;
             case PMIXHOST_EV_ABORT:
-                report_abort (pb, ev.rank, ev.status, ev.message);
+                pmixb_report_abort (pb, ev.rank, ev.status, ev.message);
                 break;
         }
     }
@@ -301,6 +266,7 @@ static void drain_events (struct pmixb *pb)
 static void on_server_fd (elastic_agent_t *agent, int fd, int revents, void *arg)
 {
     drain_events (arg);
+    grow_run (arg);
 }
 
 /* ---- the local backend's hooks -------------------------------------------- */
@@ -309,6 +275,8 @@ static char *const *hook_env (void *arg, int i)
 {
     struct pmixb *pb = arg;
 
+    if (grow_is_spawned (pb, i))
+        return grow_env (pb, i);
     return pb->job ? pmixhost_job_env (pb->job, rank_of (pb, i)) : NULL;
 }
 
@@ -326,7 +294,9 @@ static void hook_started (void *arg, int i, pid_t pid)
 {
     struct pmixb *pb = arg;
 
-    if (pb->job)
+    if (grow_is_spawned (pb, i))
+        grow_started (pb, i, pid);
+    else if (pb->job)
         pmixhost_job_started (pb->job, rank_of (pb, i), pid);
 }
 
@@ -351,6 +321,10 @@ static void hook_reaped (void *arg, int i, int wstatus)
 
     /* what happened before the exit comes first (MPI_Abort, connections) */
     drain_events (pb);
+    if (grow_is_spawned (pb, i)) {
+        grow_reaped (pb, i, wstatus);
+        return;
+    }
     if (!pb->job) {
         elastic_agent_worker_exited (agent, i, code, sig);
         return;
@@ -386,7 +360,7 @@ static void hook_reaped (void *arg, int i, int wstatus)
         case PMIXHOST_EXIT_ABORTED:
             if (!pb->abort_reported && pmixhost_job_info (pb->job, &ji) == 0 &&
                 ji.aborted)
-                report_abort (pb, ji.abort_rank, ji.abort_status, ji.abort_message);
+                pmixb_report_abort (pb, ji.abort_rank, ji.abort_status, ji.abort_message);
             elastic_agent_worker_exited (agent, i, code, sig);
             break;
         case PMIXHOST_EXIT_RECOVERABLE:
@@ -515,6 +489,7 @@ static void end_job (struct pmixb *pb)
     if (!pb->job)
         return;
     drain_events (pb);
+    grow_end (pb);
     info = pmixhost_job_info (pb->job, &ji);
     snprintf (nspace, sizeof (nspace), "%s", pmixhost_job_nspace (pb->job));
 #if HAVE_SODIUM
@@ -960,6 +935,8 @@ static int pmix_start (elastic_agent_t *agent, void *ctx, elastic_error_t *err)
     pmixhost_mesh_set_job (pb->tp, pb->job);
 #endif
     memset (pb->connected, 0, (size_t)pb->nranks * sizeof (*pb->connected));
+    for (int i = 0; i < pb->nranks; i++)
+        pb->slot_owner[i] = i;
     pb->nconnected = 0;
     pb->initialized = 0;
     pb->abort_reported = 0;
@@ -1090,6 +1067,8 @@ static int pmix_monitor (elastic_agent_t *agent, void *ctx)
     rc = local_backend.monitor_workers (agent, pb->local);
     check_init_timeout (pb);
     end_retired (pb, 0);
+    grow_run (pb);
+    grow_check (pb);
     return rc;
 }
 
@@ -1194,6 +1173,8 @@ static void pmix_destroy (void *ctx)
         free (n);
     }
     pthread_mutex_destroy (&pb->news_lock);
+    grow_free (pb);
+    free (pb->slot_owner);
     free (pb->connected);
     free (pb);
 }
@@ -1213,12 +1194,17 @@ void *pmix_backend_create (elastic_agent_t *agent, elastic_error_t *err)
 
     if (!(pb = calloc (1, sizeof (*pb))) ||
         !(pb->connected = calloc ((size_t)elastic_agent_worker_count (agent),
-                                  sizeof (*pb->connected)))) {
+                                  sizeof (*pb->connected))) ||
+        !(pb->slot_owner = calloc ((size_t)elastic_agent_worker_count (agent),
+                                   sizeof (*pb->slot_owner)))) {
         errprintf (err, "out of memory");
+        if (pb)
+            free (pb->connected);
         free (pb);
         return NULL;
     }
     pb->mesh_pipe[0] = pb->mesh_pipe[1] = -1;
+    pb->last_capacity = -1;
     pthread_mutex_init (&pb->news_lock, NULL);
     pb->news_tail = &pb->news;
     if (!(pb->local = local_backend_create (agent, err))) {

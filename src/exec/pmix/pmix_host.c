@@ -150,6 +150,16 @@ void pmixhost_push_event (struct pmixhost *h,
     }
 }
 
+void pmixhost_push_spawn_event (struct pmixhost *h,
+                                struct pmixhost_job *job,
+                                int type,
+                                struct pmixhost_spawn *sp)
+{
+    pmixhost_push_event (h, job, type, -1, 0, NULL);
+    if (h->tail && h->tail->ev.type == type && !h->tail->ev.spawn)
+        h->tail->ev.spawn = sp;
+}
+
 static void drain_pipe (struct pmixhost *h)
 {
     char buf[256];
@@ -365,6 +375,11 @@ void pmixhost_destroy (struct pmixhost *h)
     }
     if (h->tp && h->tp->destroy)
         h->tp->destroy (h->tp_ctx);
+    pubsub_free_all (h);
+    while (h->spawns) {
+        h->spawns->cbfunc = NULL; /* PMIx is gone: nobody to answer */
+        pmixhost_spawn_release (h->spawns);
+    }
     remove_tree (h->dir);
     while (h->head) {
         struct event_item *it = h->head;
@@ -614,6 +629,9 @@ job_register (struct pmixhost_job *job, const struct jobmap *map, elastic_error_
     jp.wdir = getcwd (cwd, sizeof (cwd)) ? cwd : NULL;
     jp.oversubscribed = job->oversubscribed;
     jp.map = map;
+    jp.parent = job->spawned_by ? &job->spawned_by->requestor : NULL;
+    if (job->spawned_by && job->spawned_by->req.wdir)
+        jp.wdir = job->spawned_by->req.wdir;
     if (jobinfo_build (&jp, &info, &ninfo, err) < 0) {
         errno = EINVAL;
         return -1;
@@ -714,6 +732,16 @@ struct pmixhost_job *pmixhost_job_create (struct pmixhost *h,
         job->nlocal += job->r[r].local;
     }
     job->init_fences = opts->init_fences ? opts->init_fences : OMPI5_INIT_FENCES;
+    job->family = job;
+    if ((job->spawned_by = opts->spawned_by)) {
+        struct pmixhost_job *parent = opts->spawned_by->req.parent;
+        if (opts->map) {
+            errprintf (err, "a spawned job runs on this node only (no job map)");
+            errno = EINVAL;
+            goto error;
+        }
+        job->family = parent ? parent->family : job;
+    }
     job->abort_rank = job->restart_rank = -1;
     job->oversubscribed = opts->oversubscribed < 0 ? job->nlocal > usable_cpus ()
                                                    : opts->oversubscribed != 0;
@@ -870,7 +898,21 @@ void pmixhost_job_destroy (struct pmixhost_job *job)
         }
     }
     drop_events (h, job);
+    for (struct pmixhost_job *j = h->jobs; j; j = j->next)
+        if (j->family == job)
+            j->family = j; /* its spawns outlive it: a family of their own */
+    for (struct pmixhost_spawn *sp = h->spawns; sp; sp = sp->next) {
+        if (sp->req.parent == job)
+            sp->req.parent = NULL;
+        if (sp->child == job)
+            sp->child = NULL;
+    }
     pthread_mutex_unlock (&h->lock);
+    {
+        pmix_proc_t all;
+        PMIX_LOAD_PROCID (&all, job->nspace, PMIX_RANK_WILDCARD);
+        pubsub_forget (h, &all, PMIX_ERR_LOST_CONNECTION, 1);
+    }
     /* deregisters every client left and runs the cleanups they registered */
     if (job->registered && job_may_be_torn (job))
         h->tainted = 1;
@@ -909,7 +951,7 @@ int pmixhost_job_started (struct pmixhost_job *job, int rank, pid_t pid)
 }
 
 struct notify_op {
-    pmix_info_t info[1];
+    pmix_info_t info[2];
 };
 
 static void notify_done (pmix_status_t status, void *cbdata)
@@ -917,6 +959,7 @@ static void notify_done (pmix_status_t status, void *cbdata)
     struct notify_op *op = cbdata;
 
     PMIX_INFO_DESTRUCT (&op->info[0]);
+    PMIX_INFO_DESTRUCT (&op->info[1]);
     free (op);
 }
 
@@ -928,13 +971,38 @@ static int notify_failure (struct pmixhost_job *job, int rank, pmix_status_t cod
     struct notify_op *op;
     pmix_proc_t proc;
     pmix_status_t rc;
+    pmix_data_array_t *range = NULL;
+    size_t n = 0;
 
     if (!(op = calloc (1, sizeof (*op))))
         return -1;
     PMIX_LOAD_PROCID (&proc, job->nspace, (pmix_rank_t)rank);
     PMIX_INFO_LOAD (&op->info[0], PMIX_EVENT_AFFECTED_PROC, &proc, PMIX_PROC);
-    rc = PMIx_Notify_event (
-        code, &proc, PMIX_RANGE_NAMESPACE, op->info, 1, notify_done, op);
+    /* a job with spawns (or spawned): its relatives' ranks may share
+     * communicators with the dead one (MPI_Intercomm_merge) */
+    pthread_mutex_lock (&job->h->lock);
+    for (struct pmixhost_job *j = job->h->jobs; j; j = j->next)
+        n += j->family == job->family;
+    if (n > 1 && (range = calloc (1, sizeof (*range))) &&
+        (range->array = calloc (n, sizeof (pmix_proc_t)))) {
+        pmix_proc_t *procs = range->array;
+        range->type = PMIX_PROC;
+        for (struct pmixhost_job *j = job->h->jobs; j; j = j->next)
+            if (j->family == job->family)
+                PMIX_LOAD_PROCID (&procs[range->size++], j->nspace, PMIX_RANK_WILDCARD);
+    } else if (range) {
+        free (range);
+        range = NULL;
+    }
+    pthread_mutex_unlock (&job->h->lock);
+    if (range) {
+        PMIX_INFO_LOAD (&op->info[1], PMIX_EVENT_CUSTOM_RANGE, range, PMIX_DATA_ARRAY);
+        free (range->array);
+        free (range);
+        rc = PMIx_Notify_event (code, &proc, PMIX_RANGE_CUSTOM, op->info, 2, notify_done, op);
+    } else
+        rc = PMIx_Notify_event (
+            code, &proc, PMIX_RANGE_NAMESPACE, op->info, 1, notify_done, op);
     if (rc != PMIX_SUCCESS) {
         notify_done (rc, op);
         if (rc != PMIX_OPERATION_SUCCEEDED) {
@@ -994,6 +1062,11 @@ int pmixhost_job_exited (struct pmixhost_job *job, int rank, int wstatus)
     }
     pthread_mutex_unlock (&h->lock);
 
+    {
+        pmix_proc_t dead;
+        PMIX_LOAD_PROCID (&dead, job->nspace, (pmix_rank_t)rank);
+        pubsub_forget (h, &dead, PMIX_ERR_LOST_CONNECTION, 0);
+    }
     if (verdict == PMIXHOST_EXIT_RECOVERABLE) {
         notify_failure (job, rank, code);
         h->tp->failure (h->tp_ctx, job->nspace, rank, code);

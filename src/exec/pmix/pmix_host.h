@@ -136,11 +136,17 @@ enum pmixhost_event_type {
     PMIXHOST_EV_ABORT,         /* rank called MPI_Abort: status = its code,
                                   message = its text; kill every rank of the
                                   job; no fault event is sent to anyone */
+    PMIXHOST_EV_SPAWN,         /* rank called PMIx_Spawn (MPI_Comm_spawn):
+                                  spawn = the request, to be answered with
+                                  pmixhost_spawn_refuse or _launched */
+    PMIXHOST_EV_SPAWN_JOINED,  /* spawn's processes published their side
+                                  of the connect: PMIx_Spawn was answered */
 };
 
 struct pmixhost_event {
-    int type;                 /* enum pmixhost_event_type */
-    struct pmixhost_job *job; /* borrowed; events die with their job */
+    int type;                     /* enum pmixhost_event_type */
+    struct pmixhost_job *job;     /* borrowed; events die with their job */
+    struct pmixhost_spawn *spawn; /* SPAWN, SPAWN_JOINED (borrowed) */
     int rank;                 /* -1 for job-wide events */
     int status;               /* ABORT: the abort code */
     char message[256];        /* ABORT: the message ("" if none) */
@@ -177,6 +183,11 @@ struct pmixhost_job_opts {
     int init_fences;          /* fences that make up MPI_Init; 0: Open MPI 5's 4
                                  (a modex and a barrier in ompi_mpi_instance_init,
                                  again in ompi_mpi_init) */
+    struct pmixhost_spawn *spawned_by; /* the children of this spawn (one
+                                 node only, no map): PMIX_SPAWNED and
+                                 PMIX_PARENT_ID in the job data; a failure
+                                 is announced to the parents' namespace
+                                 too, and theirs to it */
 };
 
 /* Register a namespace for opts->nranks ranks (or the map's): job, node
@@ -264,6 +275,80 @@ struct pmixhost_job_info {
 
 /* Fill *info.  Returns -1 (EINVAL) on NULL arguments. */
 int pmixhost_job_info (struct pmixhost_job *job, struct pmixhost_job_info *info);
+
+/* ---- spawns (MPI_Comm_spawn), publish and lookup ----------------------------
+ *
+ * Open MPI's MPI_Comm_spawn calls PMIx_Spawn at the parents' root, then the
+ * root publishes "<port>:accept" and looks up "<port>:connect" (PMIX_WAIT,
+ * a timeout of 600 s); the children publish ":connect", look up ":accept"
+ * in MPI_Init, and everybody calls PMIx_Connect.  The server keeps the
+ * published data (any range: one node, one session; PMIX_PERSIST_FIRST_READ
+ * removes a value once read), answers a waiting lookup when its keys are
+ * published or fails it at its PMIX_TIMEOUT (pmixhost_expire), and
+ * completes connect and disconnect at once (every participant is on this
+ * node) unless a participant is gone.
+ *
+ * A spawn request reaches the caller as PMIXHOST_EV_SPAWN; the caller
+ * registers the children's namespace (pmixhost_job_create with spawned_by)
+ * and starts them (pmixhost_spawn_launched: pending), or refuses
+ * (pmixhost_spawn_refuse).  PMIx_Spawn is answered once a child published
+ * its side of the connect (PMIXHOST_EV_SPAWN_JOINED): the parents' lookup
+ * then finds it at once.  A child that dies before, or a spawn out of time,
+ * is failed by the caller (pmixhost_spawn_fail): PMIx_Spawn returns an
+ * error, which Open MPI gives every parent of the MPI_Comm_spawn (a failed
+ * lookup would reach its root alone, and the others would wait in a
+ * broadcast for ever).  The caller frees the request
+ * (pmixhost_spawn_release) once its namespace ended. */
+
+struct pmixhost_spawn;
+
+struct pmixhost_spawn_req {
+    char requestor[300];         /* "nspace:rank", for messages */
+    struct pmixhost_job *parent; /* the requestor's job (borrowed) */
+    int parent_rank;
+    int nprocs;  /* processes asked for (every app's together) */
+    char **argv; /* argv[0] is the command (the first app's) */
+    char **env;  /* the app's "NAME=value" entries (OMPI_PARENT_PORT) */
+    char *wdir;  /* PMIX_WDIR, NULL: none given */
+};
+
+enum pmixhost_spawn_state {
+    PMIXHOST_SPAWN_NEW = 0,  /* not answered yet */
+    PMIXHOST_SPAWN_PENDING,  /* launched, the children not joined yet */
+    PMIXHOST_SPAWN_JOINED,   /* a child published: PMIx_Spawn answered */
+    PMIXHOST_SPAWN_FAILED,   /* refused, or failed after the launch */
+};
+
+/* The request (borrowed, valid until pmixhost_spawn_release). */
+const struct pmixhost_spawn_req *pmixhost_spawn_request (struct pmixhost_spawn *sp);
+
+/* enum pmixhost_spawn_state.  Never fails. */
+int pmixhost_spawn_state (struct pmixhost_spawn *sp);
+
+/* Refuse a new request: no_resource 1 answers PMIX_ERR_OUT_OF_RESOURCE
+ * (more than the capacity), else PMIX_ERR_NOT_SUPPORTED.  Returns -1
+ * (EINVAL) if it was answered already. */
+int pmixhost_spawn_refuse (struct pmixhost_spawn *sp, int no_resource);
+
+/* The children of a new request run in child (made with
+ * pmixhost_job_create and spawned_by = sp): the spawn is pending from now
+ * on, answered when a child publishes.  Returns -1 (EINVAL) if it was
+ * answered already. */
+int pmixhost_spawn_launched (struct pmixhost_spawn *sp, struct pmixhost_job *child);
+
+/* A new or pending spawn failed (a child died before it joined, or it ran
+ * out of time: timed_out): PMIx_Spawn returns PMIX_ERR_TIMEOUT or
+ * PMIX_ERR_LOST_CONNECTION, and so do the requestor's waiting lookups.
+ * Does nothing once the spawn joined or failed. */
+void pmixhost_spawn_fail (struct pmixhost_spawn *sp, int timed_out);
+
+/* Free a request (NULL-safe); a new one is refused first. */
+void pmixhost_spawn_release (struct pmixhost_spawn *sp);
+
+/* Fail the waiting lookups whose PMIX_TIMEOUT passed (PMIX_ERR_TIMEOUT).
+ * Call it now and then (the caller's loop).  Returns the seconds until the
+ * next deadline, or -1 if none waits with one. */
+double pmixhost_expire (struct pmixhost *h);
 
 /* Name of a verdict ("recoverable"); "?" when out of range.  Never fails. */
 const char *pmixhost_exit_name (int verdict);

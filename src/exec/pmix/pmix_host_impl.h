@@ -53,6 +53,40 @@ struct pmixhost_job {
     int nexited;
     int nderegistered;
     struct rank_state *r;
+    struct pmixhost_job *family; /* the job whose spawns this one's are
+                                    (itself for a job nobody spawned) */
+    struct pmixhost_spawn *spawned_by; /* NULL: not spawned */
+};
+
+/* A PMIx_Spawn request (pmix_host.h); on h->spawns. */
+struct pmixhost_spawn {
+    struct pmixhost_spawn *next;
+    struct pmixhost *h;
+    struct pmixhost_spawn_req req;
+    pmix_proc_t requestor;
+    int state;                  /* enum pmixhost_spawn_state */
+    struct pmixhost_job *child; /* once launched */
+    pmix_spawn_cbfunc_t cbfunc; /* until answered */
+    void *cbdata;
+};
+
+/* Published data (pmix_pubsub.c); on h->pubs. */
+struct pub_item {
+    struct pub_item *next;
+    char key[PMIX_MAX_KEYLEN + 1];
+    pmix_proc_t owner;
+    pmix_value_t *value;
+    int first_read; /* PMIX_PERSIST_FIRST_READ */
+};
+
+/* A lookup waiting for its keys (PMIX_WAIT); on h->waits. */
+struct lookup_wait {
+    struct lookup_wait *next;
+    pmix_proc_t proc;
+    char **keys; /* NULL-terminated copy */
+    double deadline; /* pmixhost_now (); 0: none */
+    pmix_lookup_cbfunc_t cbfunc;
+    void *cbdata;
 };
 
 struct event_item {
@@ -74,6 +108,10 @@ struct pmixhost {
     size_t lost_ref;
     int lost_registered;
     struct nodelay_set listeners;
+    struct pmixhost_spawn *spawns;
+    struct pub_item *pubs;
+    int npubs;
+    struct lookup_wait *waits;
 };
 
 /* The one server of this process (PMIx upcalls carry no context).  Read
@@ -101,6 +139,48 @@ void pmixhost_lost_connection (size_t id,
                                pmix_event_notification_cbfunc_fn_t cbfunc,
                                void *cbdata);
 
+/* ---- pmix_pubsub.c: publish, lookup, unpublish (PMIx's thread) ---- */
+
+pmix_status_t pmixhost_publish (struct pmixhost *h,
+                                const pmix_proc_t *proc,
+                                const pmix_info_t info[],
+                                size_t ninfo);
+pmix_status_t pmixhost_lookup (struct pmixhost *h,
+                               const pmix_proc_t *proc,
+                               char **keys,
+                               const pmix_info_t info[],
+                               size_t ninfo,
+                               pmix_lookup_cbfunc_t cbfunc,
+                               void *cbdata);
+pmix_status_t pmixhost_unpublish (struct pmixhost *h,
+                                  const pmix_proc_t *proc,
+                                  char **keys);
+
+/* Fail the waiting lookups of proc (rank PMIX_RANK_WILDCARD: of its whole
+ * namespace) with status, and drop what they published when `drop`
+ * (lock NOT held: calls PMIx back). */
+void pubsub_forget (struct pmixhost *h, const pmix_proc_t *proc, pmix_status_t status, int drop);
+
+/* Free every record (server teardown, no PMIx callbacks). */
+void pubsub_free_all (struct pmixhost *h);
+
+/* ---- pmix_spawn.c ---- */
+
+/* Queue a PMIx_Spawn request of proc (PMIx's thread).  Returns
+ * PMIX_SUCCESS (answered later) or an error (cbfunc not called). */
+pmix_status_t pmixhost_spawn_new (struct pmixhost *h,
+                                  const pmix_proc_t *proc,
+                                  const pmix_info_t job_info[],
+                                  size_t ninfo,
+                                  const pmix_app_t apps[],
+                                  size_t napps,
+                                  pmix_spawn_cbfunc_t cbfunc,
+                                  void *cbdata);
+
+/* Answer PMIx_Spawn (once; the lock NOT held): PMIX_SUCCESS with the
+ * children's namespace, else the error. */
+void pmixhost_spawn_answer (struct pmixhost_spawn *sp, pmix_status_t status);
+
 /* CLOCK_MONOTONIC in seconds. */
 double pmixhost_now (void);
 
@@ -111,6 +191,12 @@ void pmixhost_push_event (struct pmixhost *h,
                           int rank,
                           int status,
                           const char *msg);
+
+/* pmixhost_push_event for a spawn's event (lock held). */
+void pmixhost_push_spawn_event (struct pmixhost *h,
+                                struct pmixhost_job *job,
+                                int type,
+                                struct pmixhost_spawn *sp);
 
 /* The job of a namespace, or NULL (lock held). */
 struct pmixhost_job *pmixhost_find_job (struct pmixhost *h, const char *nspace);

@@ -113,6 +113,11 @@ static int build_one_node (const struct jobinfo_params *p,
     add (&b, b.list, PMIX_LOCAL_PEERS, peers, PMIX_STRING);
     add (&b, b.list, PMIX_LOCAL_SIZE, &n, PMIX_UINT32);
     add (&b, b.list, PMIX_NODE_OVERSUBSCRIBED, &osub, PMIX_BOOL);
+    if (p->parent) {
+        bool yes = true;
+        add (&b, b.list, PMIX_SPAWNED, &yes, PMIX_BOOL);
+        add (&b, b.list, PMIX_PARENT_ID, p->parent, PMIX_PROC);
+    }
 
     /* the app */
     if ((sub = PMIx_Info_list_start ())) {

@@ -43,6 +43,8 @@ struct jobinfo_params {
     const char *nsdir;        /* PMIX_NSDIR; rank r's PMIX_PROCDIR is nsdir/r */
     const char *wdir;         /* PMIX_WDIR */
     int oversubscribed;
+    const pmix_proc_t *parent; /* spawned by this process (PMIX_SPAWNED,
+                                  PMIX_PARENT_ID); NULL: not spawned */
 };
 
 /* Build the array into *info / *ninfo (free with jobinfo_free).  Returns -1

@@ -3,7 +3,7 @@
  *
  * elastic-exec is not linked against libpmix: this file defines the PMIx
  * functions that the server's files call (pmix_host.c, pmix_upcalls.c,
- * pmix_jobinfo.c, pmix_transport_local.c), with PMIx's own prototypes, and
+ * pmix_pubsub.c, pmix_spawn.c, pmix_jobinfo.c, pmix_transport_local.c), with PMIx's own prototypes, and
  * each forwards to libpmix's, which the first call loads (dlopen, once,
  * under pthread_once) and looks up (dlsym).  A per-rank wrapper under
  * mpirun or srun and an agent with --wireup none never call one, so they
@@ -52,6 +52,7 @@
     X (PMIx_Notify_event)                                                                \
     X (PMIx_Register_event_handler)                                                      \
     X (PMIx_Value_destruct)                                                              \
+    X (PMIx_Value_xfer)                                                                  \
     X (PMIx_generate_ppn)                                                                \
     X (PMIx_generate_regex)                                                              \
     X (PMIx_server_deregister_client)                                                    \
@@ -205,6 +206,11 @@ void PMIx_Value_destruct (pmix_value_t *val)
 {
     if (ready ())
         real.PMIx_Value_destruct (val);
+}
+
+pmix_status_t PMIx_Value_xfer (pmix_value_t *dest, const pmix_value_t *src)
+{
+    return ready () ? real.PMIx_Value_xfer (dest, src) : PMIX_ERR_INIT;
 }
 
 pmix_status_t PMIx_generate_ppn (const char *input, char **ppn)

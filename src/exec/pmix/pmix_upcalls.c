@@ -244,6 +244,134 @@ static pmix_status_t up_job_control (const pmix_proc_t *requestor,
     return PMIX_ERR_NOT_SUPPORTED;
 }
 
+/* ---- publish, lookup, spawn, connect (MPI_Comm_spawn) ---------------------- */
+
+static pmix_status_t up_publish (const pmix_proc_t *proc,
+                                 const pmix_info_t info[],
+                                 size_t ninfo,
+                                 pmix_op_cbfunc_t cbfunc,
+                                 void *cbdata)
+{
+    struct pmixhost *h = pmixhost_get ();
+    pmix_status_t rc;
+
+    if (!h)
+        return PMIX_ERR_NOT_SUPPORTED;
+    rc = pmixhost_publish (h, proc, info, ninfo);
+    pmixhost_put (h);
+    if (rc != PMIX_SUCCESS)
+        return rc;
+    /* answered here: PMIX_OPERATION_SUCCEEDED would reach the client as
+     * an error code in PMIx 4.2's publish path */
+    if (cbfunc)
+        cbfunc (PMIX_SUCCESS, cbdata);
+    return PMIX_SUCCESS;
+}
+
+static pmix_status_t up_lookup (const pmix_proc_t *proc,
+                                char **keys,
+                                const pmix_info_t info[],
+                                size_t ninfo,
+                                pmix_lookup_cbfunc_t cbfunc,
+                                void *cbdata)
+{
+    struct pmixhost *h = pmixhost_get ();
+    pmix_status_t rc;
+
+    if (!h)
+        return PMIX_ERR_NOT_FOUND;
+    rc = pmixhost_lookup (h, proc, keys, info, ninfo, cbfunc, cbdata);
+    pmixhost_put (h);
+    return rc;
+}
+
+static pmix_status_t up_unpublish (const pmix_proc_t *proc,
+                                   char **keys,
+                                   const pmix_info_t info[],
+                                   size_t ninfo,
+                                   pmix_op_cbfunc_t cbfunc,
+                                   void *cbdata)
+{
+    struct pmixhost *h = pmixhost_get ();
+
+    if (h) {
+        pmixhost_unpublish (h, proc, keys);
+        pmixhost_put (h);
+    }
+    if (cbfunc)
+        cbfunc (PMIX_SUCCESS, cbdata);
+    return PMIX_SUCCESS;
+}
+
+static pmix_status_t up_spawn (const pmix_proc_t *proc,
+                               const pmix_info_t job_info[],
+                               size_t ninfo,
+                               const pmix_app_t apps[],
+                               size_t napps,
+                               pmix_spawn_cbfunc_t cbfunc,
+                               void *cbdata)
+{
+    struct pmixhost *h = pmixhost_get ();
+    pmix_status_t rc;
+
+    if (!h)
+        return PMIX_ERR_NOT_SUPPORTED;
+    rc = pmixhost_spawn_new (h, proc, job_info, ninfo, apps, napps, cbfunc, cbdata);
+    pmixhost_put (h);
+    return rc;
+}
+
+/* PMIX_ERR_PROC_TERM_WO_SYNC if a participant of a connect or disconnect is
+ * known to have exited, else PMIX_SUCCESS (every participant is a client
+ * of this server: nothing to exchange with anyone else). */
+static pmix_status_t participants_alive (const pmix_proc_t procs[], size_t nprocs)
+{
+    struct pmixhost *h = pmixhost_get ();
+    pmix_status_t rc = PMIX_SUCCESS;
+    struct pmixhost_job *job;
+    struct rank_state *r;
+
+    if (!h)
+        return PMIX_ERR_NOT_SUPPORTED;
+    pthread_mutex_lock (&h->lock);
+    for (size_t i = 0; i < nprocs && rc == PMIX_SUCCESS; i++) {
+        if (procs[i].rank == PMIX_RANK_WILDCARD) {
+            if ((job = pmixhost_find_job (h, procs[i].nspace)))
+                for (int k = 0; k < job->nranks; k++)
+                    if (job->r[k].exited && !job->r[k].finalized)
+                        rc = PMIX_ERR_PROC_TERM_WO_SYNC;
+        } else if ((r = pmixhost_find_rank (h, &procs[i], &job)) && r->exited &&
+                   !r->finalized)
+            rc = PMIX_ERR_PROC_TERM_WO_SYNC;
+    }
+    pthread_mutex_unlock (&h->lock);
+    pmixhost_put (h);
+    return rc;
+}
+
+static pmix_status_t up_connect (const pmix_proc_t procs[],
+                                 size_t nprocs,
+                                 const pmix_info_t info[],
+                                 size_t ninfo,
+                                 pmix_op_cbfunc_t cbfunc,
+                                 void *cbdata)
+{
+    pmix_status_t rc = participants_alive (procs, nprocs);
+
+    return rc == PMIX_SUCCESS ? PMIX_OPERATION_SUCCEEDED : rc;
+}
+
+static pmix_status_t up_disconnect (const pmix_proc_t procs[],
+                                    size_t nprocs,
+                                    const pmix_info_t info[],
+                                    size_t ninfo,
+                                    pmix_op_cbfunc_t cbfunc,
+                                    void *cbdata)
+{
+    /* a disconnect from dead peers still lets the living go */
+    return PMIX_OPERATION_SUCCEEDED;
+}
+
 pmix_server_module_t pmixhost_module = {
     .client_connected = up_client_connected,
     .client_finalized = up_client_finalized,
@@ -254,6 +382,12 @@ pmix_server_module_t pmixhost_module = {
     .deregister_events = up_deregister_events,
     .notify_event = up_notify_event,
     .job_control = up_job_control,
+    .publish = up_publish,
+    .lookup = up_lookup,
+    .unpublish = up_unpublish,
+    .spawn = up_spawn,
+    .connect = up_connect,
+    .disconnect = up_disconnect,
 };
 
 /* PMIx's own report that a client vanished without finalizing. */
