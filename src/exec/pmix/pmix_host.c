@@ -987,9 +987,13 @@ static int notify_failure (struct pmixhost_job *job, int rank, pmix_status_t cod
         (range->array = calloc (n, sizeof (pmix_proc_t)))) {
         pmix_proc_t *procs = range->array;
         range->type = PMIX_PROC;
-        for (struct pmixhost_job *j = job->h->jobs; j; j = j->next)
-            if (j->family == job->family)
-                PMIX_LOAD_PROCID (&procs[range->size++], j->nspace, PMIX_RANK_WILDCARD);
+        for (struct pmixhost_job *j = job->h->jobs; j; j = j->next) {
+            if (j->family != job->family)
+                continue;
+            /* (PMIX_LOAD_PROCID evaluates its arguments more than once) */
+            PMIX_LOAD_PROCID (&procs[range->size], j->nspace, PMIX_RANK_WILDCARD);
+            range->size++;
+        }
     } else if (range) {
         free (range);
         range = NULL;
