@@ -46,9 +46,9 @@ struct local {
     elastic_agent_t *agent;
     const struct elastic_agent_spec *spec; /* the agent's (it outlives us) */
     struct lworker *lw;
-    int n;      /* workers: the slots, then the ones spawned meanwhile */
-    int nslots; /* the workers every start starts (--nproc-per-node) */
-    int lwcap;  /* records allocated in lw */
+    int n;                 /* workers: the slots, then the ones spawned meanwhile */
+    int nslots;            /* the workers every start starts (--nproc-per-node) */
+    int lwcap;             /* records allocated in lw */
     struct ldrain *drains; /* stopped workers not yet reaped and swept */
     int no_detach;         /* the wire-up asked to wait for stopped workers */
     struct guardian *guard;

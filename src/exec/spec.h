@@ -74,9 +74,9 @@ struct elastic_agent_spec {
     double health_timeout;
     enum restart_policy restart_policy;
     enum wireup wireup;
-    int wrapper;         /* set by elastic-exec in wrapper mode */
-    char *mpi_btl;       /* "sm" or "tcp" (hosted PMIx) */
-    double init_timeout; /* MPI_Init deadline per attempt (hosted PMIx); 0: off */
+    int wrapper;          /* set by elastic-exec in wrapper mode */
+    char *mpi_btl;        /* "sm" or "tcp" (hosted PMIx) */
+    double init_timeout;  /* MPI_Init deadline per attempt (hosted PMIx); 0: off */
     double spawn_timeout; /* an MPI_Comm_spawn's processes must reach their
                              parents within it (hosted PMIx); 0: 600 s */
     int subreaper;

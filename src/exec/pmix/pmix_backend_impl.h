@@ -61,10 +61,10 @@ struct pmixb {
     struct bspawn **extra_of; /* worker index - nranks -> its spawn */
     int *extra_rank;          /* ... and its rank in the spawn's namespace */
     int nextra, extra_cap;
-    int *slot_owner;          /* per slot (worker 0..nranks-1's local rank):
-                                 the worker index in it */
-    int spawning;             /* a spawn is on its way: capacity 0 */
-    int last_capacity;        /* logged when it changes (-1: never) */
+    int *slot_owner;   /* per slot (worker 0..nranks-1's local rank):
+                          the worker index in it */
+    int spawning;      /* a spawn is on its way: capacity 0 */
+    int last_capacity; /* logged when it changes (-1: never) */
 };
 
 /* What the mesh thread tells the agent's thread (events, self-fencing). */

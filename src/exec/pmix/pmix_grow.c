@@ -259,8 +259,8 @@ static int start_child (struct pmixb *pb, struct bspawn *bs, int r, int s)
         log_err ("MPI_Comm_spawn: out of memory");
         return -1;
     }
-    if ((i = agent_worker_add (agent, agent_worker (agent, s)->local_rank, req->argv, &err)) <
-        0) {
+    if ((i = agent_worker_add (
+             agent, agent_worker (agent, s)->local_rank, req->argv, &err)) < 0) {
         log_err ("MPI_Comm_spawn: %s", err.text);
         return -1;
     }
@@ -279,7 +279,8 @@ static int start_child (struct pmixb *pb, struct bspawn *bs, int r, int s)
     return i;
 }
 
-static void kill_children (struct pmixb *pb, struct bspawn *bs, const char *kind, const char *why)
+static void
+kill_children (struct pmixb *pb, struct bspawn *bs, const char *kind, const char *why)
 {
     for (int r = 0; r < bs->k; r++) {
         const struct worker *w;
@@ -291,7 +292,8 @@ static void kill_children (struct pmixb *pb, struct bspawn *bs, const char *kind
 }
 
 /* A pending spawn failed: MPI_Comm_spawn returns an error. */
-static void spawn_failed (struct pmixb *pb, struct bspawn *bs, int timed_out, const char *why)
+static void
+spawn_failed (struct pmixb *pb, struct bspawn *bs, int timed_out, const char *why)
 {
     char ranks[256];
     int rk[64] = {0}, n = 0;
@@ -305,8 +307,11 @@ static void spawn_failed (struct pmixb *pb, struct bspawn *bs, int timed_out, co
         if (bs->index[r] >= 0)
             rk[n++] = agent_worker (pb->agent, bs->index[r])->rank;
     int_list (ranks, sizeof (ranks), rk, n);
-    log_warn ("spawn of rank%s %s for %s failed: %s", n == 1 ? "" : "s", ranks,
-              pmixhost_spawn_request (bs->sp)->requestor, why);
+    log_warn ("spawn of rank%s %s for %s failed: %s",
+              n == 1 ? "" : "s",
+              ranks,
+              pmixhost_spawn_request (bs->sp)->requestor,
+              why);
     eventlog_emit (agent_eventlog (pb->agent),
                    "workers_spawn_failed",
                    json_pack ("{s:s s:s s:b s:f}",
@@ -336,10 +341,12 @@ static void spawn_one (struct pmixb *pb, struct bspawn *bs)
         return;
     }
     if (k > cap) {
-        refuse (pb, bs, cap, cap == 0 && pb->spawning ? "a spawn is on its way"
-                             : cap == 0 && !pb->in_place
-                                 ? "spawning needs --restart-policy in-place"
-                                 : "more ranks than free slots");
+        refuse (pb,
+                bs,
+                cap,
+                cap == 0 && pb->spawning    ? "a spawn is on its way"
+                : cap == 0 && !pb->in_place ? "spawning needs --restart-policy in-place"
+                                            : "more ranks than free slots");
         return;
     }
     bs->k = k;
@@ -365,8 +372,7 @@ static void spawn_one (struct pmixb *pb, struct bspawn *bs)
         goto out;
     }
     bs->t_start = mono_now ();
-    bs->deadline =
-        bs->t_start + (spec->spawn_timeout > 0 ? spec->spawn_timeout : 600.0);
+    bs->deadline = bs->t_start + (spec->spawn_timeout > 0 ? spec->spawn_timeout : 600.0);
     bs->state = PMIXHOST_SPAWN_PENDING;
     bs->next = pb->spawns;
     pb->spawns = bs;
@@ -469,13 +475,11 @@ void grow_joined (struct pmixb *pb, struct pmixhost_spawn *sp)
               ranks,
               pmixhost_spawn_request (sp)->requestor,
               (mono_now () - bs->t_start) * 1e3);
-    eventlog_emit (agent_eventlog (pb->agent),
-                   "workers_joined",
-                   json_pack ("{s:s s:f}",
-                              "ranks",
-                              ranks,
-                              "after_ms",
-                              (mono_now () - bs->t_start) * 1e3));
+    eventlog_emit (
+        agent_eventlog (pb->agent),
+        "workers_joined",
+        json_pack (
+            "{s:s s:f}", "ranks", ranks, "after_ms", (mono_now () - bs->t_start) * 1e3));
     publish_capacity (pb);
 }
 

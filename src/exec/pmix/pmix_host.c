@@ -1003,7 +1003,8 @@ static int notify_failure (struct pmixhost_job *job, int rank, pmix_status_t cod
         PMIX_INFO_LOAD (&op->info[1], PMIX_EVENT_CUSTOM_RANGE, range, PMIX_DATA_ARRAY);
         free (range->array);
         free (range);
-        rc = PMIx_Notify_event (code, &proc, PMIX_RANGE_CUSTOM, op->info, 2, notify_done, op);
+        rc = PMIx_Notify_event (
+            code, &proc, PMIX_RANGE_CUSTOM, op->info, 2, notify_done, op);
     } else
         rc = PMIx_Notify_event (
             code, &proc, PMIX_RANGE_NAMESPACE, op->info, 1, notify_done, op);

@@ -147,10 +147,10 @@ struct pmixhost_event {
     int type;                     /* enum pmixhost_event_type */
     struct pmixhost_job *job;     /* borrowed; events die with their job */
     struct pmixhost_spawn *spawn; /* SPAWN, SPAWN_JOINED (borrowed) */
-    int rank;                 /* -1 for job-wide events */
-    int status;               /* ABORT: the abort code */
-    char message[256];        /* ABORT: the message ("" if none) */
-    double time;              /* CLOCK_MONOTONIC seconds when it happened */
+    int rank;                     /* -1 for job-wide events */
+    int status;                   /* ABORT: the abort code */
+    char message[256];            /* ABORT: the message ("" if none) */
+    double time;                  /* CLOCK_MONOTONIC seconds when it happened */
 };
 
 /* Move the oldest pending event into *ev.  Returns 1 if one was moved, 0 if
@@ -161,28 +161,28 @@ int pmixhost_next_event (struct pmixhost *h, struct pmixhost_event *ev);
 /* ---- jobs (one namespace per attempt) ------------------------------------ */
 
 struct pmixhost_job_opts {
-    const char *run_id;       /* namespace is "elastic.<run_id>.<attempt>";
-                                 [A-Za-z0-9_.-], at most 200 characters */
-    int attempt;              /* >= 0 */
-    int nranks;               /* 1..65535 ranks, all on this node; with a map:
-                                 0 or the map's world size */
-    const struct jobmap *map; /* NULL: every rank here.  Else the job's
-                           map (exec/jobmap.h; read during
-                           pmixhost_job_create only): the namespace is
-                           registered with every node and rank of the job
-                           and this server hosts the ranks of
-                           map->node_id; every node needs its host name.
-                           Ranks are global ranks everywhere below; only
-                           this node's have an environment, are started
-                           and exit here.  A one-node map registers
-                           exactly what NULL does. */
-    const char *btl;          /* "sm" (self,sm: default), "tcp" (self,tcp) or
-                                 "sm,tcp" (self,sm,tcp: sm within the node,
-                                 tcp between nodes) */
-    int oversubscribed;       /* -1: when nranks > usable cores; 0/1: forced */
-    int init_fences;          /* fences that make up MPI_Init; 0: Open MPI 5's 4
-                                 (a modex and a barrier in ompi_mpi_instance_init,
-                                 again in ompi_mpi_init) */
+    const char *run_id;                /* namespace is "elastic.<run_id>.<attempt>";
+                                          [A-Za-z0-9_.-], at most 200 characters */
+    int attempt;                       /* >= 0 */
+    int nranks;                        /* 1..65535 ranks, all on this node; with a map:
+                                          0 or the map's world size */
+    const struct jobmap *map;          /* NULL: every rank here.  Else the job's
+                                    map (exec/jobmap.h; read during
+                                    pmixhost_job_create only): the namespace is
+                                    registered with every node and rank of the job
+                                    and this server hosts the ranks of
+                                    map->node_id; every node needs its host name.
+                                    Ranks are global ranks everywhere below; only
+                                    this node's have an environment, are started
+                                    and exit here.  A one-node map registers
+                                    exactly what NULL does. */
+    const char *btl;                   /* "sm" (self,sm: default), "tcp" (self,tcp) or
+                                          "sm,tcp" (self,sm,tcp: sm within the node,
+                                          tcp between nodes) */
+    int oversubscribed;                /* -1: when nranks > usable cores; 0/1: forced */
+    int init_fences;                   /* fences that make up MPI_Init; 0: Open MPI 5's 4
+                                          (a modex and a barrier in ompi_mpi_instance_init,
+                                          again in ompi_mpi_init) */
     struct pmixhost_spawn *spawned_by; /* the children of this spawn (one
                                  node only, no map): PMIX_SPAWNED and
                                  PMIX_PARENT_ID in the job data; a failure
@@ -313,10 +313,10 @@ struct pmixhost_spawn_req {
 };
 
 enum pmixhost_spawn_state {
-    PMIXHOST_SPAWN_NEW = 0,  /* not answered yet */
-    PMIXHOST_SPAWN_PENDING,  /* launched, the children not joined yet */
-    PMIXHOST_SPAWN_JOINED,   /* a child published: PMIx_Spawn answered */
-    PMIXHOST_SPAWN_FAILED,   /* refused, or failed after the launch */
+    PMIXHOST_SPAWN_NEW = 0, /* not answered yet */
+    PMIXHOST_SPAWN_PENDING, /* launched, the children not joined yet */
+    PMIXHOST_SPAWN_JOINED,  /* a child published: PMIx_Spawn answered */
+    PMIXHOST_SPAWN_FAILED,  /* refused, or failed after the launch */
 };
 
 /* The request (borrowed, valid until pmixhost_spawn_release). */

@@ -53,8 +53,8 @@ struct pmixhost_job {
     int nexited;
     int nderegistered;
     struct rank_state *r;
-    struct pmixhost_job *family; /* the job whose spawns this one's are
-                                    (itself for a job nobody spawned) */
+    struct pmixhost_job *family;       /* the job whose spawns this one's are
+                                          (itself for a job nobody spawned) */
     struct pmixhost_spawn *spawned_by; /* NULL: not spawned */
 };
 
@@ -83,7 +83,7 @@ struct pub_item {
 struct lookup_wait {
     struct lookup_wait *next;
     pmix_proc_t proc;
-    char **keys; /* NULL-terminated copy */
+    char **keys;     /* NULL-terminated copy */
     double deadline; /* pmixhost_now (); 0: none */
     pmix_lookup_cbfunc_t cbfunc;
     void *cbdata;
@@ -152,14 +152,16 @@ pmix_status_t pmixhost_lookup (struct pmixhost *h,
                                size_t ninfo,
                                pmix_lookup_cbfunc_t cbfunc,
                                void *cbdata);
-pmix_status_t pmixhost_unpublish (struct pmixhost *h,
-                                  const pmix_proc_t *proc,
-                                  char **keys);
+pmix_status_t
+pmixhost_unpublish (struct pmixhost *h, const pmix_proc_t *proc, char **keys);
 
 /* Fail the waiting lookups of proc (rank PMIX_RANK_WILDCARD: of its whole
  * namespace) with status, and drop what they published when `drop`
  * (lock NOT held: calls PMIx back). */
-void pubsub_forget (struct pmixhost *h, const pmix_proc_t *proc, pmix_status_t status, int drop);
+void pubsub_forget (struct pmixhost *h,
+                    const pmix_proc_t *proc,
+                    pmix_status_t status,
+                    int drop);
 
 /* Free every record (server teardown, no PMIx callbacks). */
 void pubsub_free_all (struct pmixhost *h);

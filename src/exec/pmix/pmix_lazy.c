@@ -3,8 +3,8 @@
  *
  * elastic-exec is not linked against libpmix: this file defines the PMIx
  * functions that the server's files call (pmix_host.c, pmix_upcalls.c,
- * pmix_pubsub.c, pmix_spawn.c, pmix_jobinfo.c, pmix_transport_local.c), with PMIx's own prototypes, and
- * each forwards to libpmix's, which the first call loads (dlopen, once,
+ * pmix_pubsub.c, pmix_spawn.c, pmix_jobinfo.c, pmix_transport_local.c), with PMIx's own
+ * prototypes, and each forwards to libpmix's, which the first call loads (dlopen, once,
  * under pthread_once) and looks up (dlsym).  A per-rank wrapper under
  * mpirun or srun and an agent with --wireup none never call one, so they
  * no longer map libpmix, libevent and libmunge and bind their symbols at

@@ -318,7 +318,8 @@ pmix_status_t pmixhost_lookup (struct pmixhost *h,
     return PMIX_SUCCESS;
 }
 
-pmix_status_t pmixhost_unpublish (struct pmixhost *h, const pmix_proc_t *proc, char **keys)
+pmix_status_t
+pmixhost_unpublish (struct pmixhost *h, const pmix_proc_t *proc, char **keys)
 {
     pthread_mutex_lock (&h->lock);
     for (struct pub_item **pp = &h->pubs, *p; (p = *pp);) {
@@ -339,7 +340,10 @@ pmix_status_t pmixhost_unpublish (struct pmixhost *h, const pmix_proc_t *proc, c
     return PMIX_SUCCESS;
 }
 
-void pubsub_forget (struct pmixhost *h, const pmix_proc_t *proc, pmix_status_t status, int drop)
+void pubsub_forget (struct pmixhost *h,
+                    const pmix_proc_t *proc,
+                    pmix_status_t status,
+                    int drop)
 {
     struct answer *out = NULL, *a;
 

@@ -166,7 +166,8 @@ int pmixhost_spawn_state (struct pmixhost_spawn *sp)
 
 /* Take the callback (it is answered once), moving to state.  NULL if it
  * was answered. */
-static pmix_spawn_cbfunc_t take_answer (struct pmixhost_spawn *sp, void **cbdata, int state)
+static pmix_spawn_cbfunc_t
+take_answer (struct pmixhost_spawn *sp, void **cbdata, int state)
 {
     pmix_spawn_cbfunc_t cb;
 
