@@ -885,7 +885,7 @@ const struct setting settings_table[] = {
      .env = "ELASTIC_MPI_BTL",
      .set = set_mpi_btl,
      .help = "the ranks' Open MPI transport with --wireup pmix: sm, tcp or sm,tcp "
-             "(default: sm on one node, sm,tcp across nodes)"},
+             "(default: sm,tcp in place or across nodes, else sm)"},
     {.name = "init-timeout",
      .arg = SETTING_VALUE,
      .env = "ELASTIC_INIT_TIMEOUT",

@@ -165,6 +165,15 @@ static int killed_before_init (struct pmixb *pb)
     return 0;
 }
 
+const char *pmixb_btl (const struct pmixb *pb)
+{
+    const struct elastic_agent_spec *spec = agent_spec (pb->agent);
+
+    if (spec->mpi_btl)
+        return spec->mpi_btl;
+    return (pb->map && pb->map->nnodes > 1) || pb->in_place ? "sm,tcp" : "sm";
+}
+
 void pmixb_report_abort (struct pmixb *pb, int index, int code, const char *message)
 {
     if (pb->abort_reported)
@@ -921,9 +930,7 @@ static int pmix_start (elastic_agent_t *agent, void *ctx, elastic_error_t *err)
     jo.attempt = pb->njobs;
     jo.nranks = pb->map ? 0 : pb->nranks;
     jo.map = pb->map;
-    jo.btl = spec->mpi_btl                    ? spec->mpi_btl
-             : pb->map && pb->map->nnodes > 1 ? "sm,tcp"
-                                              : "sm";
+    jo.btl = pmixb_btl (pb);
     jo.oversubscribed = spec->binding.oversubscribe ? 1 : -1;
     pb->t_start = mono_now ();
     if (!(pb->job = pmixhost_job_create (pb->h, &jo, err))) {

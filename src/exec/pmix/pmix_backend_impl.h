@@ -82,6 +82,13 @@ enum { NEWS_LOST = 1, NEWS_REPORTED, NEWS_JOINED, NEWS_FENCE };
  * follows a kill before MPI_Init completed. */
 void pmixb_report_abort (struct pmixb *pb, int index, int code, const char *message);
 
+/* The ranks' Open MPI transport (--mpi-btl): as given, else sm,tcp across
+ * nodes and where ranks lost in place may be replaced by spawned ones (Open
+ * MPI's sm BTL indexes its peers by their local rank in their own job, so a
+ * spawned job reaches its parents over tcp: loopback on one node; within
+ * a job sm is still used), else sm. */
+const char *pmixb_btl (const struct pmixb *pb);
+
 /* ---- pmix_grow.c: MPI_Comm_spawn --------------------------------------------
  * A spawn request is queued (grow_queue) and acted on from the loop
  * (grow_run): within the capacity (free slots: --nproc-per-node minus the

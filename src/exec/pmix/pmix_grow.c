@@ -79,9 +79,10 @@ static int capacity (struct pmixb *pb)
     int n = 0;
 
     /* one node only: the mesh (several nodes) has no cross-node spawn */
+    /* and only where the transport reaches a spawned job (pmixb_btl) */
     if (!pb->in_place || pb->map || pb->disabled || !pb->h || !pb->job ||
-        !pb->initialized || pb->spawning || pb->abort_reported ||
-        agent_stopping (pb->agent))
+        !strstr (pmixb_btl (pb), "tcp") || !pb->initialized || pb->spawning ||
+        pb->abort_reported || agent_stopping (pb->agent))
         return 0;
     for (int s = 0; s < pb->nranks; s++)
         n += slot_free (pb, s);
@@ -227,7 +228,6 @@ static void refuse (struct pmixb *pb, struct bspawn *bs, int cap, const char *wh
 /* Register the children's namespace.  Returns 0, or -1 (logged). */
 static int make_job (struct pmixb *pb, struct bspawn *bs)
 {
-    const struct elastic_agent_spec *spec = agent_spec (pb->agent);
     struct pmixhost_job_opts jo = {0};
     struct pmixhost_job_info ji;
     elastic_error_t err = {{0}};
@@ -236,7 +236,7 @@ static int make_job (struct pmixb *pb, struct bspawn *bs)
     jo.run_id = pb->run_id;
     jo.attempt = pb->njobs;
     jo.nranks = bs->k;
-    jo.btl = spec->mpi_btl ? spec->mpi_btl : "sm";
+    jo.btl = pmixb_btl (pb);
     jo.oversubscribed = ji.oversubscribed;
     jo.spawned_by = bs->sp;
     if (!(bs->job = pmixhost_job_create (pb->h, &jo, &err))) {
