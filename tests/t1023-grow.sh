@@ -35,24 +35,13 @@ is "$MPI_RC" 0 "reference run (checksum $ref)"
 
 # scenario NAME ROOM FINAL-WORLD EVENTS [mpirun args --] PROG ARGS...
 # The heartbeat file is in mpirun's environment, not a -x: PRRTE gives a
-# spawn its own environment, and the new processes need the file too.  A
-# scenario where a new process dies (or is not taken in and leaves without
-# MPI_Finalize) makes PRRTE 3.0 exit non-zero although the job completed
-# (mpirun's judgement of a spawned job, which it starts without ULFM's
-# fault tolerance; doc/architecture.md): there, MPIRUN_RC says what mpirun
-# exits with, and the checksum, world and events say that the job completed.
+# spawn its own environment, and the new processes need the file too.
 scenario() {
     local name=$1 cap=$2 world=$3 want=$4 out="$tmp/$1" sum=$ref
     shift 4
     room "$out.hb" "$cap"
     ELASTIC_HEARTBEAT_FILE="$out.hb" app_run "$out" 4 -x ELASTIC_EVENT_LOG="$out.events" "$@"
-    case "${MPIRUN_RC:-0}" in
-        0) is "$MPI_RC" 0 "$name: the job succeeded" || show_failure "$out" ;;
-        *)
-            [ "$MPI_RC" != 0 ] && [ "$MPI_RC" != 124 ]
-            ok $? "$name: mpirun exits non-zero, not a timeout (PRRTE counts the dead new process: $MPI_RC)"
-            ;;
-    esac
+    is "$MPI_RC" 0 "$name: the job succeeded" || show_failure "$out"
     case "$*" in *sgd*) sum=$sgd_ref ;; *blob_app*) sum=$blob_ref ;; esac
     is "$(checksum_of "$out")" "$sum" "$name: the failure-free checksum" || show_failure "$out"
     is "$(final_world_of "$out")" "$world" "$name: final working size $world"
@@ -65,19 +54,10 @@ reshard_up 35 3->4 failed= spares= attempts=1 new=4" -- "${HEAT[@]}" --fail 3:40
 grep -q 'resharded at step [0-9]*: world 3 -> 4' "$tmp/heat"
 ok $? "heat: the handler ran in the world of 4"
 
-# the new process dies while it joins: a grow_failed event, the next try
-# (after one check period of back-off) takes original rank 5
-MPIRUN_RC=137 scenario join-dies 1 4 "reshard_down 35 4->3 failed=3 spares= attempts=1
-grow_failed 35 3->3 failed=4 spares= attempts=1 new=4
-reshard_up 40 3->4 failed= spares= attempts=1 new=5" -- "${HEAT[@]}" --fail 3:40 --fail 4:0:join
-
-# a working rank dies after the spawn, before the merge: the agreement
-# before the merge finds it, the new process (rank 4) is not taken in, the
-# survivors recover; the next growth brings the world back to 4 with two
-# new processes at once, numbered after every number given (5 and 6)
-MPIRUN_RC=1 scenario grow-dies 2 4 "reshard_down 35 4->3 failed=3 spares= attempts=1
-reshard_down 35 3->2 failed=1 spares= attempts=1
-reshard_up 40 2->4 failed= spares= attempts=1 new=5,6" -- "${HEAT[@]}" --fail 3:40 --fail 1:0:grow
+# A new process killed in its join, and a working rank killed during the
+# growth, are t5020's (under elastic-exec, the product's path): PRRTE 3.0
+# counts the dead spawned process in mpirun's exit code, and has been seen
+# to end a working rank of its own accord in the second case.
 
 # grow_policy never: room, and it stays at 3
 scenario never 1 3 "reshard_down 35 4->3 failed=3 spares= attempts=1" \

@@ -12,8 +12,9 @@
 # before MPI_Init fails the spawn at once (every parent's MPI_Comm_spawn
 # returns an error) and its slot comes back; a spawn of more ranks than
 # the capacity is refused with one line.  The sm BTL of Open MPI 5.0.7
-# does not reach a spawned namespace here (MPI_ERR_INTERN in the child's
-# MPI_Intercomm_merge), so the jobs run with --mpi-btl sm,tcp.
+# does not reach a spawned namespace (MPI_ERR_INTERN in the child's
+# MPI_Intercomm_merge), so the jobs run with --mpi-btl sm,tcp, which is
+# also the default in place.
 . "${srcdir:-.}/pmix/exec.sh"
 
 [ "${HAVE_ULFM:-no}" = yes ] || skip_all "no ULFM Open MPI"

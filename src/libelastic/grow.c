@@ -25,7 +25,10 @@
 #if HAVE_CONFIG_H
 #include "config.h"
 #endif
+#include <errno.h>
 #include <limits.h>
+#include <pthread.h>
+#include <time.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -342,19 +345,36 @@ int grow_spawn (struct elastic_manager *m, int k, int64_t step, elastic_error_t 
                   ft_strerror (mrc, ebuf, sizeof (ebuf)));
     } else {
         MPI_Comm_set_errhandler (inter, MPI_ERRORS_RETURN);
-        testhook_check (m->hooks, m->me, step, HOOK_GROW);
         /* Open MPI 5.0.7's MPI_Intercomm_merge never returns when a
-         * working rank is dead (ompi_comm_nextcid): merge only when the
-         * agreement, which reports a failure uniformly, finds none; the
-         * new processes, waiting in their merge, see the revoke */
+         * process of either side is dead (ompi_comm_nextcid), and a revoke
+         * does not release it: merge only when the agreement, which
+         * reports a failure uniformly, finds none, and the new processes
+         * only when told to (they wait in a receive, which a revoke does
+         * end) */
         recwatch_phase (m->watch, "growth: agreement before the merge");
+        /* 1. every working rank returned from the spawn; 2. every one is
+         * alive (a death now is found here, and the new processes, still
+         * waiting for the word, see the revoke); 3. the word reached the
+         * first new process.  A death after that blocks the merge: the
+         * recovery watch and the new processes' join limit end it. */
         one = 1;
-        if ((mrc = ft_agree (sc, &one)) != MPI_SUCCESS || !one) {
+        if ((mrc = ft_agree (sc, &one)) == MPI_SUCCESS) {
+            testhook_check (m->hooks, m->me, step, HOOK_GROW);
+            mrc = ft_agree (sc, &one);
+        }
+        if (mrc == MPI_SUCCESS) {
+            int go = 1, rank0;
+            MPI_Comm_rank (sc, &rank0);
+            if (rank0 == 0)
+                one = MPI_Send (&go, 1, MPI_INT, 0, TAG_GROW_GO, inter) == MPI_SUCCESS;
+            mrc = ft_agree (sc, &one);
+        }
+        if (mrc != MPI_SUCCESS || !one) {
             ft_revoke (inter);
             ft_free (&inter);
             if (mrc != MPI_SUCCESS)
                 goto parent_failed;
-            snprintf (why, sizeof (why), "refused before the merge");
+            snprintf (why, sizeof (why), "a new process died before the merge");
         }
     }
     if (inter != MPI_COMM_NULL) {
@@ -491,20 +511,107 @@ parent_failed_free:
     return ELASTIC_ERR_PROC_FAILED;
 }
 
-/* A new process whose growth was rolled back: its work is over.  It
- * leaves as a failed process would (the others' agreements and revokes
- * already count with that), after telling its supervisor that it ended. */
-static void not_taken_in (MPI_Comm merged, const char *why)
+/* A new process whose growth was rolled back: its work is over, and it
+ * tells its supervisor so.  Before the merge it leaves through
+ * MPI_Finalize (its only connection to the working ranks, the parent
+ * intercommunicator, is not disconnected there: Open MPI disconnects
+ * dynamic communicators in MPI_Finalize only when there are several), as
+ * mpirun wants; after it, or when the merge failed, it leaves as a failed
+ * process would, since the merged communicator's disconnect would wait for
+ * the working ranks (their agreements and revokes count with a death). */
+static void not_taken_in (MPI_Comm merged, int finalize, const char *why)
 {
     el_log (EL_INFO, "started to grow the job, not taken in (%s): exiting", why);
     heartbeat_flag (ELASTIC_HEARTBEAT_ENDED);
     if (merged != MPI_COMM_NULL)
         ft_revoke (merged);
     fflush (NULL);
+    if (finalize) {
+        ft_skip_finalize_fence ();
+        MPI_Finalize ();
+        exit (0);
+    }
     _exit (0);
 }
 
-int grow_join (struct elastic_manager *m, elastic_error_t *err)
+/* A new process's join has a time limit: Open MPI 5.0.7 can block for ever
+ * in the merge when a working rank died meanwhile (a revoke does not end
+ * it), and the working ranks have then given the growth up.  A thread
+ * ends the process, as not taken in, when the join has not completed
+ * ELASTIC_GROW_JOIN_TIMEOUT seconds (default 60; 0: none) after it began. */
+struct join_watch {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int done;
+    double limit;
+    pthread_t thread;
+    int started;
+};
+
+static struct join_watch jw = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER};
+
+static void *join_watch_main (void *arg)
+{
+    struct timespec until;
+    int timed_out = 0;
+
+    (void)arg;
+    clock_gettime (CLOCK_REALTIME, &until);
+    until.tv_sec += (time_t)jw.limit;
+    until.tv_nsec += (long)((jw.limit - (double)(time_t)jw.limit) * 1e9);
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock (&jw.mu);
+    while (!jw.done && !timed_out)
+        timed_out = pthread_cond_timedwait (&jw.cv, &jw.mu, &until) == ETIMEDOUT;
+    pthread_mutex_unlock (&jw.mu);
+    if (timed_out && !jw.done) {
+        el_log (EL_WARN,
+                "started to grow the job, not taken in within %g s "
+                "(ELASTIC_GROW_JOIN_TIMEOUT): exiting",
+                jw.limit);
+        heartbeat_flag (ELASTIC_HEARTBEAT_ENDED);
+        fflush (NULL);
+        _exit (0);
+    }
+    return NULL;
+}
+
+static void join_watch_start (void)
+{
+    const char *s = getenv ("ELASTIC_GROW_JOIN_TIMEOUT");
+    char *end;
+    double v = 60;
+
+    if (s && *s) {
+        v = strtod (s, &end);
+        if (*end != '\0' || !(v >= 0)) {
+            el_log (EL_WARN,
+                    "ELASTIC_GROW_JOIN_TIMEOUT: '%s' is invalid (expected seconds >= 0): "
+                    "using 60",
+                    s);
+            v = 60;
+        }
+    }
+    jw.limit = v;
+    if (v > 0 && pthread_create (&jw.thread, NULL, join_watch_main, NULL) == 0)
+        jw.started = 1;
+}
+
+static void join_watch_stop (void)
+{
+    pthread_mutex_lock (&jw.mu);
+    jw.done = 1;
+    pthread_cond_signal (&jw.cv);
+    pthread_mutex_unlock (&jw.mu);
+    if (jw.started)
+        pthread_join (jw.thread, NULL);
+    jw.started = 0;
+}
+
+int grow_join (struct elastic_manager *m, MPI_Comm comm, elastic_error_t *err)
 {
     MPI_Comm parent = MPI_COMM_NULL, merged = MPI_COMM_NULL;
     int64_t head[GROW_HDR_HEAD], *hdr = NULL;
@@ -512,20 +619,41 @@ int grow_join (struct elastic_manager *m, elastic_error_t *err)
     char ebuf[256];
 
     (void)err;
+    join_watch_start ();
     MPI_Comm_get_parent (&parent);
     MPI_Comm_set_errhandler (parent, MPI_ERRORS_RETURN);
+    /* the working ranks' word that they merge (grow_spawn): the first new
+     * process receives it and tells the others */
+    {
+        MPI_Comm own = MPI_COMM_NULL;
+        int go = 0, me;
+        if (MPI_Comm_dup (comm, &own) != MPI_SUCCESS)
+            not_taken_in (MPI_COMM_NULL, 1, "MPI_Comm_dup failed");
+        MPI_Comm_set_errhandler (own, MPI_ERRORS_RETURN);
+        MPI_Comm_rank (own, &me);
+        if (me == 0 &&
+            (mrc =
+                 MPI_Recv (&go, 1, MPI_INT, 0, TAG_GROW_GO, parent, MPI_STATUS_IGNORE)) !=
+                MPI_SUCCESS)
+            go = 0;
+        if (MPI_Bcast (&go, 1, MPI_INT, 0, own) != MPI_SUCCESS)
+            go = 0;
+        ft_free (&own);
+        if (go != 1)
+            not_taken_in (MPI_COMM_NULL, 1, "the working ranks did not merge");
+    }
     if ((mrc = MPI_Intercomm_merge (parent, 1, &merged)) != MPI_SUCCESS)
-        not_taken_in (MPI_COMM_NULL, ft_strerror (mrc, ebuf, sizeof (ebuf)));
+        not_taken_in (MPI_COMM_NULL, 0, ft_strerror (mrc, ebuf, sizeof (ebuf)));
     MPI_Comm_set_errhandler (merged, MPI_ERRORS_RETURN);
     MPI_Comm_size (merged, &total);
     MPI_Comm_rank (merged, &rank);
     if (!(hdr = calloc (GROW_HDR_HEAD + total, sizeof (int64_t))) ||
         !(orig = malloc (total * sizeof (int))))
-        not_taken_in (merged, "out of memory");
+        not_taken_in (merged, 0, "out of memory");
     /* a failed header means the working ranks gave up: leave at once */
     if ((mrc = MPI_Bcast (hdr, GROW_HDR_HEAD + total, MPI_INT64_T, 0, merged)) !=
         MPI_SUCCESS)
-        not_taken_in (merged, ft_strerror (mrc, ebuf, sizeof (ebuf)));
+        not_taken_in (merged, 0, ft_strerror (mrc, ebuf, sizeof (ebuf)));
     memcpy (head, hdr, sizeof (head));
     ok = head[0] == GROW_MAGIC && head[2] == total && head[1] >= total &&
          head[1] <= INT_MAX;
@@ -547,9 +675,10 @@ int grow_join (struct elastic_manager *m, elastic_error_t *err)
     }
     free (hdr);
     if (ft_agree_robust (merged, &ok) != MPI_SUCCESS || !ok)
-        not_taken_in (merged, "the growth was rolled back");
+        not_taken_in (merged, 0, "the growth was rolled back");
+    join_watch_stop (); /* taken in: from here on, a spare's life */
     if (set_base (m, merged, orig, (int)head[1]) < 0)
-        not_taken_in (merged, "out of memory");
+        not_taken_in (merged, 0, "out of memory");
     m->world = merged;
     m->me = orig[rank];
     m->myslot = -1;

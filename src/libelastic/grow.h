@@ -11,6 +11,7 @@
 #define ELASTIC_GROW_H
 
 #include <stdint.h>
+#include <mpi.h>
 #include <elastic.h>
 
 struct elastic_manager;
@@ -37,10 +38,11 @@ int grow_due (const struct elastic_manager *m, int64_t step);
  * caller recovers). */
 int grow_spawn (struct elastic_manager *m, int k, int64_t step, elastic_error_t *err);
 
-/* In a new process's elastic_manager_create: merge with the working ranks,
+/* In a new process's elastic_manager_create (comm: the new processes'
+ * communicator): wait for the working ranks' word, merge with them,
  * receive the numbering, agree.  A growth that was rolled back ends the
  * process here (exit 0, its end told to the supervisor). */
-int grow_join (struct elastic_manager *m, elastic_error_t *err);
+int grow_join (struct elastic_manager *m, MPI_Comm comm, elastic_error_t *err);
 
 /* In a new process's elastic_manager_start: its registrations must be the
  * job's.  If not, the process cannot be taken in: it says so and exits 1

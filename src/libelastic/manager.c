@@ -197,7 +197,7 @@ int elastic_manager_create (MPI_Comm comm,
     }
     /* a process a growth started: merge with the working ranks and take
      * the job's settings, before anything is made of them */
-    if (child && (rc = grow_join (m, err)) != ELASTIC_OK)
+    if (child && (rc = grow_join (m, comm, err)) != ELASTIC_OK)
         goto error;
     rc = ELASTIC_ERR_NOMEM;
     if (!(m->snapshot_dir = strdup (m->cfg.snapshot_dir)) ||

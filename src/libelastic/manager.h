@@ -30,6 +30,7 @@ enum {
     TAG_RESTORE = 7103,
     TAG_BLOB = 7104,
     TAG_DRAIN = 7105,
+    TAG_GROW_GO = 7106,
 };
 
 /* Flags of the agreements on the working communicator (bitwise AND).

@@ -1,0 +1,118 @@
+#!/bin/bash
+# t5020-exec-grow.sh - `elastic-exec --nproc-per-node 8` jobs lose ranks in
+# place and grow back with new processes
+#
+# heat2d, sgd and the blob application kill ranks of their own (real
+# SIGKILLs); libelastic shrinks, then finds the room elastic-exec writes
+# into the heartbeat files (the slots of the dead ranks), spawns that many
+# new processes of the same program (MPI_Comm_spawn, served by
+# elastic-exec's PMIx server), merges them, re-shards every array and
+# calls the handler: the job ends with 8 working ranks, two of them new
+# processes (new pids, original ranks 8 and 9), and the failure-free
+# checksum.  A new process killed in its join, a working rank killed after
+# the spawn, grow_policy never.  Nothing may be left behind.
+. "${srcdir:-.}/pmix/exec.sh"
+
+[ "${HAVE_ULFM:-no}" = yes ] || skip_all "no ULFM Open MPI"
+[ -x "$HEAT2D" ] && [ -x "$SGD" ] || skip_all "the examples are not built"
+BLOB=./libelastic/blob_app
+PY=/usr/bin/python3
+EVENTS=${srcdir:-.}/libelastic/check_events.py
+
+# the room is agreed at every step; snapshots every 7, checks every 5
+export ELASTIC_SNAPSHOT_PERIOD=7 ELASTIC_RESHARD_CHECK_PERIOD=5 ELASTIC_SIGNAL_CHECK_PERIOD=1 ELASTIC_GROW_JOIN_TIMEOUT=20
+heat=("$HEAT2D" --nx 64 --ny 64 --steps 120)
+sgd=("$SGD" --steps 60)
+blob=("$BLOB" --steps 60 --items 203)
+
+# ref NAME APP ARGS...: the failure-free checksum of an 8-rank run
+ref() {
+    local name=$1
+    shift
+    ep_start "$name" 8 -- "$@"
+    ep_wait 180
+    is "$EP_RC" 0 "$name: exit 0" >&2 || diag "$(ep_err)" >&2
+    ep_checksum
+}
+heat_ref=$(ref heat-ref "${heat[@]}")
+sgd_ref=$(ref sgd-ref "${sgd[@]}")
+blob_ref=$(ref blob-ref "${blob[@]}")
+
+# events FILE: libelastic's events, one line each, the steps after the
+# first event's as S: the room is agreed at the first step after
+# elastic-exec reaped the dead ranks and wrote it, and which step that is
+# depends on the machine's load (the first rollback's step does not)
+events() { "$PY" "$EVENTS" "$1" | awk 'NR > 1 { $2 = "S" } 1'; }
+
+# grow NAME WORLD EVENTS SPAWNED APP ARGS...: 8 ranks, the app's own
+# failures; the job ends in a world of WORLD with the failure-free checksum,
+# libelastic's events EVENTS, and SPAWNED (a list) started by elastic-exec
+grow() {
+    local name=$1 world=$2 want=$3 spawned=$4 sum
+    shift 4
+    case $1 in "$SGD") sum=$sgd_ref ;; "$BLOB") sum=$blob_ref ;; *) sum=$heat_ref ;; esac
+    ELASTIC_EVENT_LOG=$ep_root/$name.lev ep_start "$name" 8 -- "$@"
+    ep_wait 240
+    is "$EP_RC" 0 "$name: exit 0" || diag "$(ep_err)"
+    is "$(ep_checksum)" "$sum" "$name: the failure-free checksum" || diag "$(ep_out)"
+    grep -q "^final world $world," "$ep_dir/out"
+    ok $? "$name: finished in a world of $world" || diag "$(ep_out)"
+    is "$(events "$ep_root/$name.lev")" "$want" "$name: libelastic's events"
+    is "$(ep_get workers_spawned ranks 2>/dev/null | tr -d ' []')" "$spawned" \
+        "$name: elastic-exec started ranks $spawned" || diag "$(ep_log | grep spawn)"
+    ep_check_clean "$name"
+}
+
+# two ranks lost at once, two new processes (8 and 9) into their slots
+grow heat 8 "reshard_down 35 8->6 failed=3,5 spares= attempts=1
+reshard_up S 6->8 failed= spares= attempts=1 new=8,9" "8,9" \
+    "${heat[@]}" --fail 3:40 --fail 5:40
+for r in 8 9; do
+    p=$(ep_rank_pid $r)
+    ok $([ -n "$p" ] && ! grep -qw "$p" <<< "$(for o in 0 1 2 3 4 5 6 7; do ep_rank_pid $o; done)" && echo 0 || echo 1) \
+        "heat: rank $r is a new process (pid $p)"
+done
+is "$(ep_ev worker_exit state=SUCCEEDED)" 8 "heat: 8 workers ended with the work done (6 old, 2 new)"
+is "$(ep_ev restart)" 0 "heat: no restart"
+grep -q "SUCCEEDED: 10 ranks (2 spawned), 2 lost and recovered in place (ranks 3 5)" "$ep_dir/err"
+ok $? "heat: the agent's summary names the spawned ranks and the losses" || diag "$(ep_err)"
+
+grow sgd 8 "reshard_down 14 8->7 failed=2 spares= attempts=1
+reshard_up S 7->8 failed= spares= attempts=1 new=8" "8" "${sgd[@]}" --fail 2:20
+grow blob 8 "reshard_down 14 8->7 failed=1 spares= attempts=1
+reshard_up S 7->8 failed= spares= attempts=1 new=8" "8" "${blob[@]}" --fail 1:20
+
+# the new process dies in its join: grow_failed, then another (rank 9)
+grow join-dies 8 "reshard_down 35 8->7 failed=3 spares= attempts=1
+grow_failed S 7->7 failed=8 spares= attempts=1 new=8
+reshard_up S 7->8 failed= spares= attempts=1 new=9" "9" \
+    "${heat[@]}" --fail 3:40 --fail 8:0:join
+
+# a working rank dies after the spawn, before the merge: the new process
+# (8) is not taken in and ends (through MPI_Finalize, as finished), the
+# survivors recover, then grow back to 8.  Rank 1's slot is free at once,
+# rank 3's once process 8 has ended: one growth by two (9, 10) or two by
+# one, as the machine's timing has it
+ELASTIC_EVENT_LOG=$ep_root/grow-dies.lev ep_start grow-dies 8 -- "${heat[@]}" --fail 3:40 --fail 1:0:grow
+ep_wait 240
+is "$EP_RC" 0 "grow-dies: exit 0" || diag "$(ep_err)"
+is "$(ep_checksum)" "$heat_ref" "grow-dies: the failure-free checksum" || diag "$(ep_out)"
+grep -q "^final world 8," "$ep_dir/out"
+ok $? "grow-dies: finished in a world of 8" || diag "$(ep_out)"
+evs=$(events "$ep_root/grow-dies.lev")
+is "$(head -n 2 <<< "$evs")" "reshard_down 35 8->7 failed=3 spares= attempts=1
+reshard_down S 7->6 failed=1 spares= attempts=1" "grow-dies: rank 3 lost, then rank 1 in the growth"
+is "$(tail -n +3 <<< "$evs" | sed -n 's/^reshard_up S [67]->[78] failed= spares= attempts=1 new=//p' | tr '\n' ',')" \
+    "9,10," \
+    "grow-dies: then back to 8 with new processes 9 and 10" || diag "$evs"
+is "$(ev_get "$ep_dir/ev" workers_spawned ranks 0 | tr -d ' []')" 8 "grow-dies: elastic-exec started rank 8 first"
+is "$(ep_ev worker_exit rank=8 state=SUCCEEDED)" 1 \
+    "grow-dies: the new process that was not taken in ended as finished" || diag "$(ep_log | grep worker_exit)"
+ep_check_clean grow-dies
+
+# grow_policy never: the room stays unused
+ELASTIC_GROW_POLICY=never grow never 7 "reshard_down 35 8->7 failed=3 spares= attempts=1" "" \
+    "${heat[@]}" --fail 3:40
+is "$(ep_ev workers_spawned)" 0 "never: nothing spawned"
+
+done_testing
