@@ -50,6 +50,9 @@
 #   B15C b15-torchnodes.sh --cluster  the same on the emulated 3-node Slurm
 #                      cluster, both launchers under srun (root, Slurm;
 #                      only with --only; OUT/torchcluster.md)
+#   B16 b16-grow.sh    growing back into new processes under elastic-exec
+#                      vs relaunching at the larger size from L3 (only with
+#                      --only; OUT/grow.md)
 # Exit status: 0 when every selected benchmark produced rows (targets met
 # or not: see summary.csv), 1 when one produced none, 2 on bad usage.
 set -u
@@ -75,8 +78,8 @@ while [ $# -gt 0 ]; do
 done
 for b in ${only//,/ }; do
     case $b in
-        B1 | B2 | B3 | B4 | B5 | B6 | B6L3 | B7 | B8 | B9 | B11 | B12 | B13 | B14 | B15 | B15C) ;;
-        *) echo "run.sh: --only: '$b' is invalid (expected a comma-separated list of B1 ... B9, B6L3, B11, B12, B13, B14, B15, B15C)" >&2; exit 2 ;;
+        B1 | B2 | B3 | B4 | B5 | B6 | B6L3 | B7 | B8 | B9 | B11 | B12 | B13 | B14 | B15 | B15C | B16) ;;
+        *) echo "run.sh: --only: '$b' is invalid (expected a comma-separated list of B1 ... B9, B6L3, B11, B12, B13, B14, B15, B15C, B16)" >&2; exit 2 ;;
     esac
 done
 want() { [[ ",$only," == *",$1,"* ]]; }
@@ -131,6 +134,7 @@ want B13 && drive B13 "$here/b13-fastpath.sh"
 want B14 && drive B14 "$here/b14-meshcluster.sh"
 want B15 && drive B15 "$here/b15-torchnodes.sh"
 want B15C && drive B15C "$here/b15-torchnodes.sh" --cluster
+want B16 && drive B16 "$here/b16-grow.sh"
 if want B8; then
     bench_log "== B8: models"
     "$PY" "$here/b8-model.py" "$OUT" || status=1

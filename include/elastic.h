@@ -411,7 +411,10 @@ typedef struct {
     int rank;                 /* rank in the working communicator (-1 on an idle spare) */
     int size;                 /* working size */
     int is_spare;             /* 1 on an idle spare */
-    int original_rank;        /* rank in the communicator given to create */
+    int original_rank;        /* rank in the communicator given to create; a
+                               * process a growth started is numbered after
+                               * every rank there was (8, 9, ... in a job
+                               * created with 8) */
     int original_size;        /* working size at creation */
     int idle_spares;          /* spare ranks waiting */
     int events;               /* elastic down events so far */

@@ -202,11 +202,11 @@ static void check_testhook (void)
     is_int (testhook_create ("3:40:lunch", &h, &err),
             ELASTIC_ERR_INVAL,
             "an unknown place is rejected");
-    is_str (
-        err.text,
-        "ELASTIC_TEST_KILL: '3:40:lunch' is invalid (expected RANK:STEP:WHERE[:STOP] "
-        "with WHERE snapshot, recovery, protect, persist or finalize, comma-separated)",
-        "the message names the entry");
+    is_str (err.text,
+            "ELASTIC_TEST_KILL: '3:40:lunch' is invalid (expected RANK:STEP:WHERE[:STOP] "
+            "with WHERE snapshot, recovery, protect, persist, finalize, grow or join, "
+            "comma-separated)",
+            "the message names the entry");
     is_int (testhook_create ("3:40", &h, &err),
             ELASTIC_ERR_INVAL,
             "a missing place is rejected");

@@ -115,4 +115,35 @@ ELASTIC_GROW_POLICY=never grow never 7 "reshard_down 35 8->7 failed=3 spares= at
     "${heat[@]}" --fail 3:40
 is "$(ep_ev workers_spawned)" 0 "never: nothing spawned"
 
+# a grown job suspended (SIGTERM to elastic-exec: exit 75, the L3 file
+# written by all 8 ranks, the two new ones among them), resumed at 5 ranks
+# from that file: the failure-free checksum
+long=("$HEAT2D" --nx 64 --ny 64 --steps 600 --sleep 5)
+long_ref=$(ref long-ref "$HEAT2D" --nx 64 --ny 64 --steps 600)
+mkdir -p "$ep_root/snaps"
+ELASTIC_EVENT_LOG=$ep_root/suspend.lev ELASTIC_SNAPSHOT_DIR=$ep_root/snaps \
+    ep_start suspend 8 --health-port 0 -- "${long[@]}" --fail 3:40 --fail 5:40
+if wait_for_grep '"reshard_up"' "$ep_root/suspend.lev" 120; then
+    # the growth in /metrics: 2 lost, 2 spawned, no room left
+    port=$(ep_get agent_start health_port)
+    $PY "${srcdir:-.}/exec/httpcheck.py" metrics "$port" > "$ep_root/metrics" 2>&1
+    is "$(grep -E '^elastic_agent_(ranks_lost_total|ranks_spawned_total|spawn_capacity) ' "$ep_root/metrics" |
+        awk '{ printf "%s ", $2 }')" "2 2 0 " "suspend: /metrics: 2 ranks lost, 2 spawned, capacity 0" ||
+        diag "$(cat "$ep_root/metrics")"
+    kill -TERM "$ep_pid"
+fi
+ep_wait 180
+is "$EP_RC" 75 "suspend: the grown job suspended (exit 75)" || diag "$(ep_err)"
+f=$(ls "$ep_root"/snaps/snap-*.h5 2> /dev/null | tail -n 1)
+is "$(events "$ep_root/suspend.lev" | sed -n 's/^suspend S size=\([0-9]*\) .*file=yes$/\1/p')" 8 \
+    "suspend: the snapshot was written by the 8 ranks of the grown world" ||
+    diag "$(events "$ep_root/suspend.lev")"
+ELASTIC_RESUME_FROM=$f ep_start resume 5 -- "${long[@]}"
+ep_wait 180
+is "$EP_RC" 0 "resume at 5 ranks: exit 0" || diag "$(ep_err)"
+grep -q "^resumed from step [0-9]* (file .*, world 8 -> 5)" "$ep_dir/out"
+ok $? "resume at 5 ranks: from the grown job's file (world 8 -> 5)" || diag "$(ep_out)"
+is "$(ep_checksum)" "$long_ref" "resume at 5 ranks: the failure-free checksum" || diag "$(ep_out)"
+ep_check_clean resume
+
 done_testing

@@ -56,9 +56,11 @@ struct elastic_agent {
                      ones spawned into the running group (agent_worker_add) */
     int wcap;     /* records allocated in w */
     struct worker *w;
-    int next_rank; /* the global rank the next spawned worker gets */
-    int capacity;  /* the spawn capacity last published (agent_capacity_set) */
-    int nspawned;  /* workers spawned in this attempt */
+    int next_rank;     /* the global rank the next spawned worker gets */
+    int capacity;      /* the spawn capacity last published (agent_capacity_set) */
+    int nspawned;      /* workers spawned in this attempt */
+    int spawned_total; /* ... in every attempt (/metrics; atomics: the
+                          metrics thread reads it and capacity) */
     int restart_count;
     int remaining_restarts;
     int started; /* workers were started at least once */

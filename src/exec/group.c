@@ -227,8 +227,8 @@ int group_prepare (elastic_agent_t *agent, elastic_error_t *err)
     group_release (agent);
     /* the workers spawned into the last attempt go with it */
     agent->nworkers = n;
-    agent->nspawned = 0;
-    agent->capacity = 0;
+    __atomic_store_n (&agent->nspawned, 0, __ATOMIC_RELAXED);
+    __atomic_store_n (&agent->capacity, 0, __ATOMIC_RELAXED);
     agent->next_rank = rank_base + n > world ? rank_base + n : world;
     for (int i = 0; i < n; i++) {
         struct worker *w = &agent->w[i];
@@ -347,7 +347,8 @@ int agent_worker_add (elastic_agent_t *agent,
     agent->w[agent->nworkers] = tmp;
     agent->nworkers++;
     agent->next_rank++;
-    agent->nspawned++;
+    __atomic_add_fetch (&agent->nspawned, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch (&agent->spawned_total, 1, __ATOMIC_RELAXED);
     pthread_mutex_unlock (&agent->lock);
     return tmp.index;
 }
@@ -356,7 +357,7 @@ void agent_capacity_set (elastic_agent_t *agent, int capacity)
 {
     uint32_t v = capacity > 0 ? (uint32_t)capacity : 0;
 
-    agent->capacity = (int)v;
+    __atomic_store_n (&agent->capacity, (int)v, __ATOMIC_RELAXED);
     for (int i = 0; i < agent->nworkers; i++) {
         struct worker *w = &agent->w[i];
         int fd;
@@ -379,7 +380,7 @@ void agent_capacity_set (elastic_agent_t *agent, int capacity)
 
 int agent_capacity (elastic_agent_t *agent)
 {
-    return agent->capacity;
+    return __atomic_load_n (&agent->capacity, __ATOMIC_RELAXED);
 }
 
 void group_set_state (elastic_agent_t *agent, int state)

@@ -81,7 +81,7 @@ struct view {
     int64_t last_snap;
     char role[256];
     /* the counters and the last failure (read under the lock) */
-    int failures, fires, lost;
+    int failures, fires, lost, spawned, capacity;
     int lf_rank, lf_local, lf_code, lf_sig;
     double lf_time;
     char msg[600];
@@ -119,6 +119,17 @@ static void put_agent (struct text *t, elastic_agent_t *agent, const struct view
           "counter",
           "Failed workers the others went on without (in-place recovery).");
     put (t, "elastic_agent_ranks_lost_total %d\n", v->lost);
+    help (t,
+          "elastic_agent_ranks_spawned_total",
+          "counter",
+          "Workers started into the running group for MPI_Comm_spawn (a growth).");
+    put (t, "elastic_agent_ranks_spawned_total %d\n", v->spawned);
+    help (
+        t,
+        "elastic_agent_spawn_capacity",
+        "gauge",
+        "Ranks the agent could start now for MPI_Comm_spawn (the heartbeat's capacity).");
+    put (t, "elastic_agent_spawn_capacity %d\n", v->capacity);
     help (t,
           "elastic_agent_watchdog_fires_total",
           "counter",
@@ -262,6 +273,8 @@ static int view_read (elastic_agent_t *agent, struct view *v)
     v->failures = agent->failures_total;
     v->fires = agent->watchdog_fires;
     v->lost = agent->lost_total;
+    v->spawned = __atomic_load_n (&agent->spawned_total, __ATOMIC_RELAXED);
+    v->capacity = __atomic_load_n (&agent->capacity, __ATOMIC_RELAXED);
     v->lf_rank = agent->last_fail_rank;
     v->lf_local = agent->last_fail_local_rank;
     v->lf_code = agent->last_fail_exitcode;

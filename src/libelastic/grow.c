@@ -177,7 +177,7 @@ static int capture_command (struct elastic_manager *m)
     return 0;
 }
 
-void grow_free (struct elastic_manager *m)
+void grow_release (struct elastic_manager *m)
 {
     if (m->grow_argv)
         for (size_t i = 0; m->grow_argv[i]; i++)

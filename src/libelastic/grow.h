@@ -54,6 +54,6 @@ void grow_join_check (struct elastic_manager *m);
 void grow_backoff (struct elastic_manager *m, int64_t step);
 
 /* Free the growth state of m. */
-void grow_free (struct elastic_manager *m);
+void grow_release (struct elastic_manager *m);
 
 #endif /* ELASTIC_GROW_H */

@@ -124,7 +124,7 @@ void elastic_manager_destroy (elastic_manager_t *m)
     free (m->spare);
     free (m->buddy);
     free (m->layout);
-    grow_free (m);
+    grow_release (m);
     free (m->snapshot_dir);
     free (m->event_log);
     free (m);

@@ -1,0 +1,142 @@
+#!/bin/bash
+# b16-grow.sh - B16: growing back into new processes against relaunching
+# the job at the larger size from L3 (#15)
+#
+#   bench/b16-grow.sh [--quick|--full] [--build DIR] [--out DIR] [--trials N]
+#
+# heat2d under `elastic-exec --nproc-per-node 8`, every rank with a ballast
+# array of MIB MiB (64 in full mode) on top of its grid.  At step 100, k
+# ranks (k = 1, 2, 4: the odd ones, so that no rank and its L2 buddy die
+# together) SIGKILL themselves; libelastic shrinks to 8 - k, elastic-exec
+# writes the room the dead ranks left, and libelastic grows back to 8 with k
+# new processes (MPI_Comm_spawn served by elastic-exec, merge, re-shard,
+# restore, handler, protecting snapshot).  Per run (libelastic's events):
+#   grow_ms     the growth itself: reshard_up's t_total_ms (spawn + merge +
+#               agreement + shrink + restore + handler + protect), and its
+#               phases spawn_ms, merge_ms, restore_ms, handler_ms, protect_ms
+#   e2e_ms      reshard_down's end (the world of 8 - k computing, the room
+#               written right after the deaths) to reshard_up's end (the
+#               world of 8 computing): the wait for the next agreement and
+#               check step, and the growth
+# Baseline, run right after each growth run (interleaved): the same job
+# relaunched at 8 ranks from the newest L3 file that the shrunk job wrote
+# (8 - k ranks, the ballast included), as a batch script requeueing the job
+# would:
+#   relaunch_ms  elastic-exec started -> libelastic's resume event (every
+#                rank has its block and the handler ran: computing again);
+#                the old job's teardown is not counted
+# Rows: grow,8,MIB,VARIANT,TRIAL,METRIC,MS,ms with VARIANT grow-kK or
+# relaunch-kK.  A summary (medians, min..max, the ratio relaunch/grow per k)
+# goes to OUT/grow.md.  Goal (#15): >= 3x faster than the relaunch.
+# Quick: 8 ranks x 8 MiB, k = 1 and 2, 1 trial.  Full: 8 x 64 MiB, 3 trials.
+. "$(dirname "$0")/lib.sh"
+bench_parse_args "$@"
+bench_setup
+bench_csv grow
+bench_need_ulfm grow
+if [ "$MODE" = quick ]; then
+    mib=8 ks="1 2" trials=${TRIALS:-1}
+else
+    mib=64 ks="1 2 4" trials=${TRIALS:-3}
+fi
+victims() { case $1 in 1) echo 1 ;; 2) echo 1 5 ;; 4) echo 1 3 5 7 ;; esac; }
+heat=("$HEAT2D" --nx 512 --ny 512 --ballast "$mib")
+export ELASTIC_SNAPSHOT_PERIOD=50 ELASTIC_SIGNAL_CHECK_PERIOD=1 ELASTIC_RESHARD_CHECK_PERIOD=1
+bench_log "8 ranks x $mib MiB, k in $ks, $trials trial(s)"
+
+# one_grow K TRIAL: the growth run; its rows
+one_grow() {
+    local k=$1 t=$2 d=$OUT/scratch/b16/grow-$1-$2 fails=() v
+    rm -rf "$d" && mkdir -p "$d"
+    for v in $(victims "$k"); do fails+=(--fail "$v:100"); done
+    (cd "$d" && ELASTIC_EVENT_LOG=$d/lev ELASTIC_SNAPSHOT_DIR=$d timeout 600 "$ELASTIC_EXEC" \
+        --nproc-per-node 8 --run-id "b16-$k-$t" --event-log "$d/ev" -- \
+        "${heat[@]}" --steps 300 "${fails[@]}" > "$d/out" 2> "$d/err")
+    cp "$d/err" "$LOGDIR/grow-$k-$t.err" 2> /dev/null
+    "$PY" - "$d/lev" "$k" "$t" "$mib" << 'PYEOF' >> "$CSV"
+import datetime, json, sys
+path, k, t, mib = sys.argv[1:5]
+evs = [json.loads(l) for l in open(path)]
+down = [e for e in evs if e["event"] == "reshard_down"]
+up = [e for e in evs if e["event"] == "reshard_up" and e.get("new_ranks")]
+if not down or not up or up[0]["new_size"] != 8:
+    print("grow,8,%s,grow-k%s,%s,failed,1,flag" % (mib, k, t))
+    sys.exit(0)
+u = up[0]
+ts = lambda e: datetime.datetime.fromisoformat(e["time"].replace("Z", "+00:00")).timestamp()
+p = "grow,8,%s,grow-k%s,%s," % (mib, k, t)
+print(p + "grow_ms,%.3f,ms" % u["t_total_ms"])
+for m in ("spawn", "merge", "restore", "handler", "protect"):
+    print(p + "%s_ms,%.3f,ms" % (m, u["t_%s_ms" % m]))
+print(p + "e2e_ms,%.3f,ms" % ((ts(u) - ts(down[0])) * 1e3))
+PYEOF
+}
+
+# one_relaunch K TRIAL: the shrunk job writes L3 and stops; the relaunch at
+# 8 ranks resumes from it; its row
+one_relaunch() {
+    local k=$1 t=$2 d=$OUT/scratch/b16/relaunch-$1-$2 fails=() v t0
+    rm -rf "$d" && mkdir -p "$d"
+    for v in $(victims "$k"); do fails+=(--fail "$v:100"); done
+    (cd "$d" && ELASTIC_GROW_POLICY=never ELASTIC_SNAPSHOT_DIR=$d timeout 600 "$ELASTIC_EXEC" \
+        --nproc-per-node 8 --run-id "b16r-$k-$t" --event-log "$d/ev0" -- \
+        "${heat[@]}" --steps 151 --persist-period 150 "${fails[@]}" > "$d/out0" 2> "$d/err0")
+    t0=$(date +%s.%N)
+    (cd "$d" && ELASTIC_RESUME=1 ELASTIC_EVENT_LOG=$d/lev ELASTIC_SNAPSHOT_DIR=$d timeout 600 \
+        "$ELASTIC_EXEC" --nproc-per-node 8 --run-id "b16r-$k-$t" --event-log "$d/ev" -- \
+        "${heat[@]}" --steps 152 > "$d/out" 2> "$d/err")
+    cp "$d/err" "$LOGDIR/relaunch-$k-$t.err" 2> /dev/null
+    "$PY" - "$d/lev" "$k" "$t" "$mib" "$t0" << 'PYEOF' >> "$CSV"
+import datetime, json, sys
+path, k, t, mib, t0 = sys.argv[1:6]
+evs = [json.loads(l) for l in open(path)] if path else []
+r = [e for e in evs if e["event"] == "resume"]
+p = "grow,8,%s,relaunch-k%s,%s," % (mib, k, t)
+if not r or r[0]["old_size"] != 8 - int(k) or r[0]["new_size"] != 8:
+    print(p + "failed,1,flag")
+    sys.exit(0)
+ts = datetime.datetime.fromisoformat(r[0]["time"].replace("Z", "+00:00")).timestamp()
+print(p + "relaunch_ms,%.3f,ms" % ((ts - float(t0)) * 1e3))
+print(p + "restore_ms,%.3f,ms" % r[0]["t_restore_ms"])
+PYEOF
+}
+
+for t in $(seq 1 "$trials"); do
+    for k in $ks; do
+        bench_log "trial $t, k=$k: growth"
+        one_grow "$k" "$t"
+        bench_log "trial $t, k=$k: relaunch from L3"
+        one_relaunch "$k" "$t"
+    done
+done
+
+"$PY" - "$CSV" "$OUT/grow.md" "$mib" << 'PYEOF'
+import collections, csv, statistics, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+mib = sys.argv[3]
+v = collections.defaultdict(list)
+for r in rows:
+    if r["bench"] == "grow" and r["mib"] == mib and r["unit"] == "ms":
+        v[(r["variant"], r["metric"])].append(float(r["value"]))
+fails = [r for r in rows if r["bench"] == "grow" and r["metric"] == "failed"]
+def cell(x):
+    return "%.0f (%.0f..%.0f, n=%d)" % (statistics.median(x), min(x), max(x), len(x)) if x else "-"
+out = ["# B16: growing back into new processes vs relaunching from L3",
+       "", "8 ranks x %s MiB ballast (heat2d 512x512), elastic-exec --nproc-per-node 8;" % mib,
+       "medians (min..max, trials) in ms; ratio = relaunch / e2e (goal >= 3).", "",
+       "| k | grow_ms | spawn | merge | restore | handler | protect | e2e_ms | relaunch_ms | ratio |",
+       "|---|---|---|---|---|---|---|---|---|---|"]
+ks = sorted({r["variant"].split("-k")[1] for r in rows if r["variant"].startswith("grow-k")}, key=int)
+for k in ks:
+    g = lambda m: v[("grow-k" + k, m)]
+    e, rl = g("e2e_ms"), v[("relaunch-k" + k, "relaunch_ms")]
+    ratio = "%.1fx" % (statistics.median(rl) / statistics.median(e)) if e and rl else "-"
+    out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        k, cell(g("grow_ms")), cell(g("spawn_ms")), cell(g("merge_ms")), cell(g("restore_ms")),
+        cell(g("handler_ms")), cell(g("protect_ms")), cell(e), cell(rl), ratio))
+if fails:
+    out += ["", "failed runs: " + ", ".join("%s trial %s" % (r["variant"], r["trial"]) for r in fails)]
+open(sys.argv[2], "w").write("\n".join(out) + "\n")
+print("\n".join(out))
+PYEOF
+rm -rf "$OUT/scratch/b16"
