@@ -21,6 +21,7 @@ EVENTS=${srcdir:-.}/libelastic/check_events.py
 
 # the room is agreed at every step; snapshots every 7, checks every 5
 export ELASTIC_SNAPSHOT_PERIOD=7 ELASTIC_RESHARD_CHECK_PERIOD=5 ELASTIC_SIGNAL_CHECK_PERIOD=1 ELASTIC_GROW_JOIN_TIMEOUT=20
+export ELASTIC_GROW_POLICY=at-once # the default (pmix/exec.sh says never for the others)
 heat=("$HEAT2D" --nx 64 --ny 64 --steps 120)
 sgd=("$SGD" --steps 60)
 blob=("$BLOB" --steps 60 --items 203)

@@ -52,6 +52,12 @@ in_place two-at-once 6 "1 4" -- --fail 1:20 --fail 4:20
 in_place spare 7 2 ELASTIC_SPARE_RANKS=1 -- --fail 2:20
 grep -q 'resharded at step [0-9]*: world 7 -> 7' "$ep_dir/out"
 ok $? "spare: the spare took rank 2's place (world 7 -> 7)" || diag "$(ep_out)"
+# growing back: two new Python processes (MPI_Comm_spawn of python3
+# heat2d.py, served by elastic-exec) take the dead ranks' slots
+in_place grow 8 "1 4" ELASTIC_GROW_POLICY=at-once -- --fail 1:20 --fail 4:20
+grep -q 'resharded at step [0-9]*: world 6 -> 8' "$ep_dir/out"
+ok $? "grow: back to 8 with two new processes (world 6 -> 8)" || diag "$(ep_out)"
+is "$(ep_get workers_spawned ranks | tr -d ' []')" "8,9" "grow: elastic-exec started ranks 8 and 9"
 
 # elastic.progress reaches the supervisor: a rank that reported step 5 and
 # then stopped is killed by the hang watchdog, which names the step

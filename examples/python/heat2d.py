@@ -213,6 +213,9 @@ def main(argv):
         # options set fields; ELASTIC_* variables override them
         with elastic.Manager(MPI.COMM_WORLD, persist_period=a.persist_period,
                              snapshot_dir=a.snapshot_dir) as m:
+            # named by the original rank: a process a growth started (the
+            # job's rank 8, say) is rank 0 of its own MPI_COMM_WORLD
+            world_rank = m.info().original_rank
             app = Heat(m, a.nx, a.ny, a.quiet)
             what = "setup"
             if m.comm != MPI.COMM_NULL and not app.setup():

@@ -115,6 +115,9 @@ def main(argv):
     world_rank = MPI.COMM_WORLD.Get_rank()
     try:
         with elastic.Manager(persist_period=a.persist_period, snapshot_dir=a.snapshot_dir) as m:
+            # named by the original rank (a process a growth started is
+            # rank 0 of its own MPI_COMM_WORLD)
+            world_rank = m.info().original_rank
             app = SGD(m, a.samples, a.features, a.lr, a.quiet)
             if m.comm != MPI.COMM_NULL:
                 size, rank = m.comm.Get_size(), m.comm.Get_rank()
