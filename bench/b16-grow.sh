@@ -4,7 +4,8 @@
 #
 #   bench/b16-grow.sh [--quick|--full] [--build DIR] [--out DIR] [--trials N]
 #
-# heat2d under `elastic-exec --nproc-per-node 8`, every rank with a ballast
+# heat2d under `elastic-exec --nproc-per-node 8 --mpi-btl sm,tcp` (a job
+# that grows needs tcp: Open MPI's sm BTL does not reach a spawned job), every rank with a ballast
 # array of MIB MiB (64 in full mode) on top of its grid.  At step 100, k
 # ranks (k = 1, 2, 4: the odd ones, so that no rank and its L2 buddy die
 # together) SIGKILL themselves; libelastic shrinks to 8 - k, elastic-exec
@@ -50,7 +51,7 @@ one_grow() {
     rm -rf "$d" && mkdir -p "$d"
     for v in $(victims "$k"); do fails+=(--fail "$v:100"); done
     (cd "$d" && ELASTIC_EVENT_LOG=$d/lev ELASTIC_SNAPSHOT_DIR=$d timeout 600 "$ELASTIC_EXEC" \
-        --nproc-per-node 8 --run-id "b16-$k-$t" --event-log "$d/ev" -- \
+        --nproc-per-node 8 --mpi-btl sm,tcp --run-id "b16-$k-$t" --event-log "$d/ev" -- \
         "${heat[@]}" --steps 300 "${fails[@]}" > "$d/out" 2> "$d/err")
     cp "$d/err" "$LOGDIR/grow-$k-$t.err" 2> /dev/null
     "$PY" - "$d/lev" "$k" "$t" "$mib" << 'PYEOF' >> "$CSV"

@@ -58,7 +58,7 @@ e=$ep_root/env.1
 got=$(for v in PMIX_RANK OMPI_MCA_mpi_ft_enable OMPI_MCA_pml OMPI_MCA_btl OMPI_MCA_coll PMIX_MCA_ptl_base_test RANK WORLD_SIZE; do
     sed -n "s/^$v=//p" "$e"
 done | tr '\n' ' ')
-is "$got" "1 1 ob1 self,sm,tcp ^han kept 1 2 " "rank 1: PMIx rank, ULFM settings, PMIX_MCA_* kept, torchrun's RANK/WORLD_SIZE"
+is "$got" "1 1 ob1 self,sm ^han kept 1 2 " "rank 1: PMIx rank, ULFM settings, PMIX_MCA_* kept, torchrun's RANK/WORLD_SIZE"
 ns=$(sed -n 's/^PMIX_NAMESPACE=//p' "$e")
 is "$ns" "$(ep_get pmix_job nspace)" "rank 1: the agent's namespace ($ns), not the outer one"
 is "$(tr '\n' ' ' < "$ep_root/fd.0")" "0 1 2 3 " "rank 0: only descriptors 0-2 (no PMIx socket leaked)"

@@ -22,6 +22,8 @@ EVENTS=${srcdir:-.}/libelastic/check_events.py
 # the room is agreed at every step; snapshots every 7, checks every 5
 export ELASTIC_SNAPSHOT_PERIOD=7 ELASTIC_RESHARD_CHECK_PERIOD=5 ELASTIC_SIGNAL_CHECK_PERIOD=1 ELASTIC_GROW_JOIN_TIMEOUT=20
 export ELASTIC_GROW_POLICY=at-once # the default (pmix/exec.sh says never for the others)
+# Open MPI's sm BTL does not reach a spawned job: a job that grows needs tcp
+grow_btl=(--mpi-btl sm,tcp)
 heat=("$HEAT2D" --nx 64 --ny 64 --steps 120)
 sgd=("$SGD" --steps 60)
 blob=("$BLOB" --steps 60 --items 203)
@@ -52,7 +54,7 @@ grow() {
     local name=$1 world=$2 want=$3 spawned=$4 sum
     shift 4
     case $1 in "$SGD") sum=$sgd_ref ;; "$BLOB") sum=$blob_ref ;; *) sum=$heat_ref ;; esac
-    ELASTIC_EVENT_LOG=$ep_root/$name.lev ep_start "$name" 8 -- "$@"
+    ELASTIC_EVENT_LOG=$ep_root/$name.lev ep_start "$name" 8 "${grow_btl[@]}" -- "$@"
     ep_wait 240
     is "$EP_RC" 0 "$name: exit 0" || diag "$(ep_err)"
     is "$(ep_checksum)" "$sum" "$name: the failure-free checksum" || diag "$(ep_out)"
@@ -94,7 +96,7 @@ reshard_up S 7->8 failed= spares= attempts=1 new=9" "9" \
 # survivors recover, then grow back to 8.  Rank 1's slot is free at once,
 # rank 3's once process 8 has ended: one growth by two (9, 10) or two by
 # one, as the machine's timing has it
-ELASTIC_EVENT_LOG=$ep_root/grow-dies.lev ep_start grow-dies 8 -- "${heat[@]}" --fail 3:40 --fail 1:0:grow
+ELASTIC_EVENT_LOG=$ep_root/grow-dies.lev ep_start grow-dies 8 "${grow_btl[@]}" -- "${heat[@]}" --fail 3:40 --fail 1:0:grow
 ep_wait 240
 is "$EP_RC" 0 "grow-dies: exit 0" || diag "$(ep_err)"
 is "$(ep_checksum)" "$heat_ref" "grow-dies: the failure-free checksum" || diag "$(ep_out)"
@@ -116,6 +118,16 @@ ELASTIC_GROW_POLICY=never grow never 7 "reshard_down 35 8->7 failed=3 spares= at
     "${heat[@]}" --fail 3:40
 is "$(ep_ev workers_spawned)" 0 "never: nothing spawned"
 
+# the default transport on one node (sm) does not reach spawned processes:
+# the room stays 0, the agent says why once, the job ends at 7
+ELASTIC_EVENT_LOG=$ep_root/sm.lev ep_start sm-only 8 -v -- "${heat[@]}" --fail 3:40
+ep_wait 240
+is "$EP_RC" 0 "sm only: exit 0" || diag "$(ep_err)"
+grep -q "^final world 7," "$ep_dir/out"
+ok $? "sm only: finished in a world of 7" || diag "$(ep_out)"
+is "$(grep -c 'grows back into new processes only with --mpi-btl sm,tcp' "$ep_dir/err")/$(ep_ev workers_spawned)" \
+    "1/0" "sm only: the agent said once why the slot stays empty; nothing spawned" || diag "$(ep_err)"
+
 # a grown job suspended (SIGTERM to elastic-exec: exit 75, the L3 file
 # written by all 8 ranks, the two new ones among them), resumed at 5 ranks
 # from that file: the failure-free checksum
@@ -123,7 +135,7 @@ long=("$HEAT2D" --nx 64 --ny 64 --steps 600 --sleep 5)
 long_ref=$(ref long-ref "$HEAT2D" --nx 64 --ny 64 --steps 600)
 mkdir -p "$ep_root/snaps"
 ELASTIC_EVENT_LOG=$ep_root/suspend.lev ELASTIC_SNAPSHOT_DIR=$ep_root/snaps \
-    ep_start suspend 8 --health-port 0 -- "${long[@]}" --fail 3:40 --fail 5:40
+    ep_start suspend 8 "${grow_btl[@]}" --health-port 0 -- "${long[@]}" --fail 3:40 --fail 5:40
 if wait_for_grep '"reshard_up"' "$ep_root/suspend.lev" 120; then
     # the growth in /metrics: 2 lost, 2 spawned, no room left
     port=$(ep_get agent_start health_port)

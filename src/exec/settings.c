@@ -884,8 +884,9 @@ const struct setting settings_table[] = {
      .arg = SETTING_VALUE,
      .env = "ELASTIC_MPI_BTL",
      .set = set_mpi_btl,
-     .help = "the ranks' Open MPI transport with --wireup pmix: sm, tcp or sm,tcp "
-             "(default: sm,tcp in place or across nodes, else sm)"},
+     .help =
+         "the ranks' Open MPI transport with --wireup pmix: sm, tcp or sm,tcp "
+         "(default: sm on one node, sm,tcp across nodes; sm,tcp lets a job grow back)"},
     {.name = "init-timeout",
      .arg = SETTING_VALUE,
      .env = "ELASTIC_INIT_TIMEOUT",

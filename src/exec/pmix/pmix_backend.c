@@ -171,7 +171,7 @@ const char *pmixb_btl (const struct pmixb *pb)
 
     if (spec->mpi_btl)
         return spec->mpi_btl;
-    return (pb->map && pb->map->nnodes > 1) || pb->in_place ? "sm,tcp" : "sm";
+    return pb->map && pb->map->nnodes > 1 ? "sm,tcp" : "sm";
 }
 
 void pmixb_report_abort (struct pmixb *pb, int index, int code, const char *message)

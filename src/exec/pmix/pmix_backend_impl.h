@@ -65,6 +65,7 @@ struct pmixb {
                           the worker index in it */
     int spawning;      /* a spawn is on its way: capacity 0 */
     int last_capacity; /* logged when it changes (-1: never) */
+    int told_btl;      /* said once that --mpi-btl sm cannot grow */
 };
 
 /* What the mesh thread tells the agent's thread (events, self-fencing). */
@@ -83,10 +84,10 @@ enum { NEWS_LOST = 1, NEWS_REPORTED, NEWS_JOINED, NEWS_FENCE };
 void pmixb_report_abort (struct pmixb *pb, int index, int code, const char *message);
 
 /* The ranks' Open MPI transport (--mpi-btl): as given, else sm,tcp across
- * nodes and where ranks lost in place may be replaced by spawned ones (Open
- * MPI's sm BTL indexes its peers by their local rank in their own job, so a
- * spawned job reaches its parents over tcp: loopback on one node; within
- * a job sm is still used), else sm. */
+ * nodes, else sm.  Ranks lost in place are replaced by spawned ones only
+ * with tcp in it: Open MPI's sm BTL indexes its peers by their local rank
+ * in their own job, so a spawned job reaches its parents over tcp
+ * (loopback on one node; within a job sm is still used). */
 const char *pmixb_btl (const struct pmixb *pb);
 
 /* ---- pmix_grow.c: MPI_Comm_spawn --------------------------------------------

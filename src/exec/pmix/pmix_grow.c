@@ -79,13 +79,20 @@ static int capacity (struct pmixb *pb)
     int n = 0;
 
     /* one node only: the mesh (several nodes) has no cross-node spawn */
-    /* and only where the transport reaches a spawned job (pmixb_btl) */
     if (!pb->in_place || pb->map || pb->disabled || !pb->h || !pb->job ||
-        !strstr (pmixb_btl (pb), "tcp") || !pb->initialized || pb->spawning ||
-        pb->abort_reported || agent_stopping (pb->agent))
+        !pb->initialized || pb->spawning || pb->abort_reported ||
+        agent_stopping (pb->agent))
         return 0;
     for (int s = 0; s < pb->nranks; s++)
         n += slot_free (pb, s);
+    /* and only where the transport reaches a spawned job (pmixb_btl) */
+    if (n > 0 && !strstr (pmixb_btl (pb), "tcp")) {
+        if (!pb->told_btl)
+            log_info ("the slots of ranks lost in place stay empty: a job grows back "
+                      "into new processes only with --mpi-btl sm,tcp");
+        pb->told_btl = 1;
+        return 0;
+    }
     return n;
 }
 
