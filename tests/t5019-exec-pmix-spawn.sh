@@ -67,6 +67,23 @@ is "$(ep_ev workers_spawn_failed timed_out=False)/$(ep_ev rank_lost rank=4 signa
     "1/1" "child dies: workers_spawn_failed, rank 4 lost"
 ep_check_clean "child dies"
 
+# (b2) the child never reaches MPI_Init: --spawn-timeout fails the spawn
+# on every parent, the child is killed, its slot comes back
+SPAWN_APP_CHILD_STALL=1 ep_start child-stalls 4 --mpi-btl sm,tcp --spawn-timeout 3 -- "$APP"
+t0=$(date +%s)
+ep_wait 180
+t1=$(date +%s)
+is "$EP_RC" 0 "child stalls: exit 0 (the parents went on without it)" || diag "$(ep_err)"
+is "$(grep -c 'spawn failed class=' "$ep_dir/out")" 3 \
+    "child stalls: MPI_Comm_spawn returned an error on every parent" || diag "$(ep_out)"
+ok $([ $((t1 - t0)) -lt 100 ] && echo 0 || echo 1) \
+    "child stalls: the job ended soon after the 3 s spawn timeout ($((t1 - t0)) s)"
+is "$(grep -c 'capacity after the failed spawn 1$' "$ep_dir/out")" 3 \
+    "child stalls: the capacity came back to 1" || diag "$(ep_out)"
+is "$(ep_ev workers_spawn_failed timed_out=True)" 1 "child stalls: workers_spawn_failed, timed out" ||
+    diag "$(ep_log | grep spawn)"
+ep_check_clean "child stalls"
+
 # (c) more ranks than the capacity: refused at once
 ep_start too-many 4 --mpi-btl sm,tcp -- "$APP" --spawn 2
 ep_wait 180

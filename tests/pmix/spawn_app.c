@@ -13,7 +13,8 @@
  * allreduce of their RANK variables (each prints "merged ...") and the
  * parents wait until the capacity is 0.  On an error every parent prints
  * "spawn failed class=..." and waits until the capacity is C again.  With
- * SPAWN_APP_CHILD_DIE set, a child SIGKILLs itself before MPI_Init.
+ * SPAWN_APP_CHILD_DIE set, a child SIGKILLs itself before MPI_Init; with
+ * SPAWN_APP_CHILD_STALL set, it waits for ever before it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -101,6 +102,9 @@ static int child (void)
 
     if (getenv ("SPAWN_APP_CHILD_DIE"))
         raise (SIGKILL);
+    if (getenv ("SPAWN_APP_CHILD_STALL")) /* never reaches MPI_Init */
+        for (;;)
+            pause ();
     MPI_Init (NULL, NULL);
     MPI_Comm_get_parent (&parent);
     if (parent == MPI_COMM_NULL) {
