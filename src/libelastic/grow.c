@@ -280,7 +280,7 @@ int grow_spawn (struct elastic_manager *m, int k, int64_t step, elastic_error_t 
 {
     MPI_Comm sc = MPI_COMM_NULL, inter = MPI_COMM_NULL, merged = MPI_COMM_NULL;
     MPI_Info info = MPI_INFO_NULL;
-    int *errcodes = NULL, *orig = NULL, np, rank, ok, one, mrc, total, first;
+    int *errcodes = NULL, *orig = NULL, *news, np, rank, ok, one, mrc, total, first;
     int64_t *hdr = NULL;
     char ebuf[256], why[300] = "";
     double t0 = mono_now ();
@@ -296,13 +296,14 @@ int grow_spawn (struct elastic_manager *m, int k, int64_t step, elastic_error_t 
     if (!(errcodes = calloc (k, sizeof (int))) ||
         !(hdr = calloc (GROW_HDR_HEAD + total, sizeof (int64_t))) ||
         !(orig = malloc (total * sizeof (int))) ||
-        !(m->grow_new = realloc (m->grow_new, k * sizeof (int)))) {
+        !(news = realloc (m->grow_new, k * sizeof (int)))) {
         free (errcodes);
         free (hdr);
         free (orig);
         give_up (m, k, "out of memory", step);
         return ELASTIC_OK;
     }
+    m->grow_new = news;
     /* every request numbers its processes, started or not, after every
      * number given before (a launcher counts the same way: elastic-exec
      * names the ranks it starts so) */
