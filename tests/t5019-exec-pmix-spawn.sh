@@ -51,35 +51,37 @@ grep -q "worker group 'default' SUCCEEDED: 5 ranks (1 spawned), 1 lost and recov
 ok $? "grow: the summary counts the spawned rank" || diag "$(ep_err)"
 ep_check_clean "grow"
 
+# spawn_fails NAME DESC ENV TIMEOUT: a job whose child fails as ENV (VAR=1) asks,
+# with --spawn-timeout TIMEOUT: every parent's MPI_Comm_spawn returns an
+# error and the capacity comes back; SECS is how long the job took
+spawn_fails() {
+    local name=$1 desc=$2 env=$3 timeout=$4 t0
+    export "$env"
+    ep_start "$name" 4 --mpi-btl sm,tcp --spawn-timeout "$timeout" -- "$APP"
+    unset "${env%%=*}"
+    t0=$(date +%s)
+    ep_wait 180
+    SECS=$(($(date +%s) - t0))
+    is "$EP_RC" 0 "$desc: exit 0 (the parents went on without it)" || diag "$(ep_err)"
+    is "$(grep -c 'spawn failed class=' "$ep_dir/out")" 3 \
+        "$desc: MPI_Comm_spawn returned an error on every parent" || diag "$(ep_out)"
+    is "$(grep -c 'capacity after the failed spawn 1$' "$ep_dir/out")" 3 \
+        "$desc: the capacity came back to 1" || diag "$(ep_out)"
+}
+
 # (b) the child dies before MPI_Init: the spawn fails at once
-SPAWN_APP_CHILD_DIE=1 ep_start child-dies 4 --mpi-btl sm,tcp --spawn-timeout 120 -- "$APP"
-t0=$(date +%s)
-ep_wait 180
-t1=$(date +%s)
-is "$EP_RC" 0 "child dies: exit 0 (the parents went on without it)" || diag "$(ep_err)"
-is "$(grep -c 'spawn failed class=' "$ep_dir/out")" 3 \
-    "child dies: MPI_Comm_spawn returned an error on every parent" || diag "$(ep_out)"
-ok $([ $((t1 - t0)) -lt 100 ] && echo 0 || echo 1) \
-    "child dies: no wait for a timeout ($((t1 - t0)) s, --spawn-timeout 120)"
-is "$(grep -c 'capacity after the failed spawn 1$' "$ep_dir/out")" 3 \
-    "child dies: the capacity came back to 1" || diag "$(ep_out)"
+spawn_fails child-dies "child dies" SPAWN_APP_CHILD_DIE=1 120
+ok $([ "$SECS" -lt 100 ] && echo 0 || echo 1) \
+    "child dies: no wait for a timeout ($SECS s, --spawn-timeout 120)"
 is "$(ep_ev workers_spawn_failed timed_out=False)/$(ep_ev rank_lost rank=4 signal=SIGKILL)" \
     "1/1" "child dies: workers_spawn_failed, rank 4 lost"
 ep_check_clean "child dies"
 
 # (b2) the child never reaches MPI_Init: --spawn-timeout fails the spawn
 # on every parent, the child is killed, its slot comes back
-SPAWN_APP_CHILD_STALL=1 ep_start child-stalls 4 --mpi-btl sm,tcp --spawn-timeout 3 -- "$APP"
-t0=$(date +%s)
-ep_wait 180
-t1=$(date +%s)
-is "$EP_RC" 0 "child stalls: exit 0 (the parents went on without it)" || diag "$(ep_err)"
-is "$(grep -c 'spawn failed class=' "$ep_dir/out")" 3 \
-    "child stalls: MPI_Comm_spawn returned an error on every parent" || diag "$(ep_out)"
-ok $([ $((t1 - t0)) -lt 100 ] && echo 0 || echo 1) \
-    "child stalls: the job ended soon after the 3 s spawn timeout ($((t1 - t0)) s)"
-is "$(grep -c 'capacity after the failed spawn 1$' "$ep_dir/out")" 3 \
-    "child stalls: the capacity came back to 1" || diag "$(ep_out)"
+spawn_fails child-stalls "child stalls" SPAWN_APP_CHILD_STALL=1 3
+ok $([ "$SECS" -lt 100 ] && echo 0 || echo 1) \
+    "child stalls: the job ended soon after the 3 s spawn timeout ($SECS s)"
 is "$(ep_ev workers_spawn_failed timed_out=True)" 1 "child stalls: workers_spawn_failed, timed out" ||
     diag "$(ep_log | grep spawn)"
 ep_check_clean "child stalls"

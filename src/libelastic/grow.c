@@ -231,7 +231,7 @@ static int set_base (struct elastic_manager *m, MPI_Comm merged, int *orig, int 
     return 0;
 }
 
-static void emit_failed (struct elastic_manager *m, int k, const char *why)
+static void emit_failed (struct elastic_manager *m, const char *why)
 {
     struct event_rec e = {
         .kind = "grow_failed",
@@ -248,7 +248,6 @@ static void emit_failed (struct elastic_manager *m, int k, const char *why)
         .rank = m->me,
     };
 
-    (void)k;
     event_emit (m, &e, m->myslot == 0);
 }
 
@@ -263,7 +262,7 @@ static void give_up (struct elastic_manager *m, int k, const char *why, int64_t 
                 k,
                 why,
                 m->nwork);
-    emit_failed (m, k, why);
+    emit_failed (m, why);
     grow_backoff (m, step);
     m->grow_nnew = 0;
 }
