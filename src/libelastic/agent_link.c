@@ -100,6 +100,13 @@ void heartbeat_touch (void)
     heartbeat_flag (0);
 }
 
+int heartbeat_supervised (void)
+{
+    const char *path = getenv ("ELASTIC_HEARTBEAT_FILE");
+
+    return path && *path && access (path, R_OK | W_OK) == 0;
+}
+
 int heartbeat_capacity (void)
 {
     struct elastic_heartbeat *h = heartbeat_attach ();

@@ -181,7 +181,7 @@ int elastic_manager_create (MPI_Comm comm,
      * every one must have a supervisor that reports room to grow, or none
      * agrees on it */
     bad[0] = rc;
-    bad[1] = heartbeat_capacity () < 0;
+    bad[1] = !heartbeat_supervised ();
     if (MPI_Allreduce (bad, anybad, 2, MPI_INT, MPI_MAX, comm) != MPI_SUCCESS) {
         rc = errcodef (
             err, ELASTIC_ERR_MPI, "elastic_manager_create: MPI_Allreduce failed");

@@ -157,6 +157,10 @@ void heartbeat_flag (uint32_t flag);
  * recovery in progress); a no-op when unsupervised. */
 void heartbeat_touch (void);
 
+/* 1 if a supervisor gave this process a heartbeat file (it is not attached
+ * for this: the supervisor takes an attached worker's silence for a hang). */
+int heartbeat_supervised (void);
+
 /* The room for new ranks the supervisor reports in the heartbeat (>= 0),
  * or -1 without a supervisor's heartbeat file. */
 int heartbeat_capacity (void);
