@@ -82,6 +82,10 @@ int agent_worker_add (elastic_agent_t *agent,
                       char *const argv[],
                       elastic_error_t *err);
 
+/* The global rank the next agent_worker_add gives: at least rank (a
+ * spawn into a mesh is numbered by its requestor, job-wide). */
+void agent_next_rank_at_least (elastic_agent_t *agent, int rank);
+
 /* Publish the spawn capacity (heartbeat.h, version 3): write it into the
  * heartbeat file of every live worker whose file does not hold it yet.
  * Cheap when nothing changed (it reads the mappings); call it whenever

@@ -353,6 +353,14 @@ int agent_worker_add (elastic_agent_t *agent,
     return tmp.index;
 }
 
+void agent_next_rank_at_least (elastic_agent_t *agent, int rank)
+{
+    pthread_mutex_lock (&agent->lock);
+    if (agent->next_rank < rank)
+        agent->next_rank = rank;
+    pthread_mutex_unlock (&agent->lock);
+}
+
 void agent_capacity_set (elastic_agent_t *agent, int capacity)
 {
     uint32_t v = capacity > 0 ? (uint32_t)capacity : 0;

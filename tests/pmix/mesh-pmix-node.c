@@ -93,7 +93,7 @@ static void on_lost (void *arg, const uint32_t *members, size_t count, uint32_t 
         evlog ("lost", "member=%u nlive=%u", members[i], nlive);
 }
 
-static void on_reported (void *arg, int rank, int signaled)
+static void on_reported (void *arg, const char *nspace, int rank, int signaled)
 {
     evlog ("reported", "rank=%d signaled=%d", rank, signaled);
 }

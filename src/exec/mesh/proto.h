@@ -80,7 +80,15 @@ enum mesh_bcast_kind {
                                    (rdzv_mesh.c) */
     MESH_BCAST_CLOSE,           /* payload: the rendezvous is closed, and why
                                    (rdzv_mesh.c) */
-    MESH_BCAST_KIND_MAX = MESH_BCAST_CLOSE
+    MESH_BCAST_ROOM,            /* payload: JSON, a member's free slots
+                                   (pmix_grow.c) */
+    MESH_BCAST_SPAWN,           /* payload: JSON, a spawn placed on a member
+                                   (pmix_grow.c) */
+    MESH_BCAST_SPAWN_END,       /* payload: JSON, a spawn joined or failed
+                                   (pmix_grow.c) */
+    MESH_BCAST_PUBLISH,         /* payload: PMIx-packed published data
+                                   (pmix_transport_mesh.c) */
+    MESH_BCAST_KIND_MAX = MESH_BCAST_PUBLISH
 };
 
 struct mesh_hdr {

@@ -591,9 +591,33 @@ on_mesh_lost (void *arg, const uint32_t *members, size_t count, uint32_t nlive)
         news_push (arg, NEWS_LOST, (int)members[i], (int)nlive, NULL);
 }
 
-static void on_mesh_reported (void *arg, int rank, int signaled)
+static void on_mesh_reported (void *arg, const char *nspace, int rank, int signaled)
 {
-    news_push (arg, NEWS_REPORTED, rank, signaled, NULL);
+    news_push (arg, NEWS_REPORTED, rank, signaled, nspace);
+}
+
+static void
+on_mesh_broadcast (void *arg, uint32_t origin, int kind, const void *data, size_t len)
+{
+    struct pmixb *pb = arg;
+    struct mesh_news *n = calloc (1, sizeof (*n));
+
+    if (!n || !(n->data = malloc (len ? len : 1))) {
+        free (n);
+        return;
+    }
+    memcpy (n->data, data, len);
+    n->len = len;
+    n->kind = NEWS_BCAST;
+    n->a = (int)origin;
+    n->b = kind;
+    pthread_mutex_lock (&pb->news_lock);
+    *pb->news_tail = n;
+    pb->news_tail = &n->next;
+    pthread_mutex_unlock (&pb->news_lock);
+    if (write (pb->mesh_pipe[1], "n", 1) < 0) {
+        /* full: the agent has news to read anyway */
+    }
 }
 
 /* Cut off from the mesh: the other nodes go on without this one, whose
@@ -654,8 +678,13 @@ static void on_mesh_pipe (elastic_agent_t *agent, int fd, int revents, void *arg
                                           n->a < m->nnodes ? m->node[n->a].nranks : 0,
                                           "live",
                                           n->b));
+                grow_member_lost (pb, n->a);
                 break;
             case NEWS_REPORTED:
+                if (n->text[0]) { /* a rank of a spawned namespace */
+                    grow_remote_failed (pb, n->text, n->a, n->b);
+                    break;
+                }
                 log_info ("mesh: rank %d (node %s) failed; told this node's ranks",
                           n->a,
                           m->node[jobmap_rank_node (m, n->a)].name);
@@ -681,7 +710,11 @@ static void on_mesh_pipe (elastic_agent_t *agent, int fd, int revents, void *arg
             case NEWS_FENCE:
                 self_fence (pb, n->text);
                 break;
+            case NEWS_BCAST:
+                grow_mesh_broadcast (pb, n->a, n->b, n->data, n->len);
+                break;
         }
+        free (n->data);
         free (n);
     }
 }
@@ -704,6 +737,7 @@ mesh_transport (struct pmixb *pb, struct pmixhost_opts *o, elastic_error_t *err)
         .joined = on_mesh_joined,
         .lost = on_mesh_lost,
         .reported = on_mesh_reported,
+        .broadcast = on_mesh_broadcast,
         .arg = pb,
     };
 
@@ -733,6 +767,7 @@ static void mesh_finish (struct pmixb *pb)
     elastic_error_t err = {{0}};
     double t0 = mono_now ();
 
+    grow_finishing (pb);
     for (int i = 0; i < pb->nranks; i++) {
         const struct worker *w = agent_worker (agent, i);
         if (w->lost)
@@ -1177,6 +1212,7 @@ static void pmix_destroy (void *ctx)
     while (pb->news) {
         struct mesh_news *n = pb->news;
         pb->news = n->next;
+        free (n->data);
         free (n);
     }
     pthread_mutex_destroy (&pb->news_lock);

@@ -66,16 +66,26 @@ struct pmixb {
     int spawning;      /* a spawn is on its way: capacity 0 */
     int last_capacity; /* logged when it changes (-1: never) */
     int told_btl;      /* said once that --mpi-btl sm cannot grow */
+    /* growth across the mesh (pmix_grow.c) */
+    int *room;         /* [nnodes] free slots each member last said it has */
+    unsigned *room_seq; /* [nnodes] the number of that saying */
+    int room_said;     /* what this member last said (-1: nothing yet) */
+    unsigned room_next; /* the number of its next saying */
+    int next_global;   /* the global rank a spawn's first child gets */
+    int finishing;     /* this member's ranks are gone: it takes none */
 };
 
 /* What the mesh thread tells the agent's thread (events, self-fencing). */
 struct mesh_news {
     struct mesh_news *next;
     int kind; /* NEWS_* */
-    int a, b; /* member and live count; rank and signaled */
-    char text[256];
+    int a, b; /* member and live count; rank and signaled; origin and
+                 broadcast kind */
+    char text[256]; /* a reason; a spawned namespace (NEWS_REPORTED) */
+    void *data;     /* NEWS_BCAST: the broadcast's payload (owned) */
+    size_t len;
 };
-enum { NEWS_LOST = 1, NEWS_REPORTED, NEWS_JOINED, NEWS_FENCE };
+enum { NEWS_LOST = 1, NEWS_REPORTED, NEWS_JOINED, NEWS_FENCE, NEWS_BCAST };
 
 /* ---- pmix_backend.c ---- */
 
@@ -128,5 +138,15 @@ void grow_end (struct pmixb *pb);
 
 /* Free what grow_* allocated (NULL-safe parts). */
 void grow_free (struct pmixb *pb);
+
+/* The mesh (agent's thread, from the mesh thread's news): another
+ * member's MESH_BCAST_ROOM, _SPAWN or _SPAWN_END; a member lost; a rank
+ * of a spawned namespace on another node reported failed; this member's
+ * ranks are all gone (it takes no more). */
+void grow_mesh_broadcast (
+    struct pmixb *pb, int origin, int kind, const void *data, size_t len);
+void grow_member_lost (struct pmixb *pb, int member);
+void grow_remote_failed (struct pmixb *pb, const char *nspace, int rank, int signaled);
+void grow_finishing (struct pmixb *pb);
 
 #endif /* ELASTIC_EXEC_PMIX_BACKEND_IMPL_H */

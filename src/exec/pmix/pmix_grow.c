@@ -22,6 +22,33 @@
  * are killed.  From then on a spawned worker is a worker like the others:
  * its exit is judged by the hosted server's verdict and the core's rules
  * (lost in place, finished, MPI_Abort).
+ *
+ * In a mesh (several nodes, issue #15) the spawn may land on another node:
+ *   room       each member says how many of its slots are free whenever
+ *              that changes (MESH_BCAST_ROOM: a JSON object, numbered so a
+ *              late one never overrides a newer); the capacity written
+ *              into the heartbeat files is the most any live member has
+ *              (a spawn's children all go to one node, so that their
+ *              namespace's MPI_Init fences are that node's alone), 0 while
+ *              a spawn is on its way anywhere or where this member could
+ *              not serve one;
+ *   placement  the requestor's member puts the children on the member
+ *              with the most free slots (itself on a tie), registers the
+ *              namespace and floods it (MESH_BCAST_SPAWN: node, size,
+ *              first global rank, parent, program, arguments,
+ *              environment, directory); every member registers it (ranks
+ *              on another node: pmixhost_job_opts.remote_ranks) so that its
+ *              ranks can reach the children (direct modex, job data,
+ *              failures), and the chosen member starts them into its free
+ *              slots;
+ *   the end    the requestor's member decides: a child published
+ *              (published data is handed to every member) or the spawn
+ *              failed (out of time, a child died: the chosen member
+ *              reports it); it floods MESH_BCAST_SPAWN_END, on which the
+ *              chosen member kills the children of a failed spawn.
+ *              A member lost with the children fails a pending spawn like
+ *              a dead child; the requestor's member lost: its spawn's
+ *              children find no parents and end by their own join limit.
  */
 #if HAVE_CONFIG_H
 #include "config.h"
@@ -38,18 +65,52 @@
 #include "exec/spec.h"
 #include "exec/util.h"
 #include "pmix_backend_impl.h"
+#if HAVE_SODIUM
+#include "exec/jobmap.h"
+#include "exec/mesh/mesh.h"
+#include "exec/mesh/proto.h"
+#include "pmix_transport_mesh.h"
+#endif
 
 struct bspawn {
     struct bspawn *next;
-    struct pmixhost_spawn *sp;
-    struct pmixhost_job *job; /* the children's namespace (NULL: none made) */
+    struct pmixhost_spawn *sp; /* the request (NULL: it came through the mesh) */
+    struct pmixhost_job *job;  /* the children's namespace (NULL: none made) */
     int k;
     int *index;  /* worker index of child rank r (-1: not added) */
     char ***env; /* child r's variables: PMIx's, then the app's */
     int state;   /* enum pmixhost_spawn_state, as this side saw it */
     double t_start;
     double deadline;
+    /* the mesh: the member the children run on (-1: no mesh), the
+     * requestor's member, the global rank of child 0, and the request as
+     * it came through the mesh (sp NULL) */
+    int node;
+    int origin;
+    int base;
+    char **argv, **app_env, *wdir;
+    char requestor[300];
 };
+
+static char *const *bs_argv (struct bspawn *bs)
+{
+    return bs->sp ? pmixhost_spawn_request (bs->sp)->argv : bs->argv;
+}
+
+static char **bs_app_env (struct bspawn *bs)
+{
+    return bs->sp ? pmixhost_spawn_request (bs->sp)->env : bs->app_env;
+}
+
+static const char *bs_wdir (struct bspawn *bs)
+{
+    return bs->sp ? pmixhost_spawn_request (bs->sp)->wdir : bs->wdir;
+}
+
+static const char *bs_requestor (struct bspawn *bs)
+{
+    return bs->sp ? pmixhost_spawn_request (bs->sp)->requestor : bs->requestor;
+}
 
 int grow_is_spawned (struct pmixb *pb, int i)
 {
@@ -64,6 +125,22 @@ static struct bspawn *spawn_of (struct pmixb *pb, int i, int *r)
     return pb->extra_of[i - pb->nranks];
 }
 
+/* The compact text of o (taken); NULL when out of memory. */
+static char *json_text (json_t *o)
+{
+    char *text = o ? json_dumps (o, JSON_COMPACT) : NULL;
+
+    json_decref (o);
+    return text;
+}
+
+static void strv_free (char **v)
+{
+    for (size_t i = 0; v && v[i]; i++)
+        free (v[i]);
+    free (v);
+}
+
 /* ---- capacity ------------------------------------------------------------------- */
 
 static int slot_free (struct pmixb *pb, int s)
@@ -73,15 +150,21 @@ static int slot_free (struct pmixb *pb, int s)
     return !w || w->exited || w->pid <= 0;
 }
 
-/* Free slots, or 0 where no spawn can be served now. */
-static int capacity (struct pmixb *pb)
+/* Whether this member can serve a spawn now: in place, the job's
+ * MPI_Init done, nothing ending. */
+static int can_serve (struct pmixb *pb)
+{
+    return pb->in_place && !pb->disabled && pb->h && pb->job && pb->initialized &&
+           !pb->abort_reported && !pb->fenced && !pb->finishing &&
+           !agent_stopping (pb->agent);
+}
+
+/* This member's free slots (0 where it cannot serve a spawn). */
+static int local_room (struct pmixb *pb)
 {
     int n = 0;
 
-    /* one node only: the mesh (several nodes) has no cross-node spawn */
-    if (!pb->in_place || pb->map || pb->disabled || !pb->h || !pb->job ||
-        !pb->initialized || pb->spawning || pb->abort_reported ||
-        agent_stopping (pb->agent))
+    if (!can_serve (pb))
         return 0;
     for (int s = 0; s < pb->nranks; s++)
         n += slot_free (pb, s);
@@ -96,10 +179,77 @@ static int capacity (struct pmixb *pb)
     return n;
 }
 
+/* A spawn on its way (here, or anywhere in the mesh). */
+static int spawn_pending (struct pmixb *pb)
+{
+    for (struct bspawn *bs = pb->spawns; bs; bs = bs->next)
+        if (bs->state == PMIXHOST_SPAWN_PENDING)
+            return 1;
+    return pb->spawning;
+}
+
+/* The capacity: this node's free slots, or in a mesh the most any live
+ * member has; 0 where no spawn can be served now. */
+static int capacity (struct pmixb *pb)
+{
+    int c;
+
+    if (spawn_pending (pb) || !can_serve (pb))
+        return 0;
+    c = local_room (pb);
+    for (int m = 0; pb->map && pb->room && m < pb->map->nnodes; m++)
+        if (m != pb->map->node_id && pb->room[m] > c)
+            c = pb->room[m];
+    return c;
+}
+
+#if HAVE_SODIUM
+/* The per-member room table (a mesh only).  Returns 0 or -1. */
+static int room_alloc (struct pmixb *pb)
+{
+    int n = pb->map->nnodes;
+
+    if (pb->room)
+        return 0;
+    if (!(pb->room = calloc ((size_t)n, sizeof (*pb->room))) ||
+        !(pb->room_seq = calloc ((size_t)n, sizeof (*pb->room_seq)))) {
+        free (pb->room);
+        pb->room = NULL;
+        return -1;
+    }
+    pb->room_said = -1;
+    if (pb->next_global < pb->map->world_size)
+        pb->next_global = pb->map->world_size;
+    return 0;
+}
+
+/* Tell the other members this one's room when it changed. */
+static void say_room (struct pmixb *pb)
+{
+    int r = local_room (pb);
+    char *msg;
+
+    if (!pb->tp || room_alloc (pb) < 0 || r == pb->room_said)
+        return;
+    pb->room[pb->map->node_id] = r;
+    msg = json_text (json_pack ("{s:I s:i}", "seq", (json_int_t)++pb->room_next, "free", r));
+    if (msg && pmixhost_mesh_broadcast (pb->tp, MESH_BCAST_ROOM, msg, strlen (msg)) == 0) {
+        log_debug ("mesh: told the others %d free slot%s here", r, r == 1 ? "" : "s");
+        pb->room_said = r;
+    }
+    free (msg);
+}
+#endif
+
 static void publish_capacity (struct pmixb *pb)
 {
-    int c = capacity (pb);
+    int c;
 
+#if HAVE_SODIUM
+    if (pb->map)
+        say_room (pb);
+#endif
+    c = capacity (pb);
     if (c != pb->last_capacity) {
         log_debug ("spawn capacity %d", c);
         pb->last_capacity = c;
@@ -126,6 +276,9 @@ void grow_queue (struct pmixb *pb, struct pmixhost_spawn *sp)
 
 static void bspawn_free (struct bspawn *bs)
 {
+    strv_free (bs->argv);
+    strv_free (bs->app_env);
+    free (bs->wdir);
     for (int r = 0; bs->env && r < bs->k; r++) {
         for (size_t j = 0; bs->env[r] && bs->env[r][j]; j++)
             free (bs->env[r][j]);
@@ -232,42 +385,64 @@ static void refuse (struct pmixb *pb, struct bspawn *bs, int cap, const char *wh
     bspawn_free (bs);
 }
 
-/* Register the children's namespace.  Returns 0, or -1 (logged). */
-static int make_job (struct pmixb *pb, struct bspawn *bs)
+/* Register the children's namespace (attempt: its number; parent: the
+ * requestor where the request came through the mesh).  Returns 0, or -1
+ * (logged). */
+static int make_job (
+    struct pmixb *pb, struct bspawn *bs, int attempt, const char *pns, int prank)
 {
     struct pmixhost_job_opts jo = {0};
-    struct pmixhost_job_info ji;
+    struct pmixhost_job_info ji = {0};
     elastic_error_t err = {{0}};
 
-    pmixhost_job_info (pb->job, &ji);
+    if (pb->job)
+        pmixhost_job_info (pb->job, &ji);
     jo.run_id = pb->run_id;
-    jo.attempt = pb->njobs;
+    jo.attempt = attempt;
     jo.nranks = bs->k;
     jo.btl = pmixb_btl (pb);
     jo.oversubscribed = ji.oversubscribed;
     jo.spawned_by = bs->sp;
+    if (bs->node >= 0) {
+        jo.spawn_node = bs->node;
+        jo.spawn_host = pb->map->node[bs->node].name;
+        jo.remote_ranks = bs->node != pb->map->node_id;
+        if (!bs->sp) {
+            jo.parent_nspace = pns;
+            jo.parent_rank = prank;
+            jo.family = pb->job;
+        }
+    }
     if (!(bs->job = pmixhost_job_create (pb->h, &jo, &err))) {
         log_err ("MPI_Comm_spawn: hosted PMIx server: %s", err.text);
         return -1;
     }
-    pb->njobs++;
+    if (pb->njobs <= attempt)
+        pb->njobs = attempt + 1;
+#if HAVE_SODIUM
+    if (bs->node >= 0 && pmixhost_mesh_add_spawn (pb->tp, bs->job, bs->node, bs->k) < 0) {
+        log_err ("MPI_Comm_spawn: out of memory");
+        return -1;
+    }
+#endif
     return 0;
 }
 
 /* Start child r into slot s.  Returns its worker index, or -1 (logged). */
 static int start_child (struct pmixb *pb, struct bspawn *bs, int r, int s)
 {
-    const struct pmixhost_spawn_req *req = pmixhost_spawn_request (bs->sp);
     elastic_agent_t *agent = pb->agent;
     elastic_error_t err = {{0}};
     int i;
 
-    if (!(bs->env[r] = child_env (bs->job, r, req->env))) {
+    if (!(bs->env[r] = child_env (bs->job, r, bs_app_env (bs)))) {
         log_err ("MPI_Comm_spawn: out of memory");
         return -1;
     }
-    if ((i = agent_worker_add (
-             agent, agent_worker (agent, s)->local_rank, req->argv, &err)) < 0) {
+    if (bs->node >= 0)
+        agent_next_rank_at_least (agent, bs->base + r);
+    if ((i = agent_worker_add (agent, agent_worker (agent, s)->local_rank, bs_argv (bs), &err)) <
+        0) {
         log_err ("MPI_Comm_spawn: %s", err.text);
         return -1;
     }
@@ -278,7 +453,7 @@ static int start_child (struct pmixb *pb, struct bspawn *bs, int r, int s)
     }
     bs->index[r] = i;
     pb->slot_owner[s] = i;
-    if (local_start_extra (pb->local, i, req->wdir, &err) != ELASTIC_OK) {
+    if (local_start_extra (pb->local, i, bs_wdir (bs), &err) != ELASTIC_OK) {
         log_err ("MPI_Comm_spawn: %s", err.text);
         elastic_agent_worker_lost (agent, i, 127, 0, "spawned: could not be started");
         return -1;
@@ -298,9 +473,34 @@ kill_children (struct pmixb *pb, struct bspawn *bs, const char *kind, const char
     }
 }
 
-/* A pending spawn failed: MPI_Comm_spawn returns an error. */
-static void
-spawn_failed (struct pmixb *pb, struct bspawn *bs, int timed_out, const char *why)
+#if HAVE_SODIUM
+/* Flood a spawn's end: joined (ok) or failed (why). */
+static void tell_end (struct pmixb *pb, struct bspawn *bs, int ok, const char *why)
+{
+    char *msg;
+
+    if (bs->node < 0 || !bs->job)
+        return;
+    msg = json_text (json_pack ("{s:s s:b s:s}",
+                                "ns",
+                                pmixhost_job_nspace (bs->job),
+                                "ok",
+                                ok,
+                                "why",
+                                why ? why : ""));
+    if (!msg || pmixhost_mesh_broadcast (pb->tp, MESH_BCAST_SPAWN_END, msg, strlen (msg)) < 0)
+        log_warn ("mesh: could not tell the other members that the spawn of %s %s",
+                  pmixhost_job_nspace (bs->job),
+                  ok ? "joined" : "failed");
+    free (msg);
+}
+#endif
+
+/* A pending spawn failed: MPI_Comm_spawn returns an error (where it was
+ * asked for), its children here are killed, and (tell) the other members
+ * of a mesh learn it. */
+static void spawn_failed (
+    struct pmixb *pb, struct bspawn *bs, int timed_out, const char *why, int tell)
 {
     char ranks[256];
     int rk[64] = {0}, n = 0;
@@ -308,16 +508,21 @@ spawn_failed (struct pmixb *pb, struct bspawn *bs, int timed_out, const char *wh
     if (bs->state != PMIXHOST_SPAWN_PENDING)
         return;
     bs->state = PMIXHOST_SPAWN_FAILED;
-    pb->spawning = 0;
-    pmixhost_spawn_fail (bs->sp, timed_out);
+    if (bs->sp) {
+        pb->spawning = 0;
+        pmixhost_spawn_fail (bs->sp, timed_out);
+    }
     for (int r = 0; r < bs->k && n < 64; r++)
         if (bs->index[r] >= 0)
             rk[n++] = agent_worker (pb->agent, bs->index[r])->rank;
+    if (n == 0 && bs->node >= 0)
+        for (int r = 0; r < bs->k && n < 64; r++)
+            rk[n++] = bs->base + r;
     int_list (ranks, sizeof (ranks), rk, n);
     log_warn ("spawn of rank%s %s for %s failed: %s",
               n == 1 ? "" : "s",
               ranks,
-              pmixhost_spawn_request (bs->sp)->requestor,
+              bs_requestor (bs),
               why);
     eventlog_emit (agent_eventlog (pb->agent),
                    "workers_spawn_failed",
@@ -331,61 +536,33 @@ spawn_failed (struct pmixb *pb, struct bspawn *bs, int timed_out, const char *wh
                               "after_ms",
                               (mono_now () - bs->t_start) * 1e3));
     kill_children (pb, bs, "spawn", why);
+#if HAVE_SODIUM
+    if (tell)
+        tell_end (pb, bs, 0, why);
+#endif
     publish_capacity (pb);
 }
 
-static void spawn_one (struct pmixb *pb, struct bspawn *bs)
+/* Start the children of bs into this node's free slots, log and record
+ * it.  Returns how many started (bs->k: all). */
+static int launch_here (struct pmixb *pb, struct bspawn *bs)
 {
-    const struct pmixhost_spawn_req *req = pmixhost_spawn_request (bs->sp);
-    const struct elastic_agent_spec *spec = agent_spec (pb->agent);
-    int cap = capacity (pb), k = req->nprocs, started = 0;
-    int *slots = NULL, *old = NULL, *ranks = NULL, *pids = NULL;
+    int k = bs->k, started = 0;
+    int *slots = calloc ((size_t)k, sizeof (int)), *old = calloc ((size_t)k, sizeof (int));
+    int *ranks = calloc ((size_t)k, sizeof (int)), *pids = calloc ((size_t)k, sizeof (int));
     char l_ranks[256], l_old[256];
     json_t *jr, *jp, *js, *jo;
+    int n = 0;
 
-    if (!pb->job || req->parent == NULL) {
-        refuse (pb, bs, 0, "the job is ending");
-        return;
-    }
-    if (k > cap) {
-        refuse (pb,
-                bs,
-                cap,
-                cap == 0 && pb->spawning    ? "a spawn is on its way"
-                : cap == 0 && !pb->in_place ? "spawning needs --restart-policy in-place"
-                                            : "more ranks than free slots");
-        return;
-    }
-    bs->k = k;
-    if (!(bs->index = malloc ((size_t)k * sizeof (int))) ||
-        !(bs->env = calloc ((size_t)k, sizeof (char **))) ||
-        !(slots = calloc ((size_t)k, sizeof (int))) ||
-        !(old = calloc ((size_t)k, sizeof (int))) ||
-        !(ranks = calloc ((size_t)k, sizeof (int))) ||
-        !(pids = calloc ((size_t)k, sizeof (int)))) {
-        refuse (pb, bs, cap, "out of memory");
+    if (!slots || !old || !ranks || !pids)
         goto out;
-    }
-    for (int r = 0; r < k; r++)
-        bs->index[r] = -1;
-    for (int s = 0, n = 0; s < pb->nranks && n < k; s++) {
+    for (int s = 0; s < pb->nranks && n < k; s++) {
         if (slot_free (pb, s)) {
             old[n] = agent_worker (pb->agent, pb->slot_owner[s])->rank;
             slots[n++] = s;
         }
     }
-    if (make_job (pb, bs) < 0) {
-        refuse (pb, bs, cap, "the namespace could not be registered");
-        goto out;
-    }
-    bs->t_start = mono_now ();
-    bs->deadline = bs->t_start + (spec->spawn_timeout > 0 ? spec->spawn_timeout : 600.0);
-    bs->state = PMIXHOST_SPAWN_PENDING;
-    bs->next = pb->spawns;
-    pb->spawns = bs;
-    pb->spawning = 1;
-    publish_capacity (pb); /* 0 from now until it joins or fails */
-    for (int r = 0; r < k; r++) {
+    for (int r = 0; r < n; r++) {
         int i = start_child (pb, bs, r, slots[r]);
         if (i < 0)
             break;
@@ -393,20 +570,17 @@ static void spawn_one (struct pmixb *pb, struct bspawn *bs)
         pids[r] = (int)agent_worker (pb->agent, i)->pid;
         started++;
     }
+    if (started < k)
+        goto out;
     int_list (l_ranks, sizeof (l_ranks), ranks, started);
     int_list (l_old, sizeof (l_old), old, k);
-    if (started < k) {
-        pmixhost_spawn_launched (bs->sp, bs->job);
-        spawn_failed (pb, bs, 0, "a process could not be started");
-        goto out;
-    }
     log_info ("spawning %d rank%s (%s) into the slots of rank%s %s for %s",
               k,
               k == 1 ? "" : "s",
               l_ranks,
               k == 1 ? "" : "s",
               l_old,
-              req->requestor);
+              bs_requestor (bs));
     jr = json_array ();
     jp = json_array ();
     js = json_array ();
@@ -432,17 +606,449 @@ static void spawn_one (struct pmixb *pb, struct bspawn *bs)
                               "slots_of",
                               jo,
                               "requestor",
-                              req->requestor,
+                              bs_requestor (bs),
                               "nspace",
                               pmixhost_job_nspace (bs->job),
                               "command",
-                              req->argv[0]));
-    pmixhost_spawn_launched (bs->sp, bs->job);
+                              bs_argv (bs)[0]));
 out:
     free (slots);
     free (old);
     free (ranks);
     free (pids);
+    return started;
+}
+
+/* Set bs up for k children.  Returns 0 or -1 (out of memory). */
+static int bspawn_size (struct bspawn *bs, int k)
+{
+    bs->k = k;
+    if (!(bs->index = malloc ((size_t)k * sizeof (int))) ||
+        !(bs->env = calloc ((size_t)k, sizeof (char **))))
+        return -1;
+    for (int r = 0; r < k; r++)
+        bs->index[r] = -1;
+    return 0;
+}
+
+#if HAVE_SODIUM
+static void mesh_spawn_one (struct pmixb *pb, struct bspawn *bs);
+#endif
+
+static void spawn_one (struct pmixb *pb, struct bspawn *bs)
+{
+    const struct pmixhost_spawn_req *req = pmixhost_spawn_request (bs->sp);
+    const struct elastic_agent_spec *spec = agent_spec (pb->agent);
+    int cap = capacity (pb), k = req->nprocs;
+
+    bs->node = -1;
+    if (!pb->job || req->parent == NULL) {
+        refuse (pb, bs, 0, "the job is ending");
+        return;
+    }
+#if HAVE_SODIUM
+    if (pb->map) {
+        mesh_spawn_one (pb, bs);
+        return;
+    }
+#endif
+    if (k > cap) {
+        refuse (pb,
+                bs,
+                cap,
+                cap == 0 && pb->spawning    ? "a spawn is on its way"
+                : cap == 0 && !pb->in_place ? "spawning needs --restart-policy in-place"
+                                            : "more ranks than free slots");
+        return;
+    }
+    if (bspawn_size (bs, k) < 0) {
+        refuse (pb, bs, cap, "out of memory");
+        return;
+    }
+    if (make_job (pb, bs, pb->njobs, NULL, 0) < 0) {
+        refuse (pb, bs, cap, "the namespace could not be registered");
+        return;
+    }
+    bs->t_start = mono_now ();
+    bs->deadline = bs->t_start + (spec->spawn_timeout > 0 ? spec->spawn_timeout : 600.0);
+    bs->state = PMIXHOST_SPAWN_PENDING;
+    bs->next = pb->spawns;
+    pb->spawns = bs;
+    pb->spawning = 1;
+    publish_capacity (pb); /* 0 from now until it joins or fails */
+    pmixhost_spawn_launched (bs->sp, bs->job);
+    if (launch_here (pb, bs) < k)
+        spawn_failed (pb, bs, 0, "a process could not be started", 1);
+}
+
+#if HAVE_SODIUM
+/* ---- the mesh --------------------------------------------------------------------- */
+
+/* The requestor's side: place the children on the member with the most
+ * free slots, register their namespace, flood it, start them if here. */
+static void mesh_spawn_one (struct pmixb *pb, struct bspawn *bs)
+{
+    const struct pmixhost_spawn_req *req = pmixhost_spawn_request (bs->sp);
+    const struct elastic_agent_spec *spec = agent_spec (pb->agent);
+    const struct jobmap *m = pb->map;
+    int k = req->nprocs, self = m->node_id, best = self, most, attempt;
+    uint8_t *live = NULL;
+    json_t *argv, *env, *o;
+    char *msg = NULL;
+
+    if (room_alloc (pb) < 0 || !(live = calloc ((size_t)m->nnodes, 1))) {
+        refuse (pb, bs, 0, "out of memory");
+        return;
+    }
+    most = local_room (pb);
+    mesh_get_live (pmixhost_mesh_get (pb->tp), live, (uint32_t)m->nnodes);
+    for (int n = 0; n < m->nnodes; n++)
+        if (n != self && live[n] && pb->room[n] > most)
+            most = pb->room[n], best = n;
+    free (live);
+    if (spawn_pending (pb) || !can_serve (pb) || most < k) {
+        refuse (pb,
+                bs,
+                spawn_pending (pb) ? 0 : most,
+                spawn_pending (pb)  ? "a spawn is on its way"
+                : !pb->in_place     ? "spawning needs --restart-policy in-place"
+                : !can_serve (pb)   ? "the job is not running here"
+                                    : "more ranks than free slots on any one node");
+        return;
+    }
+    bs->node = best;
+    bs->origin = self;
+    bs->base = pb->next_global;
+    attempt = pb->njobs;
+    if (bspawn_size (bs, k) < 0) {
+        refuse (pb, bs, most, "out of memory");
+        return;
+    }
+    if (make_job (pb, bs, attempt, NULL, 0) < 0) {
+        refuse (pb, bs, most, "the namespace could not be registered");
+        return;
+    }
+    argv = json_array ();
+    env = json_array ();
+    for (size_t i = 0; req->argv && req->argv[i]; i++)
+        json_array_append_new (argv, json_string (req->argv[i]));
+    for (size_t i = 0; req->env && req->env[i]; i++)
+        json_array_append_new (env, json_string (req->env[i]));
+    o = json_pack ("{s:i s:i s:i s:i s:s s:i s:o s:o s:s s:s}",
+                   "attempt",
+                   attempt,
+                   "node",
+                   best,
+                   "k",
+                   k,
+                   "base",
+                   bs->base,
+                   "pns",
+                   pmixhost_job_nspace (req->parent),
+                   "prank",
+                   req->parent_rank,
+                   "argv",
+                   argv,
+                   "env",
+                   env,
+                   "requestor",
+                   req->requestor,
+                   "wdir",
+                   req->wdir ? req->wdir : "");
+    if (!(msg = json_text (o)) ||
+        pmixhost_mesh_broadcast (pb->tp, MESH_BCAST_SPAWN, msg, strlen (msg)) < 0) {
+        free (msg);
+        refuse (pb, bs, most, "the mesh could not carry the request");
+        return;
+    }
+    free (msg);
+    pb->next_global += k;
+    bs->t_start = mono_now ();
+    bs->deadline = bs->t_start + (spec->spawn_timeout > 0 ? spec->spawn_timeout : 600.0);
+    bs->state = PMIXHOST_SPAWN_PENDING;
+    bs->next = pb->spawns;
+    pb->spawns = bs;
+    pb->spawning = 1;
+    publish_capacity (pb);
+    pmixhost_spawn_launched (bs->sp, bs->job);
+    if (best != self) {
+        log_info ("spawning %d rank%s (%d..%d) on node %s (member %d, %d free slot%s) for "
+                  "%s",
+                  k,
+                  k == 1 ? "" : "s",
+                  bs->base,
+                  bs->base + k - 1,
+                  m->node[best].name,
+                  best,
+                  most,
+                  most == 1 ? "" : "s",
+                  req->requestor);
+        eventlog_emit (agent_eventlog (pb->agent),
+                       "workers_spawn_placed",
+                       json_pack ("{s:i s:s s:i s:i s:s s:s}",
+                                  "member",
+                                  best,
+                                  "node",
+                                  m->node[best].name,
+                                  "ranks",
+                                  k,
+                                  "first_rank",
+                                  bs->base,
+                                  "nspace",
+                                  pmixhost_job_nspace (bs->job),
+                                  "requestor",
+                                  req->requestor));
+    } else if (launch_here (pb, bs) < k)
+        spawn_failed (pb, bs, 0, "a process could not be started", 1);
+}
+
+static char **strv_of (json_t *a)
+{
+    size_t n = json_array_size (a);
+    char **v = calloc (n + 1, sizeof (char *));
+
+    for (size_t i = 0; v && i < n; i++) {
+        const char *e = json_string_value (json_array_get (a, i));
+        if (!e || !(v[i] = strdup (e))) {
+            strv_free (v);
+            return NULL;
+        }
+    }
+    return v;
+}
+
+/* Another member's spawn: register its namespace; start it if it is
+ * placed here. */
+static void on_spawn (struct pmixb *pb, int origin, json_t *o)
+{
+    const struct jobmap *m = pb->map;
+    const char *pns, *requestor, *wdir;
+    json_t *argv, *env;
+    int attempt, node, k, base, prank;
+    struct bspawn *bs;
+    json_error_t jerr;
+
+    if (json_unpack_ex (o,
+                        &jerr,
+                        0,
+                        "{s:i s:i s:i s:i s:s s:i s:o s:o s:s s:s}",
+                        "attempt",
+                        &attempt,
+                        "node",
+                        &node,
+                        "k",
+                        &k,
+                        "base",
+                        &base,
+                        "pns",
+                        &pns,
+                        "prank",
+                        &prank,
+                        "argv",
+                        &argv,
+                        "env",
+                        &env,
+                        "requestor",
+                        &requestor,
+                        "wdir",
+                        &wdir) < 0 ||
+        attempt < 1 || node < 0 || node >= m->nnodes || k < 1 || k > 65535 || base < 0 ||
+        prank < 0 || !json_is_array (argv) || json_array_size (argv) < 1 ||
+        !json_is_array (env) || strlen (pns) > 255) {
+        log_warn ("mesh: member %d sent a spawn this member cannot read (%s)",
+                  origin,
+                  jerr.text[0] ? jerr.text : "a value out of range");
+        return;
+    }
+    if (!(bs = calloc (1, sizeof (*bs))) || bspawn_size (bs, k) < 0 ||
+        !(bs->argv = strv_of (argv)) || !(bs->app_env = strv_of (env)) ||
+        (wdir[0] && !(bs->wdir = strdup (wdir)))) {
+        log_err ("mesh: a spawn from member %d: out of memory", origin);
+        if (bs)
+            bspawn_free (bs);
+        return;
+    }
+    bs->node = node;
+    bs->origin = origin;
+    bs->base = base;
+    snprintf (bs->requestor, sizeof (bs->requestor), "%s", requestor);
+    if (pb->next_global < base + k)
+        pb->next_global = base + k;
+    bs->t_start = mono_now ();
+    bs->state = PMIXHOST_SPAWN_PENDING;
+    bs->next = pb->spawns;
+    pb->spawns = bs;
+    if (make_job (pb, bs, attempt, pns, prank) < 0) {
+        if (node == m->node_id)
+            spawn_failed (pb, bs, 0, "the namespace could not be registered", 1);
+        return;
+    }
+    if (node != m->node_id) {
+        log_debug ("mesh: %s spawns %d rank%s on node %s",
+                   requestor,
+                   k,
+                   k == 1 ? "" : "s",
+                   m->node[node].name);
+        publish_capacity (pb);
+        return;
+    }
+    if (local_room (pb) < k) {
+        char why[128];
+        snprintf (why,
+                  sizeof (why),
+                  "node %s has %d free slot%s, not %d",
+                  m->node[node].name,
+                  local_room (pb),
+                  local_room (pb) == 1 ? "" : "s",
+                  k);
+        spawn_failed (pb, bs, 0, why, 1);
+        return;
+    }
+    publish_capacity (pb);
+    if (launch_here (pb, bs) < k)
+        spawn_failed (pb, bs, 0, "a process could not be started", 1);
+}
+
+static struct bspawn *find_nspace (struct pmixb *pb, const char *nspace)
+{
+    for (struct bspawn *bs = pb->spawns; bs; bs = bs->next)
+        if (bs->job && !strcmp (pmixhost_job_nspace (bs->job), nspace))
+            return bs;
+    return NULL;
+}
+
+static void on_spawn_end (struct pmixb *pb, int origin, json_t *o)
+{
+    const char *ns, *why;
+    int ok;
+    struct bspawn *bs;
+
+    if (json_unpack (o, "{s:s s:b s:s}", "ns", &ns, "ok", &ok, "why", &why) < 0) {
+        log_warn ("mesh: member %d sent a spawn's end this member cannot read", origin);
+        return;
+    }
+    if (!(bs = find_nspace (pb, ns)) || bs->state != PMIXHOST_SPAWN_PENDING)
+        return;
+    if (!ok) {
+        spawn_failed (pb, bs, 0, why, 0);
+        return;
+    }
+    bs->state = PMIXHOST_SPAWN_JOINED;
+    if (bs->node == pb->map->node_id)
+        log_info ("spawned ranks %d..%d reached %s",
+                  bs->base,
+                  bs->base + bs->k - 1,
+                  bs_requestor (bs));
+    publish_capacity (pb);
+}
+
+static void on_room (struct pmixb *pb, int origin, json_t *o)
+{
+    json_int_t seq;
+    int free_slots;
+
+    if (origin < 0 || origin >= pb->map->nnodes || origin == pb->map->node_id ||
+        room_alloc (pb) < 0 ||
+        json_unpack (o, "{s:I s:i}", "seq", &seq, "free", &free_slots) < 0 || seq < 1 ||
+        free_slots < 0)
+        return;
+    if ((unsigned)seq <= pb->room_seq[origin])
+        return; /* an older saying, overtaken */
+    pb->room_seq[origin] = (unsigned)seq;
+    pb->room[origin] = free_slots;
+    log_debug ("mesh: node %s (member %d) has %d free slot%s",
+               pb->map->node[origin].name,
+               origin,
+               free_slots,
+               free_slots == 1 ? "" : "s");
+    publish_capacity (pb);
+}
+
+void grow_mesh_broadcast (
+    struct pmixb *pb, int origin, int kind, const void *data, size_t len)
+{
+    json_t *o;
+
+    if (!pb->map || !(o = json_loadb (data, len, 0, NULL)))
+        return;
+    if (kind == MESH_BCAST_ROOM)
+        on_room (pb, origin, o);
+    else if (kind == MESH_BCAST_SPAWN && origin != pb->map->node_id)
+        on_spawn (pb, origin, o);
+    else if (kind == MESH_BCAST_SPAWN_END)
+        on_spawn_end (pb, origin, o);
+    json_decref (o);
+}
+
+void grow_member_lost (struct pmixb *pb, int member)
+{
+    char why[160];
+
+    if (!pb->map || member < 0 || member >= pb->map->nnodes)
+        return;
+    if (pb->room)
+        pb->room[member] = 0;
+    snprintf (why,
+              sizeof (why),
+              "node %s (member %d), where its processes ran, was lost",
+              pb->map->node[member].name,
+              member);
+    for (struct bspawn *bs = pb->spawns; bs; bs = bs->next)
+        if (bs->sp && bs->node == member)
+            spawn_failed (pb, bs, 0, why, 1);
+    publish_capacity (pb);
+}
+
+void grow_remote_failed (struct pmixb *pb, const char *nspace, int rank, int signaled)
+{
+    struct bspawn *bs = find_nspace (pb, nspace);
+    char why[200];
+    int global = bs ? bs->base + rank : rank;
+    const char *node = bs && bs->node >= 0 ? pb->map->node[bs->node].name : "?";
+
+    log_info ("mesh: spawned rank %d (%s:%d, node %s) failed; told this node's ranks",
+              global,
+              nspace,
+              rank,
+              node);
+    eventlog_emit (agent_eventlog (pb->agent),
+                   "rank_failed",
+                   json_pack ("{s:i s:s s:b s:s}",
+                              "rank",
+                              global,
+                              "node",
+                              node,
+                              "signaled",
+                              signaled,
+                              "nspace",
+                              nspace));
+    if (bs && bs->sp && bs->state == PMIXHOST_SPAWN_PENDING) {
+        snprintf (why,
+                  sizeof (why),
+                  "rank %d on node %s %s before it reached its parents",
+                  global,
+                  node,
+                  signaled ? "was killed" : "ended");
+        spawn_failed (pb, bs, 0, why, 1);
+    }
+}
+#else
+void grow_mesh_broadcast (
+    struct pmixb *pb, int origin, int kind, const void *data, size_t len)
+{
+}
+void grow_member_lost (struct pmixb *pb, int member)
+{
+}
+void grow_remote_failed (struct pmixb *pb, const char *nspace, int rank, int signaled)
+{
+}
+#endif
+
+void grow_finishing (struct pmixb *pb)
+{
+    pb->finishing = 1;
+    publish_capacity (pb);
 }
 
 void grow_run (struct pmixb *pb)
@@ -475,7 +1081,8 @@ void grow_joined (struct pmixb *pb, struct pmixhost_spawn *sp)
     bs->state = PMIXHOST_SPAWN_JOINED;
     pb->spawning = 0;
     for (int r = 0; r < bs->k && n < 64; r++)
-        rk[n++] = agent_worker (pb->agent, bs->index[r])->rank;
+        rk[n++] =
+            bs->index[r] >= 0 ? agent_worker (pb->agent, bs->index[r])->rank : bs->base + r;
     int_list (ranks, sizeof (ranks), rk, n);
     log_info ("spawned rank%s %s reached %s (%.1f ms after the spawn)",
               n == 1 ? "" : "s",
@@ -487,6 +1094,9 @@ void grow_joined (struct pmixb *pb, struct pmixhost_spawn *sp)
         "workers_joined",
         json_pack (
             "{s:s s:f}", "ranks", ranks, "after_ms", (mono_now () - bs->t_start) * 1e3));
+#if HAVE_SODIUM
+    tell_end (pb, bs, 1, NULL);
+#endif
     publish_capacity (pb);
 }
 
@@ -543,7 +1153,7 @@ void grow_reaped (struct pmixb *pb, int i, int wstatus)
                   (int)agent_worker (agent, i)->pid,
                   sig ? "died of signal" : "exited with",
                   sig ? sig : code);
-        spawn_failed (pb, bs, 0, why);
+        spawn_failed (pb, bs, 0, why, 1);
     }
     if (bs->state == PMIXHOST_SPAWN_FAILED) {
         /* its parents went on without it (MPI_Comm_spawn failed) */
@@ -583,20 +1193,23 @@ void grow_check (struct pmixb *pb)
     if (pb->h)
         pmixhost_expire (pb->h);
     for (struct bspawn *bs = pb->spawns; bs; bs = bs->next) {
-        if (bs->state != PMIXHOST_SPAWN_PENDING || now < bs->deadline)
-            continue;
+        if (!bs->sp || bs->state != PMIXHOST_SPAWN_PENDING || now < bs->deadline)
+            continue; /* (a spawn from another member: its requestor's to time) */
         snprintf (why,
                   sizeof (why),
                   "its processes did not reach their parents within %.3g s "
                   "(--spawn-timeout)",
                   bs->deadline - bs->t_start);
-        spawn_failed (pb, bs, 1, why);
+        spawn_failed (pb, bs, 1, why, 1);
     }
     publish_capacity (pb);
 }
 
 void grow_end (struct pmixb *pb)
 {
+#if HAVE_SODIUM
+    pmixhost_mesh_clear_spawns (pb->tp);
+#endif
     while (pb->queue) {
         struct bspawn *bs = pb->queue;
         pb->queue = bs->next;
@@ -618,6 +1231,10 @@ void grow_end (struct pmixb *pb)
 
 void grow_free (struct pmixb *pb)
 {
+    free (pb->room);
+    free (pb->room_seq);
+    pb->room = NULL;
+    pb->room_seq = NULL;
     free (pb->extra_of);
     free (pb->extra_rank);
     pb->extra_of = NULL;

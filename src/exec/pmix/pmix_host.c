@@ -629,7 +629,13 @@ job_register (struct pmixhost_job *job, const struct jobmap *map, elastic_error_
     jp.wdir = getcwd (cwd, sizeof (cwd)) ? cwd : NULL;
     jp.oversubscribed = job->oversubscribed;
     jp.map = map;
-    jp.parent = job->spawned_by ? &job->spawned_by->requestor : NULL;
+    jp.parent = job->spawned_by ? &job->spawned_by->requestor
+                : job->has_parent ? &job->parent
+                                  : NULL;
+    jp.node_id = job->spawn_node > 0 ? job->spawn_node : 0;
+    jp.remote = job->remote;
+    if (job->spawn_node >= 0)
+        jp.hostname = job->spawn_host;
     if (job->spawned_by && job->spawned_by->req.wdir)
         jp.wdir = job->spawned_by->req.wdir;
     if (jobinfo_build (&jp, &info, &ninfo, err) < 0) {
@@ -727,8 +733,22 @@ struct pmixhost_job *pmixhost_job_create (struct pmixhost *h,
     job->nranks = nranks;
     job->nnodes = opts->map ? opts->map->nnodes : 1;
     job->node = opts->map ? opts->map->node_id : 0;
+    job->spawn_node = -1;
+    if (opts->spawn_host) {
+        if (opts->map || opts->spawn_node < 0 || !opts->spawn_host[0]) {
+            errprintf (err,
+                       "a namespace spawned into a mesh needs a node (%d) and its host "
+                       "name, and no job map",
+                       opts->spawn_node);
+            errno = EINVAL;
+            goto error;
+        }
+        job->spawn_node = opts->spawn_node;
+        snprintf (job->spawn_host, sizeof (job->spawn_host), "%s", opts->spawn_host);
+        job->remote = opts->remote_ranks != 0;
+    }
     for (int r = 0; r < nranks; r++) {
-        job->r[r].local = !opts->map || opts->map->rank_node[r] == job->node;
+        job->r[r].local = opts->map ? opts->map->rank_node[r] == job->node : !job->remote;
         job->nlocal += job->r[r].local;
     }
     job->init_fences = opts->init_fences ? opts->init_fences : OMPI5_INIT_FENCES;
@@ -741,6 +761,10 @@ struct pmixhost_job *pmixhost_job_create (struct pmixhost *h,
             goto error;
         }
         job->family = parent ? parent->family : job;
+    } else if (opts->parent_nspace) {
+        job->has_parent = 1;
+        PMIX_LOAD_PROCID (&job->parent, opts->parent_nspace, (pmix_rank_t)opts->parent_rank);
+        job->family = opts->family ? opts->family->family : job;
     }
     job->abort_rank = job->restart_rank = -1;
     job->oversubscribed = opts->oversubscribed < 0 ? job->nlocal > usable_cpus ()

@@ -188,6 +188,19 @@ struct pmixhost_job_opts {
                                  PMIX_PARENT_ID in the job data; a failure
                                  is announced to the parents' namespace
                                  too, and theirs to it */
+    /* A namespace spawned into a mesh (no map; pmix_grow.c): its ranks all
+     * run on node spawn_node (host spawn_host) of the parents' map, which
+     * is their PMIX_NODEID; with remote_ranks they are another node's
+     * (none here: registered so that this node's ranks reach them).  Where
+     * the request came through the mesh (spawned_by NULL), parent is the
+     * requestor (PMIX_PARENT_ID) and family the parents' job on this
+     * server (failures are announced across both, as for spawned_by). */
+    int spawn_node;
+    const char *spawn_host; /* NULL: not spawned into a mesh */
+    int remote_ranks;
+    const char *parent_nspace; /* NULL: none */
+    int parent_rank;
+    struct pmixhost_job *family;
 };
 
 /* Register a namespace for opts->nranks ranks (or the map's): job, node

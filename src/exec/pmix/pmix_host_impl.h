@@ -56,6 +56,12 @@ struct pmixhost_job {
     struct pmixhost_job *family;       /* the job whose spawns this one's are
                                           (itself for a job nobody spawned) */
     struct pmixhost_spawn *spawned_by; /* NULL: not spawned */
+    /* spawned into a mesh (pmixhost_job_opts.spawn_host) */
+    int spawn_node;          /* -1: not */
+    char spawn_host[256];
+    int remote;              /* its ranks are another node's */
+    int has_parent;          /* parent is set (no spawned_by here) */
+    pmix_proc_t parent;
 };
 
 /* A PMIx_Spawn request (pmix_host.h); on h->spawns. */

@@ -66,7 +66,8 @@ static char *rank_list (int n)
     return s;
 }
 
-/* Every rank on this node: today's one-node array. */
+/* Every rank on one node: this one (today's one-node array), or another
+ * one (p->remote: a spawned namespace of a mesh, seen from elsewhere). */
 static int build_one_node (const struct jobinfo_params *p,
                            pmix_info_t **info,
                            size_t *ninfo,
@@ -74,6 +75,7 @@ static int build_one_node (const struct jobinfo_params *p,
 {
     struct builder b = {0};
     uint32_t n = (uint32_t)p->nranks, zero32 = 0, one32 = 1;
+    uint32_t nid = (uint32_t)(p->node_id > 0 ? p->node_id : 0);
     pmix_rank_t rank0 = 0;
     bool osub = p->oversubscribed ? true : false;
     char *peers = NULL, *nodemap = NULL, *procmap = NULL;
@@ -110,9 +112,11 @@ static int build_one_node (const struct jobinfo_params *p,
     add (&b, b.list, PMIX_PROC_MAP, procmap, PMIX_REGEX);
     add (&b, b.list, PMIX_TMPDIR, p->tmpdir, PMIX_STRING);
     add (&b, b.list, PMIX_NSDIR, p->nsdir, PMIX_STRING);
-    add (&b, b.list, PMIX_LOCAL_PEERS, peers, PMIX_STRING);
-    add (&b, b.list, PMIX_LOCAL_SIZE, &n, PMIX_UINT32);
-    add (&b, b.list, PMIX_NODE_OVERSUBSCRIBED, &osub, PMIX_BOOL);
+    if (!p->remote) {
+        add (&b, b.list, PMIX_LOCAL_PEERS, peers, PMIX_STRING);
+        add (&b, b.list, PMIX_LOCAL_SIZE, &n, PMIX_UINT32);
+        add (&b, b.list, PMIX_NODE_OVERSUBSCRIBED, &osub, PMIX_BOOL);
+    }
     if (p->parent) {
         bool yes = true;
         add (&b, b.list, PMIX_SPAWNED, &yes, PMIX_BOOL);
@@ -131,14 +135,16 @@ static int build_one_node (const struct jobinfo_params *p,
 
     /* the node */
     if ((sub = PMIx_Info_list_start ())) {
-        add (&b, sub, PMIX_NODEID, &zero32, PMIX_UINT32);
+        add (&b, sub, PMIX_NODEID, &nid, PMIX_UINT32);
         add (&b, sub, PMIX_HOSTNAME, p->hostname, PMIX_STRING);
         add (&b, sub, PMIX_LOCAL_PEERS, peers, PMIX_STRING);
         add (&b, sub, PMIX_LOCAL_SIZE, &n, PMIX_UINT32);
         add (&b, sub, PMIX_NODE_SIZE, &n, PMIX_UINT32);
         add (&b, sub, PMIX_LOCALLDR, &rank0, PMIX_PROC_RANK);
-        add (&b, sub, PMIX_NODE_OVERSUBSCRIBED, &osub, PMIX_BOOL);
-        add (&b, sub, PMIX_TMPDIR, p->tmpdir, PMIX_STRING);
+        if (!p->remote) {
+            add (&b, sub, PMIX_NODE_OVERSUBSCRIBED, &osub, PMIX_BOOL);
+            add (&b, sub, PMIX_TMPDIR, p->tmpdir, PMIX_STRING);
+        }
         add_array (&b, b.list, PMIX_NODE_INFO_ARRAY, sub);
     }
 
@@ -155,11 +161,12 @@ static int build_one_node (const struct jobinfo_params *p,
         add (&b, sub, PMIX_APPNUM, &zero32, PMIX_UINT32);
         add (&b, sub, PMIX_LOCAL_RANK, &lr, PMIX_UINT16);
         add (&b, sub, PMIX_NODE_RANK, &lr, PMIX_UINT16);
-        add (&b, sub, PMIX_NODEID, &zero32, PMIX_UINT32);
+        add (&b, sub, PMIX_NODEID, &nid, PMIX_UINT32);
         add (&b, sub, PMIX_GLOBAL_RANK, &pr, PMIX_PROC_RANK);
         add (&b, sub, PMIX_APP_RANK, &pr, PMIX_PROC_RANK);
         add (&b, sub, PMIX_HOSTNAME, p->hostname, PMIX_STRING);
-        add (&b, sub, PMIX_PROCDIR, procdir, PMIX_STRING);
+        if (!p->remote)
+            add (&b, sub, PMIX_PROCDIR, procdir, PMIX_STRING);
         add_array (&b, b.list, PMIX_PROC_INFO_ARRAY, sub);
     }
 

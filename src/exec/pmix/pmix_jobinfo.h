@@ -45,6 +45,14 @@ struct jobinfo_params {
     int oversubscribed;
     const pmix_proc_t *parent; /* spawned by this process (PMIX_SPAWNED,
                                   PMIX_PARENT_ID); NULL: not spawned */
+    /* one node (no map, or a one-node map) only: the node's PMIX_NODEID
+     * (0 alone; a namespace spawned into a mesh: the node it runs on, as
+     * numbered in the parents' map) and whether its ranks are another
+     * node's (remote: registered here so that this node's ranks can reach
+     * them, as PRRTE's daemons register every job; no local peers, session
+     * directories or oversubscription then) */
+    int node_id;
+    int remote;
 };
 
 /* Build the array into *info / *ninfo (free with jobinfo_free).  Returns -1

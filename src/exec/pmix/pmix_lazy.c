@@ -3,7 +3,8 @@
  *
  * elastic-exec is not linked against libpmix: this file defines the PMIx
  * functions that the server's files call (pmix_host.c, pmix_upcalls.c,
- * pmix_pubsub.c, pmix_spawn.c, pmix_jobinfo.c, pmix_transport_local.c), with PMIx's own
+ * pmix_pubsub.c, pmix_spawn.c, pmix_jobinfo.c, pmix_transport_local.c,
+ * pmix_transport_mesh.c), with PMIx's own
  * prototypes, and each forwards to libpmix's, which the first call loads (dlopen, once,
  * under pthread_once) and looks up (dlsym).  A per-rank wrapper under
  * mpirun or srun and an agent with --wireup none never call one, so they
@@ -42,6 +43,10 @@
 
 #define PMIX_LAZY_FUNCS(X)                                                               \
     X (PMIx_Data_array_destruct)                                                         \
+    X (PMIx_Data_load)                                                                   \
+    X (PMIx_Data_pack)                                                                   \
+    X (PMIx_Data_unload)                                                                 \
+    X (PMIx_Data_unpack)                                                                 \
     X (PMIx_Deregister_event_handler)                                                    \
     X (PMIx_Error_string)                                                                \
     X (PMIx_Info_list_add)                                                               \
@@ -132,6 +137,36 @@ void PMIx_Data_array_destruct (pmix_data_array_t *d)
 {
     if (ready ())
         real.PMIx_Data_array_destruct (d);
+}
+
+pmix_status_t PMIx_Data_load (pmix_data_buffer_t *buffer, pmix_byte_object_t *payload)
+{
+    return ready () ? real.PMIx_Data_load (buffer, payload) : PMIX_ERR_INIT;
+}
+
+pmix_status_t PMIx_Data_pack (const pmix_proc_t *target,
+                              pmix_data_buffer_t *buffer,
+                              void *src,
+                              int32_t num_vals,
+                              pmix_data_type_t type)
+{
+    return ready () ? real.PMIx_Data_pack (target, buffer, src, num_vals, type)
+                    : PMIX_ERR_INIT;
+}
+
+pmix_status_t PMIx_Data_unload (pmix_data_buffer_t *buffer, pmix_byte_object_t *payload)
+{
+    return ready () ? real.PMIx_Data_unload (buffer, payload) : PMIX_ERR_INIT;
+}
+
+pmix_status_t PMIx_Data_unpack (const pmix_proc_t *source,
+                                pmix_data_buffer_t *buffer,
+                                void *dest,
+                                int32_t *max_num_values,
+                                pmix_data_type_t type)
+{
+    return ready () ? real.PMIx_Data_unpack (source, buffer, dest, max_num_values, type)
+                    : PMIX_ERR_INIT;
 }
 
 pmix_status_t

@@ -5,7 +5,11 @@
  * published keys: each root publishes its side's members under
  * "<port>:accept" or "<port>:connect" (PMIX_PERSIST_FIRST_READ) and looks up
  * the other's with PMIX_WAIT and a PMIX_TIMEOUT.  One node hosts one
- * session, so ranges are not told apart.  These functions run in PMIx's
+ * session, so ranges are not told apart.  In a mesh, what a rank
+ * publishes is handed to every other member's server too (the transport's
+ * publish: a spawn's children and their parents' root may be on
+ * different nodes), where pmixhost_publish_peer stores it; a first read
+ * removes only the reader's server's copy.  These functions run in PMIx's
  * progress thread (the upcalls) and in the caller's (pmixhost_expire, a
  * a dead rank): records change under the server's mutex,
  * and PMIx is called back only after it is released.  Nothing blocks.
@@ -24,6 +28,7 @@
 
 #include "pmix_host.h"
 #include "pmix_host_impl.h"
+#include "pmix_transport.h"
 
 /* At most this many values are kept (a misbehaving client cannot eat the
  * agent's memory). */
@@ -184,10 +189,11 @@ static struct answer *scan_waits (struct pmixhost *h)
     return out;
 }
 
-pmix_status_t pmixhost_publish (struct pmixhost *h,
-                                const pmix_proc_t *proc,
-                                const pmix_info_t info[],
-                                size_t ninfo)
+static pmix_status_t publish (struct pmixhost *h,
+                               const pmix_proc_t *proc,
+                               const pmix_info_t info[],
+                               size_t ninfo,
+                               int forward)
 {
     int first_read = 0;
     size_t ndata = 0;
@@ -238,6 +244,29 @@ pmix_status_t pmixhost_publish (struct pmixhost *h,
     if (joined)
         pmixhost_spawn_answer (joined, PMIX_SUCCESS);
     deliver (ans);
+    if (rc == PMIX_SUCCESS && forward && h->tp && h->tp->publish)
+        h->tp->publish (h->tp_ctx, proc, info, ninfo);
+    return rc;
+}
+
+pmix_status_t pmixhost_publish (struct pmixhost *h,
+                                const pmix_proc_t *proc,
+                                const pmix_info_t info[],
+                                size_t ninfo)
+{
+    return publish (h, proc, info, ninfo, 1);
+}
+
+pmix_status_t
+pmixhost_publish_peer (const pmix_proc_t *proc, const pmix_info_t info[], size_t ninfo)
+{
+    struct pmixhost *h = pmixhost_get ();
+    pmix_status_t rc;
+
+    if (!h)
+        return PMIX_ERR_INIT;
+    rc = publish (h, proc, info, ninfo, 0);
+    pmixhost_put (h);
     return rc;
 }
 

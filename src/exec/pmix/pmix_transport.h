@@ -57,8 +57,21 @@ struct pmixhost_transport {
                              size_t ninfo,
                              pmix_op_cbfunc_t cbfunc,
                              void *cbdata);
+    /* data a rank of this node published (PMIx_Publish, stored here):
+     * hand it to the other nodes' servers, whose ranks may look it up (a
+     * spawn's other side).  May be NULL (one node). */
+    void (*publish) (void *ctx,
+                     const pmix_proc_t *proc,
+                     const pmix_info_t info[],
+                     size_t ninfo);
     void (*destroy) (void *ctx); /* may be NULL */
 };
+
+/* Store what a rank of another node published (the other end of
+ * struct pmixhost_transport.publish), as if published here, without
+ * handing it on.  Any thread.  PMIX_ERR_INIT when no server runs. */
+pmix_status_t
+pmixhost_publish_peer (const pmix_proc_t *proc, const pmix_info_t info[], size_t ninfo);
 
 /* The single-node transport: a fence hands this node's data back at once
  * (every rank is here), a direct modex finds nothing (never asked on one

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include <pmix.h>
 #include <pmix_server.h>
 
 #include "common/bytes.h"
@@ -46,6 +47,18 @@ struct pmixhost_mesh {
      * pending, 1 made, -1 failed; how many members were in it */
     int launch;
     uint32_t launch_members;
+    /* namespaces spawned into the mesh (pmixhost_mesh_add_spawn), under lock */
+    struct spawned *spawned;
+};
+
+/* A spawned namespace: every rank on one node. */
+struct spawned {
+    struct spawned *next;
+    char nspace[PMIX_MAX_NSLEN + 1];
+    struct pmixhost_job *job;
+    int node;
+    int nranks;
+    uint8_t *reported; /* [nranks] */
 };
 
 struct pending {
@@ -95,6 +108,30 @@ static pmix_status_t mesh_status (int status)
     return status == MESH_ELOST ? PMIX_ERR_UNREACH : PMIX_ERR_COMM_FAILURE;
 }
 
+/* ---- namespaces ------------------------------------------------------------ */
+
+/* The spawned namespace called nspace (caller holds t->lock), or NULL. */
+static struct spawned *find_spawned (struct pmixhost_mesh *t, const char *nspace)
+{
+    for (struct spawned *sp = t->spawned; sp; sp = sp->next)
+        if (!strncmp (sp->nspace, nspace, PMIX_MAX_NSLEN))
+            return sp;
+    return NULL;
+}
+
+/* The node of a rank: of a spawned namespace, else of the job's map. */
+static int rank_node (struct pmixhost_mesh *t, const char *nspace, int rank)
+{
+    struct spawned *sp;
+    int node = -2;
+
+    pthread_mutex_lock (&t->lock);
+    if ((sp = find_spawned (t, nspace)))
+        node = rank >= 0 && rank < sp->nranks ? sp->node : -1;
+    pthread_mutex_unlock (&t->lock);
+    return node != -2 ? node : jobmap_rank_node (t->map, rank);
+}
+
 /* ---- failures reported to the job ---------------------------------------- */
 
 /* Tell the job that rank failed (once).  Caller holds t->lock. */
@@ -107,7 +144,21 @@ static void report_locked (struct pmixhost_mesh *t, int rank, int signaled)
     t->reported[rank] = 1;
     t->n.reported++;
     if (pmixhost_job_remote_failure (t->job, rank, signaled) == 0 && t->opts.reported)
-        t->opts.reported (t->opts.arg, rank, signaled);
+        t->opts.reported (t->opts.arg, NULL, rank, signaled);
+}
+
+/* The same for a rank of a spawned namespace.  Caller holds t->lock. */
+static void report_spawned_locked (struct pmixhost_mesh *t,
+                                   struct spawned *sp,
+                                   int rank,
+                                   int signaled)
+{
+    if (rank < 0 || rank >= sp->nranks || sp->reported[rank] || sp->node == (int)t->self)
+        return;
+    sp->reported[rank] = 1;
+    t->n.reported++;
+    if (pmixhost_job_remote_failure (sp->job, rank, signaled) == 0 && t->opts.reported)
+        t->opts.reported (t->opts.arg, sp->nspace, rank, signaled);
 }
 
 static void
@@ -124,11 +175,80 @@ on_lost (void *arg, const uint32_t *members, size_t count, uint32_t epoch, uint3
         n = &t->map->node[members[i]];
         for (int k = 0; k < n->nranks; k++)
             report_locked (t, n->ranks[k], 0);
+        for (struct spawned *sp = t->spawned; sp; sp = sp->next)
+            for (int r = 0; sp->node == (int)members[i] && r < sp->nranks; r++)
+                report_spawned_locked (t, sp, r, 0);
     }
     pthread_cond_broadcast (&t->cond);
     pthread_mutex_unlock (&t->lock);
     if (t->opts.lost)
         t->opts.lost (t->opts.arg, members, count, nlive);
+}
+
+/* ---- published data ---------------------------------------------------------
+ * Wire format: PMIx_Data_pack of the publisher (PMIX_PROC), the count
+ * (PMIX_SIZE) and the info array (PMIX_INFO), directives included. */
+
+static void mesh_tp_publish (void *ctx,
+                             const pmix_proc_t *proc,
+                             const pmix_info_t info[],
+                             size_t ninfo)
+{
+    struct pmixhost_mesh *t = ctx;
+    pmix_data_buffer_t buf;
+    pmix_byte_object_t bo;
+    size_t n = ninfo;
+
+    if (!t->mesh)
+        return;
+    PMIX_DATA_BUFFER_CONSTRUCT (&buf);
+    if (PMIx_Data_pack (NULL, &buf, (void *)proc, 1, PMIX_PROC) != PMIX_SUCCESS ||
+        PMIx_Data_pack (NULL, &buf, &n, 1, PMIX_SIZE) != PMIX_SUCCESS ||
+        (n > 0 &&
+         PMIx_Data_pack (NULL, &buf, (void *)info, (int32_t)n, PMIX_INFO) != PMIX_SUCCESS) ||
+        PMIx_Data_unload (&buf, &bo) != PMIX_SUCCESS) {
+        PMIX_DATA_BUFFER_DESTRUCT (&buf);
+        return;
+    }
+    if (mesh_broadcast (t->mesh, MESH_BCAST_PUBLISH, bo.bytes, bo.size) == 0)
+        count (t, &t->n.published);
+    PMIX_BYTE_OBJECT_DESTRUCT (&bo);
+    PMIX_DATA_BUFFER_DESTRUCT (&buf);
+}
+
+static void on_publish (struct pmixhost_mesh *t, const void *data, size_t len)
+{
+    pmix_data_buffer_t buf;
+    pmix_proc_t proc;
+    pmix_info_t *info = NULL;
+    size_t n = 0;
+    int32_t one = 1, cnt;
+    char *copy;
+    int gone;
+
+    pthread_mutex_lock (&t->lock);
+    gone = t->pmix_gone;
+    pthread_mutex_unlock (&t->lock);
+    if (gone || len == 0 || !(copy = malloc (len)))
+        return;
+    memcpy (copy, data, len);
+    PMIX_DATA_BUFFER_CONSTRUCT (&buf);
+    PMIx_Data_load (&buf, &(pmix_byte_object_t){.bytes = copy, .size = len});
+    if (PMIx_Data_unpack (NULL, &buf, &proc, &one, PMIX_PROC) == PMIX_SUCCESS &&
+        (one = 1, PMIx_Data_unpack (NULL, &buf, &n, &one, PMIX_SIZE)) == PMIX_SUCCESS &&
+        n > 0 && n <= 64) {
+        PMIX_INFO_CREATE (info, n);
+    }
+    if (info) {
+        cnt = (int32_t)n;
+        if (PMIx_Data_unpack (NULL, &buf, info, &cnt, PMIX_INFO) == PMIX_SUCCESS &&
+            cnt == (int32_t)n) {
+            pmixhost_publish_peer (&proc, info, n);
+            count (t, &t->n.published_peer);
+        }
+        PMIX_INFO_FREE (info, n);
+    }
+    PMIX_DATA_BUFFER_DESTRUCT (&buf); /* frees copy */
 }
 
 static void
@@ -155,12 +275,28 @@ on_broadcast (void *arg, uint32_t origin, int kind, const void *data, size_t len
         free (copy);
         return;
     }
+    if (kind == MESH_BCAST_PUBLISH) {
+        on_publish (t, data, len);
+        return;
+    }
+    if (kind == MESH_BCAST_ROOM || kind == MESH_BCAST_SPAWN ||
+        kind == MESH_BCAST_SPAWN_END) {
+        if (t->opts.broadcast)
+            t->opts.broadcast (t->opts.arg, origin, kind, data, len);
+        return;
+    }
     if (kind != MESH_BCAST_RANK_FAILED ||
         mesh_rank_failed_decode (data, len, &rank, &status, ns, sizeof (ns), NULL) < 0)
         return;
     pthread_mutex_lock (&t->lock);
     if (t->job && !strcmp (ns, t->nspace) && rank <= (uint32_t)INT32_MAX)
         report_locked (t, (int)rank, status == PMIX_ERR_PROC_ABORTED_BY_SIG);
+    else {
+        struct spawned *sp = find_spawned (t, ns);
+        if (sp && rank <= (uint32_t)INT32_MAX)
+            report_spawned_locked (
+                t, sp, (int)rank, status == PMIX_ERR_PROC_ABORTED_BY_SIG);
+    }
     pthread_mutex_unlock (&t->lock);
 }
 
@@ -202,26 +338,48 @@ static void fence_done (void *arg, int status, const struct mesh_fence_result *r
     free (all);
 }
 
+/* The node of a fence participant: a spawned namespace's (every rank of
+ * it, the wildcard too), else the map's; -1 with *wild for the job's
+ * wildcard. */
+static int proc_node (struct pmixhost_mesh *t, const pmix_proc_t *p, int *wild)
+{
+    struct spawned *sp;
+    int node;
+
+    pthread_mutex_lock (&t->lock);
+    sp = find_spawned (t, p->nspace);
+    node = sp ? sp->node : -2;
+    pthread_mutex_unlock (&t->lock);
+    if (node != -2)
+        return node;
+    if (p->rank == PMIX_RANK_WILDCARD) {
+        *wild = 1;
+        return -1;
+    }
+    return jobmap_rank_node (t->map, (int)p->rank);
+}
+
 /* Which nodes a fence's participants are on: 1 = this node only, 2 =
  * every live node, 0 = some other set. */
 static int fence_scope (struct pmixhost_mesh *t, const pmix_proc_t procs[], size_t nprocs)
 {
     const struct jobmap *m = t->map;
     uint8_t *in, *live;
-    int scope = 1, all = 1;
+    int scope = 1, all = 1, wild = 0;
 
-    for (size_t i = 0; i < nprocs; i++)
-        if (procs[i].rank == PMIX_RANK_WILDCARD)
-            return 2;
     if (!(in = calloc ((size_t)m->nnodes * 2, 1)))
         return 0;
     live = in + m->nnodes;
-    for (size_t i = 0; i < nprocs; i++) {
-        int node = jobmap_rank_node (m, (int)procs[i].rank);
-        if (node >= 0)
+    for (size_t i = 0; i < nprocs && !wild; i++) {
+        int node = proc_node (t, &procs[i], &wild);
+        if (node >= 0 && node < m->nnodes)
             in[node] = 1;
         if (node != (int)t->self)
             scope = 0;
+    }
+    if (wild) {
+        free (in);
+        return 2;
     }
     if (scope == 0) {
         mesh_get_live (t->mesh, live, (uint32_t)m->nnodes);
@@ -303,7 +461,7 @@ static pmix_status_t mesh_tp_direct_modex (void *ctx,
 
     if (!t->mesh)
         return PMIX_ERR_COMM_FAILURE;
-    node = jobmap_rank_node (t->map, (int)proc->rank);
+    node = rank_node (t, proc->nspace, (int)proc->rank);
     if (node < 0 || node == (int)t->self)
         return PMIX_ERR_NOT_FOUND;
     if (t->map->nnodes > 0) {
@@ -372,7 +530,7 @@ static void on_dmodex_request (
     memset (&proc, 0, sizeof (proc));
     memcpy (proc.nspace, p + 4, len - 4);
     proc.rank = be_get32 (p);
-    if (jobmap_rank_node (t->map, (int)proc.rank) != (int)t->self) {
+    if (rank_node (t, proc.nspace, (int)proc.rank) != (int)t->self) {
         answer (req, PMIX_ERR_NOT_FOUND, NULL, 0);
         return;
     }
@@ -495,6 +653,60 @@ void pmixhost_mesh_set_job (struct pmixhost_mesh *t, struct pmixhost_job *job)
     pthread_mutex_unlock (&t->lock);
 }
 
+int pmixhost_mesh_add_spawn (struct pmixhost_mesh *t,
+                             struct pmixhost_job *job,
+                             int node,
+                             int nranks)
+{
+    struct spawned *sp = calloc (1, sizeof (*sp));
+
+    if (!sp || nranks < 1 || !(sp->reported = calloc ((size_t)nranks, 1))) {
+        free (sp);
+        errno = sp ? EINVAL : ENOMEM;
+        return -1;
+    }
+    snprintf (sp->nspace, sizeof (sp->nspace), "%s", pmixhost_job_nspace (job));
+    sp->job = job;
+    sp->node = node;
+    sp->nranks = nranks;
+    pthread_mutex_lock (&t->lock);
+    sp->next = t->spawned;
+    t->spawned = sp;
+    pthread_mutex_unlock (&t->lock);
+    return 0;
+}
+
+static void drop_spawned_locked (struct pmixhost_mesh *t)
+{
+    while (t->spawned) {
+        struct spawned *sp = t->spawned;
+        t->spawned = sp->next;
+        free (sp->reported);
+        free (sp);
+    }
+}
+
+void pmixhost_mesh_clear_spawns (struct pmixhost_mesh *t)
+{
+    if (!t)
+        return;
+    pthread_mutex_lock (&t->lock);
+    drop_spawned_locked (t);
+    pthread_mutex_unlock (&t->lock);
+}
+
+int pmixhost_mesh_broadcast (struct pmixhost_mesh *t,
+                             int kind,
+                             const void *data,
+                             size_t len)
+{
+    if (!t || !t->mesh) {
+        errno = ECANCELED;
+        return -1;
+    }
+    return mesh_broadcast (t->mesh, kind, data, len);
+}
+
 void pmixhost_mesh_stop (struct pmixhost_mesh *t)
 {
     if (t && t->mesh) {
@@ -522,6 +734,7 @@ void pmixhost_mesh_destroy (struct pmixhost_mesh *t)
     if (!t)
         return;
     pmixhost_mesh_stop (t);
+    drop_spawned_locked (t);
     pthread_mutex_destroy (&t->lock);
     pthread_cond_destroy (&t->cond);
     for (int i = 0; i < t->map->nnodes; i++)
@@ -737,6 +950,7 @@ static void mesh_tp_destroy (void *ctx)
     pthread_mutex_lock (&t->lock);
     t->pmix_gone = 1;
     t->job = NULL;
+    drop_spawned_locked (t);
     pthread_mutex_unlock (&t->lock);
     pmixhost_mesh_destroy (t);
 }
@@ -747,5 +961,6 @@ const struct pmixhost_transport pmixhost_transport_mesh = {
     .direct_modex = mesh_tp_direct_modex,
     .failure = mesh_tp_failure,
     .notify = mesh_tp_notify,
+    .publish = mesh_tp_publish,
     .destroy = mesh_tp_destroy,
 };

@@ -76,8 +76,12 @@ struct pmixhost_mesh_opts {
     void (*self_fence) (void *arg, const char *reason);
     void (*joined) (void *arg);
     void (*lost) (void *arg, const uint32_t *members, size_t count, uint32_t nlive);
-    /* a rank of another node told to this node's ranks as failed */
-    void (*reported) (void *arg, int rank, int signaled);
+    /* a rank of another node told to this node's ranks as failed (nspace:
+     * NULL for the job's, else a spawned namespace's) */
+    void (*reported) (void *arg, const char *nspace, int rank, int signaled);
+    /* another member's MESH_BCAST_ROOM, _SPAWN or _SPAWN_END (pmix_grow.c) */
+    void (*broadcast) (
+        void *arg, uint32_t origin, int kind, const void *data, size_t len);
     void *arg;
 };
 
@@ -109,6 +113,25 @@ int pmixhost_mesh_launch_barrier (struct pmixhost_mesh *t,
 
 void pmixhost_mesh_set_job (struct pmixhost_mesh *t, struct pmixhost_job *job);
 
+/* A namespace spawned into the mesh (registered on every member): its
+ * nranks ranks all run on member `node`.  Fences of its ranks alone are
+ * that node's, direct modex requests for them go there, and their
+ * failures (a broadcast, the node's loss) are told to job.  Returns 0 or
+ * -1 (ENOMEM).  pmixhost_mesh_clear_spawns forgets them all (before
+ * their jobs are destroyed). */
+int pmixhost_mesh_add_spawn (struct pmixhost_mesh *t,
+                             struct pmixhost_job *job,
+                             int node,
+                             int nranks);
+void pmixhost_mesh_clear_spawns (struct pmixhost_mesh *t);
+
+/* mesh_broadcast of (kind, data) to every other live member.  Returns 0,
+ * or -1 with errno (ECANCELED: the mesh is stopped). */
+int pmixhost_mesh_broadcast (struct pmixhost_mesh *t,
+                             int kind,
+                             const void *data,
+                             size_t len);
+
 /* Stop the mesh (pending fences and requests fail; idempotent).  From the
  * caller's thread once the job's ranks are gone: PMIx's upcalls read the
  * mesh pointer without a lock. */
@@ -125,6 +148,8 @@ struct pmixhost_mesh_counts {
     unsigned dmodex_served; /* requests of other members answered here */
     unsigned failures_sent; /* local failures broadcast */
     unsigned reported;      /* other members' ranks reported to the job */
+    unsigned published;      /* keys published here, handed to the others */
+    unsigned published_peer; /* publications of other members stored here */
 };
 void pmixhost_mesh_counts (struct pmixhost_mesh *t, struct pmixhost_mesh_counts *c);
 
