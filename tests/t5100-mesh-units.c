@@ -256,7 +256,7 @@ static void test_malformed (void)
     p[16] = 0xff; /* source */
     expect_refused (p, b.len, "source out of range", "range");
     memcpy (p, b.buf, b.len);
-    p[MESH_HDR_SIZE + 8] = 9; /* kind */
+    p[MESH_HDR_SIZE + 8] = MESH_BCAST_KIND_MAX + 1; /* kind */
     expect_refused (p, b.len, "unknown broadcast kind", "kind");
     memcpy (p, b.buf, b.len);
     set_len (p, 0xffffffffu);

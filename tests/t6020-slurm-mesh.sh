@@ -106,7 +106,8 @@ ref3=$(ref $STEPS)
 # ignore it)
 MPI_PMIX=()
 slurm_has_pmix && MPI_PMIX=(--mpi=pmix)
-srun_bg kill "${MPI_PMIX[@]}" -N3 --ntasks-per-node=1 "$EXEC" "${COMMON[@]}" --nproc-per-node 2 \
+# (ELASTIC_GROW_POLICY=never: the job stays at 5; t6025 grows it back)
+ELASTIC_GROW_POLICY=never srun_bg kill "${MPI_PMIX[@]}" -N3 --ntasks-per-node=1 "$EXEC" "${COMMON[@]}" --nproc-per-node 2 \
     --health-port 29555 --event-log "$tmp/ev.kill.%h" "$HEAT" $HEAT_ARGS --steps $STEPS \
     --progress 100 --sleep 1
 wait_for_grep '^step 300$' "$tmp/kill.out" 120

@@ -508,6 +508,10 @@ static void spawn_failed (
     if (bs->state != PMIXHOST_SPAWN_PENDING)
         return;
     bs->state = PMIXHOST_SPAWN_FAILED;
+    if (!bs->sp && bs->node >= 0 && bs->node != pb->map->node_id) {
+        publish_capacity (pb); /* neither asked nor started here */
+        return;
+    }
     if (bs->sp) {
         pb->spawning = 0;
         pmixhost_spawn_fail (bs->sp, timed_out);
@@ -996,6 +1000,16 @@ void grow_member_lost (struct pmixb *pb, int member)
     for (struct bspawn *bs = pb->spawns; bs; bs = bs->next)
         if (bs->sp && bs->node == member)
             spawn_failed (pb, bs, 0, why, 1);
+    /* a spawn whose requestor's member is gone never ends otherwise: its
+     * children find no parents (they end by their own join limit) */
+    snprintf (why,
+              sizeof (why),
+              "node %s (member %d), which asked for it, was lost",
+              pb->map->node[member].name,
+              member);
+    for (struct bspawn *bs = pb->spawns; bs; bs = bs->next)
+        if (!bs->sp && bs->origin == member)
+            spawn_failed (pb, bs, 0, why, 0);
     publish_capacity (pb);
 }
 
