@@ -16,6 +16,11 @@
 #   lost:   other, then n2 SIGKILLed once the grown job computes: the new
 #           processes die with their node, n1's ranks recover (6 -> 3) and
 #           end with the checksum in a world of 3 (n1 has no free slot);
+#   join-dies: the first new process dies in its join: the growth fails,
+#           the next one grows 4 -> 6 with other processes;
+#   grow-dies: rank 1 dies after the spawn: the new processes are not
+#           taken in, 4 -> 3, then back to 6 (two spawns, n1's one slot and
+#           n2's two);
 #   never:  ELASTIC_GROW_POLICY=never: the job stays at 4 and spawns nothing.
 . "${srcdir:-.}/lib/slurm.sh"
 . "${srcdir:-.}/lib/slurm-mesh.sh"
@@ -41,7 +46,7 @@ grow_case() {
         --sleep 2 "${fails[@]}"
     is "$SRUN_RC" 0 "$name: srun exit 0" || diag "$(show "$name" 40)"
     is "$(checksum_of "$name")" "$ref" "$name: the failure-free checksum ($ref)"
-    grep -aq "^resharded at step [0-9]*: world $from -> $want\$" "$tmp/$name.out" &&
+    grep -aq "^resharded at step [0-9]*: world ${from/\*/[0-9]*} -> $want\$" "$tmp/$name.out" &&
         grep -aq "^final world $want," "$tmp/$name.out"
     ok $? "$name: grew $from -> $want with new processes and finished in a world of $want" ||
         diag "$(grep -a 'resharded\|final\|spawn\|grow' "$tmp/$name.out" | head -20)"
@@ -65,6 +70,26 @@ is "$(summaries other | sort -u | wc -l)" 1 "other: one summary line on both mem
 grow_case self 5 6 1:30
 events self | grep '"event":"workers_spawned"' | grep -q '"ranks":\[6\]'
 ok $? "self: n1 started rank 6 into rank 1's slot" || diag "$(events self | grep spawn)"
+
+# join-dies: the first new process (6, on n2) dies in its join: the
+# growth fails (grow_failed), its partner is not taken in and ends, and the
+# next try grows 4 -> 6 with ranks 8 and 9
+grow_case join-dies 4 6 4:30 5:30 6:0:join
+grep '"event":"grow_failed"' "$tmp/lev.join-dies" | grep -q '"new_ranks":\[6,7\]' &&
+    grep '"event":"reshard_up"' "$tmp/lev.join-dies" | grep -q '"new_ranks":\[8,9\]'
+ok $? "join-dies: grow_failed for 6 and 7, then grown with 8 and 9" ||
+    diag "$(grep -h 'grow\|reshard' "$tmp/lev.join-dies")"
+
+# grow-dies: rank 1 (n1) dies after the spawn, before the merge: the new
+# processes are not taken in, the survivors recover (4 -> 3), then grow
+# back to 6 (a spawn goes to one node: n1's one slot and n2's two, in
+# the order they free up)
+grow_case grow-dies '*' 6 4:30 5:30 1:0:grow
+grep -aq '^resharded at step [0-9]*: world 4 -> 3$' "$tmp/grow-dies.out"
+ok $? "grow-dies: the survivors recovered without rank 1 (4 -> 3)" ||
+    diag "$(grep -a resharded "$tmp/grow-dies.out")"
+events grow-dies | grep '"event":"workers_spawn_placed"' | grep -q '"first_rank":6'
+ok $? "grow-dies: the first spawn went to n2" || diag "$(events grow-dies | grep spawn)"
 
 # never: no growth
 ELASTIC_GROW_POLICY=never srun_fg never -N2 --ntasks-per-node=1 "$EXEC" "${COMMON[@]}" \
