@@ -67,20 +67,20 @@ struct pmixb {
     int last_capacity; /* logged when it changes (-1: never) */
     int told_btl;      /* said once that --mpi-btl sm cannot grow */
     /* growth across the mesh (pmix_grow.c) */
-    int *room;         /* [nnodes] free slots each member last said it has */
-    unsigned *room_seq; /* [nnodes] the number of that saying */
-    int room_said;     /* what this member last said (-1: nothing yet) */
-    unsigned room_next; /* the number of its next saying */
-    int next_global;   /* the global rank a spawn's first child gets */
-    int finishing;     /* this member's ranks are gone: it takes none */
+    int *room;                    /* [nnodes] free slots each member last said it has */
+    unsigned long long *room_seq; /* [nnodes] the number of that saying */
+    int room_said;                /* what this member last said (-1: nothing yet) */
+    unsigned long long room_next; /* the number of its last saying */
+    int next_global;              /* the global rank a spawn's first child gets */
+    int finishing;                /* this member's ranks are gone: it takes none */
 };
 
 /* What the mesh thread tells the agent's thread (events, self-fencing). */
 struct mesh_news {
     struct mesh_news *next;
-    int kind; /* NEWS_* */
-    int a, b; /* member and live count; rank and signaled; origin and
-                 broadcast kind */
+    int kind;       /* NEWS_* */
+    int a, b;       /* member and live count; rank and signaled; origin and
+                       broadcast kind */
     char text[256]; /* a reason; a spawned namespace (NEWS_REPORTED) */
     void *data;     /* NEWS_BCAST: the broadcast's payload (owned) */
     size_t len;

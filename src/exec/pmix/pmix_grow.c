@@ -66,6 +66,7 @@
 #include "exec/util.h"
 #include "pmix_backend_impl.h"
 #if HAVE_SODIUM
+#include "exec/growmsg.h"
 #include "exec/jobmap.h"
 #include "exec/mesh/mesh.h"
 #include "exec/mesh/proto.h"
@@ -123,15 +124,6 @@ static struct bspawn *spawn_of (struct pmixb *pb, int i, int *r)
         return NULL;
     *r = pb->extra_rank[i - pb->nranks];
     return pb->extra_of[i - pb->nranks];
-}
-
-/* The compact text of o (taken); NULL when out of memory. */
-static char *json_text (json_t *o)
-{
-    char *text = o ? json_dumps (o, JSON_COMPACT) : NULL;
-
-    json_decref (o);
-    return text;
 }
 
 static void strv_free (char **v)
@@ -232,8 +224,9 @@ static void say_room (struct pmixb *pb)
     if (!pb->tp || room_alloc (pb) < 0 || r == pb->room_said)
         return;
     pb->room[pb->map->node_id] = r;
-    msg = json_text (json_pack ("{s:I s:i}", "seq", (json_int_t)++pb->room_next, "free", r));
-    if (msg && pmixhost_mesh_broadcast (pb->tp, MESH_BCAST_ROOM, msg, strlen (msg)) == 0) {
+    msg = growmsg_room_encode (++pb->room_next, r);
+    if (msg &&
+        pmixhost_mesh_broadcast (pb->tp, MESH_BCAST_ROOM, msg, strlen (msg)) == 0) {
         log_debug ("mesh: told the others %d free slot%s here", r, r == 1 ? "" : "s");
         pb->room_said = r;
     }
@@ -388,8 +381,8 @@ static void refuse (struct pmixb *pb, struct bspawn *bs, int cap, const char *wh
 /* Register the children's namespace (attempt: its number; parent: the
  * requestor where the request came through the mesh).  Returns 0, or -1
  * (logged). */
-static int make_job (
-    struct pmixb *pb, struct bspawn *bs, int attempt, const char *pns, int prank)
+static int
+make_job (struct pmixb *pb, struct bspawn *bs, int attempt, const char *pns, int prank)
 {
     struct pmixhost_job_opts jo = {0};
     struct pmixhost_job_info ji = {0};
@@ -441,8 +434,8 @@ static int start_child (struct pmixb *pb, struct bspawn *bs, int r, int s)
     }
     if (bs->node >= 0)
         agent_next_rank_at_least (agent, bs->base + r);
-    if ((i = agent_worker_add (agent, agent_worker (agent, s)->local_rank, bs_argv (bs), &err)) <
-        0) {
+    if ((i = agent_worker_add (
+             agent, agent_worker (agent, s)->local_rank, bs_argv (bs), &err)) < 0) {
         log_err ("MPI_Comm_spawn: %s", err.text);
         return -1;
     }
@@ -481,14 +474,9 @@ static void tell_end (struct pmixb *pb, struct bspawn *bs, int ok, const char *w
 
     if (bs->node < 0 || !bs->job)
         return;
-    msg = json_text (json_pack ("{s:s s:b s:s}",
-                                "ns",
-                                pmixhost_job_nspace (bs->job),
-                                "ok",
-                                ok,
-                                "why",
-                                why ? why : ""));
-    if (!msg || pmixhost_mesh_broadcast (pb->tp, MESH_BCAST_SPAWN_END, msg, strlen (msg)) < 0)
+    msg = growmsg_end_encode (pmixhost_job_nspace (bs->job), ok, why);
+    if (!msg ||
+        pmixhost_mesh_broadcast (pb->tp, MESH_BCAST_SPAWN_END, msg, strlen (msg)) < 0)
         log_warn ("mesh: could not tell the other members that the spawn of %s %s",
                   pmixhost_job_nspace (bs->job),
                   ok ? "joined" : "failed");
@@ -552,8 +540,10 @@ static void spawn_failed (
 static int launch_here (struct pmixb *pb, struct bspawn *bs)
 {
     int k = bs->k, started = 0;
-    int *slots = calloc ((size_t)k, sizeof (int)), *old = calloc ((size_t)k, sizeof (int));
-    int *ranks = calloc ((size_t)k, sizeof (int)), *pids = calloc ((size_t)k, sizeof (int));
+    int *slots = calloc ((size_t)k, sizeof (int)),
+        *old = calloc ((size_t)k, sizeof (int));
+    int *ranks = calloc ((size_t)k, sizeof (int)),
+        *pids = calloc ((size_t)k, sizeof (int));
     char l_ranks[256], l_old[256];
     json_t *jr, *jp, *js, *jo;
     int n = 0;
@@ -697,7 +687,7 @@ static void mesh_spawn_one (struct pmixb *pb, struct bspawn *bs)
     const struct jobmap *m = pb->map;
     int k = req->nprocs, self = m->node_id, best = self, most, attempt;
     uint8_t *live = NULL;
-    json_t *argv, *env, *o;
+    struct growmsg_spawn gm = {0};
     char *msg = NULL;
 
     if (room_alloc (pb) < 0 || !(live = calloc ((size_t)m->nnodes, 1))) {
@@ -714,10 +704,10 @@ static void mesh_spawn_one (struct pmixb *pb, struct bspawn *bs)
         refuse (pb,
                 bs,
                 spawn_pending (pb) ? 0 : most,
-                spawn_pending (pb)  ? "a spawn is on its way"
-                : !pb->in_place     ? "spawning needs --restart-policy in-place"
-                : !can_serve (pb)   ? "the job is not running here"
-                                    : "more ranks than free slots on any one node");
+                spawn_pending (pb) ? "a spawn is on its way"
+                : !pb->in_place    ? "spawning needs --restart-policy in-place"
+                : !can_serve (pb)  ? "the job is not running here"
+                                   : "more ranks than free slots on any one node");
         return;
     }
     bs->node = best;
@@ -732,34 +722,17 @@ static void mesh_spawn_one (struct pmixb *pb, struct bspawn *bs)
         refuse (pb, bs, most, "the namespace could not be registered");
         return;
     }
-    argv = json_array ();
-    env = json_array ();
-    for (size_t i = 0; req->argv && req->argv[i]; i++)
-        json_array_append_new (argv, json_string (req->argv[i]));
-    for (size_t i = 0; req->env && req->env[i]; i++)
-        json_array_append_new (env, json_string (req->env[i]));
-    o = json_pack ("{s:i s:i s:i s:i s:s s:i s:o s:o s:s s:s}",
-                   "attempt",
-                   attempt,
-                   "node",
-                   best,
-                   "k",
-                   k,
-                   "base",
-                   bs->base,
-                   "pns",
-                   pmixhost_job_nspace (req->parent),
-                   "prank",
-                   req->parent_rank,
-                   "argv",
-                   argv,
-                   "env",
-                   env,
-                   "requestor",
-                   req->requestor,
-                   "wdir",
-                   req->wdir ? req->wdir : "");
-    if (!(msg = json_text (o)) ||
+    gm.attempt = attempt;
+    gm.node = best;
+    gm.k = k;
+    gm.base = bs->base;
+    snprintf (gm.pns, sizeof (gm.pns), "%s", pmixhost_job_nspace (req->parent));
+    gm.prank = req->parent_rank;
+    gm.argv = req->argv;
+    gm.env = req->env;
+    snprintf (gm.requestor, sizeof (gm.requestor), "%s", req->requestor);
+    gm.wdir = req->wdir;
+    if (!(msg = growmsg_spawn_encode (&gm)) ||
         pmixhost_mesh_broadcast (pb->tp, MESH_BCAST_SPAWN, msg, strlen (msg)) < 0) {
         free (msg);
         refuse (pb, bs, most, "the mesh could not carry the request");
@@ -776,17 +749,18 @@ static void mesh_spawn_one (struct pmixb *pb, struct bspawn *bs)
     publish_capacity (pb);
     pmixhost_spawn_launched (bs->sp, bs->job);
     if (best != self) {
-        log_info ("spawning %d rank%s (%d..%d) on node %s (member %d, %d free slot%s) for "
-                  "%s",
-                  k,
-                  k == 1 ? "" : "s",
-                  bs->base,
-                  bs->base + k - 1,
-                  m->node[best].name,
-                  best,
-                  most,
-                  most == 1 ? "" : "s",
-                  req->requestor);
+        log_info (
+            "spawning %d rank%s (%d..%d) on node %s (member %d, %d free slot%s) for "
+            "%s",
+            k,
+            k == 1 ? "" : "s",
+            bs->base,
+            bs->base + k - 1,
+            m->node[best].name,
+            best,
+            most,
+            most == 1 ? "" : "s",
+            req->requestor);
         eventlog_emit (agent_eventlog (pb->agent),
                        "workers_spawn_placed",
                        json_pack ("{s:i s:s s:i s:i s:s s:s}",
@@ -806,90 +780,51 @@ static void mesh_spawn_one (struct pmixb *pb, struct bspawn *bs)
         spawn_failed (pb, bs, 0, "a process could not be started", 1);
 }
 
-static char **strv_of (json_t *a)
-{
-    size_t n = json_array_size (a);
-    char **v = calloc (n + 1, sizeof (char *));
-
-    for (size_t i = 0; v && i < n; i++) {
-        const char *e = json_string_value (json_array_get (a, i));
-        if (!e || !(v[i] = strdup (e))) {
-            strv_free (v);
-            return NULL;
-        }
-    }
-    return v;
-}
-
 /* Another member's spawn: register its namespace; start it if it is
  * placed here. */
-static void on_spawn (struct pmixb *pb, int origin, json_t *o)
+static void on_spawn (struct pmixb *pb, int origin, const void *data, size_t len)
 {
     const struct jobmap *m = pb->map;
-    const char *pns, *requestor, *wdir;
-    json_t *argv, *env;
-    int attempt, node, k, base, prank;
+    struct growmsg_spawn gm;
     struct bspawn *bs;
-    json_error_t jerr;
+    char why[160];
+    int node, k;
 
-    if (json_unpack_ex (o,
-                        &jerr,
-                        0,
-                        "{s:i s:i s:i s:i s:s s:i s:o s:o s:s s:s}",
-                        "attempt",
-                        &attempt,
-                        "node",
-                        &node,
-                        "k",
-                        &k,
-                        "base",
-                        &base,
-                        "pns",
-                        &pns,
-                        "prank",
-                        &prank,
-                        "argv",
-                        &argv,
-                        "env",
-                        &env,
-                        "requestor",
-                        &requestor,
-                        "wdir",
-                        &wdir) < 0 ||
-        attempt < 1 || node < 0 || node >= m->nnodes || k < 1 || k > 65535 || base < 0 ||
-        prank < 0 || !json_is_array (argv) || json_array_size (argv) < 1 ||
-        !json_is_array (env) || strlen (pns) > 255) {
-        log_warn ("mesh: member %d sent a spawn this member cannot read (%s)",
-                  origin,
-                  jerr.text[0] ? jerr.text : "a value out of range");
+    if (growmsg_spawn_decode (data, len, m->nnodes, &gm, why, sizeof (why)) < 0) {
+        log_warn (
+            "mesh: member %d sent a spawn this member cannot read (%s)", origin, why);
         return;
     }
-    if (!(bs = calloc (1, sizeof (*bs))) || bspawn_size (bs, k) < 0 ||
-        !(bs->argv = strv_of (argv)) || !(bs->app_env = strv_of (env)) ||
-        (wdir[0] && !(bs->wdir = strdup (wdir)))) {
+    node = gm.node;
+    k = gm.k;
+    if (!(bs = calloc (1, sizeof (*bs))) || bspawn_size (bs, k) < 0) {
         log_err ("mesh: a spawn from member %d: out of memory", origin);
         if (bs)
             bspawn_free (bs);
+        growmsg_spawn_clear (&gm);
         return;
     }
+    bs->argv = gm.argv; /* taken */
+    bs->app_env = gm.env;
+    bs->wdir = gm.wdir;
     bs->node = node;
     bs->origin = origin;
-    bs->base = base;
-    snprintf (bs->requestor, sizeof (bs->requestor), "%s", requestor);
-    if (pb->next_global < base + k)
-        pb->next_global = base + k;
+    bs->base = gm.base;
+    snprintf (bs->requestor, sizeof (bs->requestor), "%s", gm.requestor);
+    if (pb->next_global < gm.base + k)
+        pb->next_global = gm.base + k;
     bs->t_start = mono_now ();
     bs->state = PMIXHOST_SPAWN_PENDING;
     bs->next = pb->spawns;
     pb->spawns = bs;
-    if (make_job (pb, bs, attempt, pns, prank) < 0) {
+    if (make_job (pb, bs, gm.attempt, gm.pns, gm.prank) < 0) {
         if (node == m->node_id)
             spawn_failed (pb, bs, 0, "the namespace could not be registered", 1);
         return;
     }
     if (node != m->node_id) {
         log_debug ("mesh: %s spawns %d rank%s on node %s",
-                   requestor,
+                   bs->requestor,
                    k,
                    k == 1 ? "" : "s",
                    m->node[node].name);
@@ -897,7 +832,6 @@ static void on_spawn (struct pmixb *pb, int origin, json_t *o)
         return;
     }
     if (local_room (pb) < k) {
-        char why[128];
         snprintf (why,
                   sizeof (why),
                   "node %s has %d free slot%s, not %d",
@@ -921,20 +855,24 @@ static struct bspawn *find_nspace (struct pmixb *pb, const char *nspace)
     return NULL;
 }
 
-static void on_spawn_end (struct pmixb *pb, int origin, json_t *o)
+static void on_spawn_end (struct pmixb *pb, int origin, const void *data, size_t len)
 {
-    const char *ns, *why;
+    char ns[GROWMSG_NS_MAX + 1], failed[256], why[160];
     int ok;
     struct bspawn *bs;
 
-    if (json_unpack (o, "{s:s s:b s:s}", "ns", &ns, "ok", &ok, "why", &why) < 0) {
-        log_warn ("mesh: member %d sent a spawn's end this member cannot read", origin);
+    if (growmsg_end_decode (
+            data, len, ns, sizeof (ns), &ok, failed, sizeof (failed), why, sizeof (why)) <
+        0) {
+        log_warn ("mesh: member %d sent a spawn's end this member cannot read (%s)",
+                  origin,
+                  why);
         return;
     }
     if (!(bs = find_nspace (pb, ns)) || bs->state != PMIXHOST_SPAWN_PENDING)
         return;
     if (!ok) {
-        spawn_failed (pb, bs, 0, why, 0);
+        spawn_failed (pb, bs, 0, failed, 0);
         return;
     }
     bs->state = PMIXHOST_SPAWN_JOINED;
@@ -946,19 +884,24 @@ static void on_spawn_end (struct pmixb *pb, int origin, json_t *o)
     publish_capacity (pb);
 }
 
-static void on_room (struct pmixb *pb, int origin, json_t *o)
+static void on_room (struct pmixb *pb, int origin, const void *data, size_t len)
 {
-    json_int_t seq;
+    unsigned long long seq;
     int free_slots;
+    char why[160];
 
     if (origin < 0 || origin >= pb->map->nnodes || origin == pb->map->node_id ||
-        room_alloc (pb) < 0 ||
-        json_unpack (o, "{s:I s:i}", "seq", &seq, "free", &free_slots) < 0 || seq < 1 ||
-        free_slots < 0)
+        room_alloc (pb) < 0)
         return;
-    if ((unsigned)seq <= pb->room_seq[origin])
+    if (growmsg_room_decode (data, len, &seq, &free_slots, why, sizeof (why)) < 0) {
+        log_warn ("mesh: member %d sent its room in a form this member cannot read (%s)",
+                  origin,
+                  why);
+        return;
+    }
+    if (seq <= pb->room_seq[origin])
         return; /* an older saying, overtaken */
-    pb->room_seq[origin] = (unsigned)seq;
+    pb->room_seq[origin] = seq;
     pb->room[origin] = free_slots;
     log_debug ("mesh: node %s (member %d) has %d free slot%s",
                pb->map->node[origin].name,
@@ -971,17 +914,14 @@ static void on_room (struct pmixb *pb, int origin, json_t *o)
 void grow_mesh_broadcast (
     struct pmixb *pb, int origin, int kind, const void *data, size_t len)
 {
-    json_t *o;
-
-    if (!pb->map || !(o = json_loadb (data, len, 0, NULL)))
+    if (!pb->map)
         return;
     if (kind == MESH_BCAST_ROOM)
-        on_room (pb, origin, o);
+        on_room (pb, origin, data, len);
     else if (kind == MESH_BCAST_SPAWN && origin != pb->map->node_id)
-        on_spawn (pb, origin, o);
+        on_spawn (pb, origin, data, len);
     else if (kind == MESH_BCAST_SPAWN_END)
-        on_spawn_end (pb, origin, o);
-    json_decref (o);
+        on_spawn_end (pb, origin, data, len);
 }
 
 void grow_member_lost (struct pmixb *pb, int member)
@@ -1095,8 +1035,8 @@ void grow_joined (struct pmixb *pb, struct pmixhost_spawn *sp)
     bs->state = PMIXHOST_SPAWN_JOINED;
     pb->spawning = 0;
     for (int r = 0; r < bs->k && n < 64; r++)
-        rk[n++] =
-            bs->index[r] >= 0 ? agent_worker (pb->agent, bs->index[r])->rank : bs->base + r;
+        rk[n++] = bs->index[r] >= 0 ? agent_worker (pb->agent, bs->index[r])->rank
+                                    : bs->base + r;
     int_list (ranks, sizeof (ranks), rk, n);
     log_info ("spawned rank%s %s reached %s (%.1f ms after the spawn)",
               n == 1 ? "" : "s",

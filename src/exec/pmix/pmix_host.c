@@ -629,7 +629,7 @@ job_register (struct pmixhost_job *job, const struct jobmap *map, elastic_error_
     jp.wdir = getcwd (cwd, sizeof (cwd)) ? cwd : NULL;
     jp.oversubscribed = job->oversubscribed;
     jp.map = map;
-    jp.parent = job->spawned_by ? &job->spawned_by->requestor
+    jp.parent = job->spawned_by   ? &job->spawned_by->requestor
                 : job->has_parent ? &job->parent
                                   : NULL;
     jp.node_id = job->spawn_node > 0 ? job->spawn_node : 0;
@@ -763,7 +763,8 @@ struct pmixhost_job *pmixhost_job_create (struct pmixhost *h,
         job->family = parent ? parent->family : job;
     } else if (opts->parent_nspace) {
         job->has_parent = 1;
-        PMIX_LOAD_PROCID (&job->parent, opts->parent_nspace, (pmix_rank_t)opts->parent_rank);
+        PMIX_LOAD_PROCID (
+            &job->parent, opts->parent_nspace, (pmix_rank_t)opts->parent_rank);
         job->family = opts->family ? opts->family->family : job;
     }
     job->abort_rank = job->restart_rank = -1;

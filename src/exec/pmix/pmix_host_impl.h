@@ -57,10 +57,10 @@ struct pmixhost_job {
                                           (itself for a job nobody spawned) */
     struct pmixhost_spawn *spawned_by; /* NULL: not spawned */
     /* spawned into a mesh (pmixhost_job_opts.spawn_host) */
-    int spawn_node;          /* -1: not */
+    int spawn_node; /* -1: not */
     char spawn_host[256];
-    int remote;              /* its ranks are another node's */
-    int has_parent;          /* parent is set (no spawned_by here) */
+    int remote;     /* its ranks are another node's */
+    int has_parent; /* parent is set (no spawned_by here) */
     pmix_proc_t parent;
 };
 

@@ -190,10 +190,10 @@ static struct answer *scan_waits (struct pmixhost *h)
 }
 
 static pmix_status_t publish (struct pmixhost *h,
-                               const pmix_proc_t *proc,
-                               const pmix_info_t info[],
-                               size_t ninfo,
-                               int forward)
+                              const pmix_proc_t *proc,
+                              const pmix_info_t info[],
+                              size_t ninfo,
+                              int forward)
 {
     int first_read = 0;
     size_t ndata = 0;

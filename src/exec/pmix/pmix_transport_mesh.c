@@ -204,8 +204,8 @@ static void mesh_tp_publish (void *ctx,
     PMIX_DATA_BUFFER_CONSTRUCT (&buf);
     if (PMIx_Data_pack (NULL, &buf, (void *)proc, 1, PMIX_PROC) != PMIX_SUCCESS ||
         PMIx_Data_pack (NULL, &buf, &n, 1, PMIX_SIZE) != PMIX_SUCCESS ||
-        (n > 0 &&
-         PMIx_Data_pack (NULL, &buf, (void *)info, (int32_t)n, PMIX_INFO) != PMIX_SUCCESS) ||
+        (n > 0 && PMIx_Data_pack (NULL, &buf, (void *)info, (int32_t)n, PMIX_INFO) !=
+                      PMIX_SUCCESS) ||
         PMIx_Data_unload (&buf, &bo) != PMIX_SUCCESS) {
         PMIX_DATA_BUFFER_DESTRUCT (&buf);
         return;

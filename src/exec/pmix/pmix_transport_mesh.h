@@ -142,12 +142,12 @@ struct mesh *pmixhost_mesh_get (struct pmixhost_mesh *t);
 
 /* What the transport did (thread-safe snapshot). */
 struct pmixhost_mesh_counts {
-    unsigned fences_local;  /* fences of this node's ranks only */
-    unsigned fences_mesh;   /* fences over the mesh completed */
-    unsigned dmodex_asked;  /* direct modex requests sent to other members */
-    unsigned dmodex_served; /* requests of other members answered here */
-    unsigned failures_sent; /* local failures broadcast */
-    unsigned reported;      /* other members' ranks reported to the job */
+    unsigned fences_local;   /* fences of this node's ranks only */
+    unsigned fences_mesh;    /* fences over the mesh completed */
+    unsigned dmodex_asked;   /* direct modex requests sent to other members */
+    unsigned dmodex_served;  /* requests of other members answered here */
+    unsigned failures_sent;  /* local failures broadcast */
+    unsigned reported;       /* other members' ranks reported to the job */
     unsigned published;      /* keys published here, handed to the others */
     unsigned published_peer; /* publications of other members stored here */
 };
