@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "exec/mesh/auth.h"
+#include "exec/mesh/mesh.h"
 #include "exec/mesh/proto.h"
 #include "exec/mesh/tree.h"
 #include "lib/tap.h"
@@ -89,6 +90,12 @@ static int encode (struct mesh_wbuf *b, int type)
             mesh_put_u32 (b, 6);
             mesh_put_blob (b, "", 0);
             break;
+        case MESH_ADMIT: {
+            const uint8_t slots[3] = {MESH_SLOT_LIVE, MESH_SLOT_LOST, MESH_SLOT_LIVE};
+            const char *addrs[3] = {"10.0.0.1:17000", NULL, "10.0.0.3:17001"};
+            mesh_admit_payload (b, MESH_ADMIT_OK, 2, 3, 2, 4, slots, addrs, "i", 1);
+            break;
+        }
     }
     return mesh_msg_end (b, off);
 }

@@ -3,9 +3,10 @@
  * What a member does with bytes from the network, before and after the
  * peer is authenticated: the input is a stream of messages, cut as
  * conn.c cuts it (a header, then its payload), each decoded and its lists
- * walked to the end; a rank-failed broadcast's payload is decoded too.
- * The whole input is also decoded as one message.  Every decode must end
- * in success or a refusal with a reason, never read outside the input.
+ * walked to the end (an admission's slots, addresses and blob too); a rank-failed
+ * broadcast's payload is decoded too. The whole input is also decoded as one message.
+ * Every decode must end in success or a refusal with a reason, never read outside the
+ * input.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -30,6 +31,15 @@ static void walk (const struct mesh_msg *msg)
         it = msg->u.fence.blobs;
         while (mesh_list_next (&it, 1, &member, NULL, &data, &len))
             sink += member + (len ? data[len - 1] : 0u);
+    } else if (msg->hdr.type == MESH_ADMIT && msg->u.admit.status == MESH_ADMIT_OK) {
+        /* an admission (MESH_ADMIT): the slots, the addresses, the blob */
+        sink += msg->u.admit.slots[msg->u.admit.slot] +
+                msg->u.admit.slots[msg->u.admit.n - 1];
+        it = msg->u.admit.addrs;
+        while (mesh_list_next (&it, 1, &member, NULL, &data, &len))
+            sink += member + (len ? data[len - 1] : 0u);
+        if (msg->u.admit.info_len)
+            sink += msg->u.admit.info[msg->u.admit.info_len - 1];
     } else if (msg->hdr.type == MESH_HELLO && msg->u.hello.cred) {
         /* the munge credential (MESH_F_CRED): its first and last byte */
         sink += msg->u.hello.cred[0] + msg->u.hello.cred[msg->u.hello.cred_len - 1];

@@ -173,6 +173,7 @@ struct conn *conn_accept (struct mesh *m)
                  sizeof (port),
                  NI_NUMERICHOST | NI_NUMERICSERV);
     snprintf (c->name, sizeof (c->name), "%s:%s", host, port);
+    memcpy (&c->peer, &ss, sizeof (ss));
     log_debug ("mesh %u: connection from %s", m->self, c->name);
     return c;
 }
@@ -388,6 +389,10 @@ static int check_credential (struct mesh *m, struct conn *c, const struct mesh_m
     struct mesh_munge_claim cl = {msg->hdr.source, m->self, m->n, msg->u.hello.nonce};
     elastic_error_t err = {{0}};
 
+    if (msg->hdr.flags & MESH_F_JOIN) { /* a newcomer binds no member id */
+        cl.client = MESH_NEWCOMER;
+        cl.nmembers = 0;
+    }
     if (m->auth != MESH_AUTH_MUNGE) {
         if (!msg->u.hello.cred)
             return 0;
@@ -411,14 +416,37 @@ static int check_credential (struct mesh *m, struct conn *c, const struct mesh_m
     return 0;
 }
 
+/* The ids a handshake binds: a newcomer's (HELLO flagged JOIN) are
+ * MESH_NEWCOMER and size 0, so its proofs never pass for a member's. */
+static uint32_t hs_client (const struct conn *c)
+{
+    return c->newcomer ? MESH_NEWCOMER : c->member;
+}
+
+static uint32_t hs_size (const struct mesh *m, const struct conn *c)
+{
+    return c->newcomer ? 0 : m->n;
+}
+
 static int on_hello (struct mesh *m, struct conn *c, const struct mesh_msg *msg)
 {
     struct mesh_wbuf b = {0};
     uint32_t from = msg->hdr.source;
+    int newcomer = (msg->hdr.flags & MESH_F_JOIN) != 0;
     size_t off;
 
-    if (msg->u.hello.target != m->self || msg->u.hello.nmembers != m->n || from >= m->n ||
-        from == m->self) {
+    if (newcomer && msg->u.hello.target != m->self) {
+        char why[128];
+        snprintf (why,
+                  sizeof (why),
+                  "a newcomer's hello for member %u (this is member %u)",
+                  msg->u.hello.target,
+                  m->self);
+        conn_drop (m, c, why);
+        return -1;
+    }
+    if (!newcomer && (msg->u.hello.target != m->self || msg->u.hello.nmembers != m->n ||
+                      from >= m->n || from == m->self)) {
         char why[160];
         snprintf (why,
                   sizeof (why),
@@ -433,7 +461,8 @@ static int on_hello (struct mesh *m, struct conn *c, const struct mesh_msg *msg)
     }
     if (check_credential (m, c, msg) < 0)
         return -1;
-    c->member = from;
+    c->newcomer = newcomer;
+    c->member = newcomer ? MESH_NONE : from;
     c->hello_port = msg->u.hello.port;
     memcpy (c->nonce_c, msg->u.hello.nonce, MESH_NONCE_SIZE);
     mesh_auth_nonce (c->nonce_s, MESH_NONCE_SIZE);
@@ -441,8 +470,14 @@ static int on_hello (struct mesh *m, struct conn *c, const struct mesh_msg *msg)
     mesh_put_bytes (&b, c->nonce_s, MESH_NONCE_SIZE);
     {
         uint8_t mac[MESH_MAC_SIZE];
-        mesh_auth_mac (
-            c->key, MESH_ROLE_SERVER, c->nonce_c, c->nonce_s, from, m->self, m->n, mac);
+        mesh_auth_mac (c->key,
+                       MESH_ROLE_SERVER,
+                       c->nonce_c,
+                       c->nonce_s,
+                       hs_client (c),
+                       m->self,
+                       hs_size (m, c),
+                       mac);
         mesh_put_bytes (&b, mac, MESH_MAC_SIZE);
     }
     if (mesh_msg_end (&b, off) == 0)
@@ -490,20 +525,35 @@ static int on_challenge (struct mesh *m, struct conn *c, const struct mesh_msg *
 
 static int on_auth (struct mesh *m, struct conn *c, const struct mesh_msg *msg)
 {
-    if (msg->hdr.source != c->member || mesh_auth_verify (c->key,
-                                                          MESH_ROLE_CLIENT,
-                                                          c->nonce_c,
-                                                          c->nonce_s,
-                                                          c->member,
-                                                          m->self,
-                                                          m->n,
-                                                          msg->u.auth.mac) < 0) {
+    if (msg->hdr.source != (c->newcomer ? 0 : c->member) ||
+        mesh_auth_verify (c->key,
+                          MESH_ROLE_CLIENT,
+                          c->nonce_c,
+                          c->nonce_s,
+                          hs_client (c),
+                          m->self,
+                          hs_size (m, c),
+                          msg->u.auth.mac) < 0) {
         char why[128];
-        snprintf (why,
-                  sizeof (why),
-                  "claimed member %u failed authentication (wrong secret?)",
-                  c->member);
+        if (c->newcomer)
+            snprintf (why,
+                      sizeof (why),
+                      "a newcomer failed authentication (another job, or a wrong "
+                      "secret)");
+        else
+            snprintf (why,
+                      sizeof (why),
+                      "claimed member %u failed authentication (wrong secret?)",
+                      c->member);
         conn_drop (m, c, why);
+        return -1;
+    }
+    if (c->newcomer) { /* authenticated both ways: admit it, answer, close (never
+                          UP: floods to the members' links skip it) */
+        char addr[INET6_ADDRSTRLEN + 16];
+        c->tx_sealed = c->rx_sealed = 1;
+        mesh_addr_format (&c->peer, (int)c->hello_port, addr, sizeof (addr));
+        mesh_admit_newcomer (m, c, addr);
         return -1;
     }
     snprintf (c->name, sizeof (c->name), "member %u", c->member);

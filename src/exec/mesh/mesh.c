@@ -671,16 +671,17 @@ static void tick (struct mesh *m)
 
 /* --- commands -------------------------------------------------------- */
 
-/* mesh_admit's work, on the mesh thread; always answers w. */
-static void admit (struct mesh *m, struct admit_wait *w)
+/* Admit a newcomer listening at addr into the lowest absent slot and fill
+ * *a (on the mesh thread).  Returns 0, or an errno (a is then empty). */
+static int admit_into (struct mesh *m, const char *addr, struct mesh_admission *a)
 {
-    struct mesh_admission *a = w->a;
     struct sockaddr_storage ss;
     socklen_t sl;
     elastic_error_t err = {{0}};
     uint32_t k = MESH_NONE;
     int e = 0;
 
+    memset (a, 0, sizeof (*a));
     for (uint32_t i = m->base; i < m->n && k == MESH_NONE; i++)
         if (m->absent[i])
             k = i;
@@ -690,12 +691,12 @@ static void admit (struct mesh *m, struct admit_wait *w)
         e = ENOSPC;
     else if (k == MESH_NONE)
         e = EMLINK;
-    else if (mesh_parse_addr (w->addr, &ss, &sl, &err) < 0)
+    else if (mesh_parse_addr (addr, &ss, &sl, &err) < 0)
         e = EINVAL;
     else if (!(a->slots = malloc (m->n)) || !(a->addrs = calloc (m->n, sizeof (char *))))
         e = ENOMEM;
     if (e == 0) {
-        (void)mesh_mark_joined (m, k, w->addr);
+        (void)mesh_mark_joined (m, k, addr);
         a->slot = k;
         a->n = m->n;
         a->base = m->base;
@@ -708,16 +709,74 @@ static void admit (struct mesh *m, struct admit_wait *w)
                 !(a->addrs[i] = strdup (m->addr_text[i])))
                 e = ENOMEM;
         }
-        log_info ("mesh %u: admitted %s as member %u", m->self, w->addr, k);
+        log_info ("mesh %u: admitted %s as member %u", m->self, addr, k);
         mesh_view_changed (m);
     }
     if (e)
         mesh_admission_free (a);
+    return e;
+}
+
+/* mesh_admit's work, on the mesh thread; always answers w. */
+static void admit (struct mesh *m, struct admit_wait *w)
+{
+    int e = admit_into (m, w->addr, w->a);
+
     pthread_mutex_lock (&w->lock);
     w->err = e;
     w->done = 1;
     pthread_cond_signal (&w->cond);
     pthread_mutex_unlock (&w->lock);
+}
+
+static uint32_t admit_status (int e)
+{
+    switch (e) {
+        case 0:
+            return MESH_ADMIT_OK;
+        case ENOSPC:
+            return MESH_ADMIT_FULL;
+        case EMLINK:
+            return MESH_ADMIT_SPENT;
+        case ECANCELED:
+            return MESH_ADMIT_STOPPING;
+        default:
+            return MESH_ADMIT_ERROR;
+    }
+}
+
+void mesh_admit_newcomer (struct mesh *m, struct conn *c, const char *addr)
+{
+    struct mesh_admission a = {0};
+    struct mesh_wbuf b = {0};
+    uint32_t status;
+    size_t off;
+
+    if (!m->admit_info)
+        status = MESH_ADMIT_NOJOIN;
+    else
+        status = admit_status (admit_into (m, addr, &a));
+    if (status != MESH_ADMIT_OK)
+        log_warn ("mesh %u: refused newcomer %s: %s",
+                  m->self,
+                  addr,
+                  mesh_admit_status_text (status));
+    off = mesh_begin (m, &b, MESH_ADMIT, 0);
+    mesh_admit_payload (&b,
+                        status,
+                        a.slot,
+                        a.n,
+                        a.base,
+                        a.epoch,
+                        a.slots,
+                        (const char *const *)a.addrs,
+                        m->admit_info,
+                        m->admit_info_len);
+    if (mesh_msg_end (&b, off) == 0)
+        conn_send (m, c, b.buf, b.len);
+    mesh_wbuf_free (&b);
+    mesh_admission_free (&a);
+    conn_close (m, c, 0);
 }
 
 static void run_command (struct mesh *m, struct cmd *c)
@@ -903,6 +962,12 @@ init_slots (struct mesh *m, const struct mesh_config *cfg, elastic_error_t *err)
     m->base = cfg->base > 0 && cfg->base <= n ? cfg->base : n;
     m->max_live = cfg->max_live > 0 && cfg->max_live <= n ? cfg->max_live : n;
     m->catch_up = cfg->joining;
+    if (cfg->admit_info) {
+        if (!(m->admit_info = malloc (cfg->admit_info_len + 1)))
+            return errprintf (err, "mesh: out of memory");
+        memcpy (m->admit_info, cfg->admit_info, cfg->admit_info_len);
+        m->admit_info_len = cfg->admit_info_len;
+    }
     memset (m->live, 1, n);
     if (!cfg->slots)
         return 0;
@@ -1082,7 +1147,7 @@ struct mesh *mesh_create (const struct mesh_config *cfg, elastic_error_t *err)
     }
     tree_parents (n, m->radix, m->live, m->parent);
     update_neighbours (m);
-    if (cfg->listen_fd < 0 && cfg->nports > 1) {
+    if (cfg->nports > 1) {
         if (!(m->ports = calloc (cfg->nports, sizeof (*m->ports)))) {
             errprintf (err, "mesh: out of memory");
             goto error;
@@ -1225,6 +1290,7 @@ void mesh_destroy (struct mesh *m)
     for (uint32_t i = 0; m->addr_text && i < m->n; i++)
         free (m->addr_text[i]);
     free (m->addr_text);
+    free (m->admit_info);
     pthread_mutex_destroy (&m->lock);
     free (m);
     errno = saved;

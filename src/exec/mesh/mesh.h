@@ -125,13 +125,20 @@ struct mesh_config {
     const uint8_t *slots;
     uint32_t base, max_live;
     int joining;
+    /* newcomers that ask by the admission handshake (a HELLO flagged JOIN,
+     * mesh_join_request): admit_info non-NULL: admitted like mesh_admit,
+     * and told admit_info (copied; may be empty: len 0) with their view;
+     * NULL: refused (MESH_ADMIT_NOJOIN) */
+    const void *admit_info;
+    size_t admit_info_len;
     int listen_fd; /* >= 0: a bound, listening socket to use (taken) */
     /* nports > 1: candidate ports, the same for every member (the ports in
      * addrs are not used): a member listens on the first it can bind, and
      * a peer looks for it on each in turn (a refused connection, or one
      * closed or timed out before it authenticated, moves on to the next)
      * until it has once linked with it; a HELLO names the port its sender
-     * listens on, so a member connects there first.  Ignored with listen_fd */
+     * listens on, so a member connects there first.  With listen_fd: only
+     * to look for the others (a newcomer bound one of them itself) */
     const int *ports;
     uint32_t nports;
     uint32_t radix;      /* tree fan-out; 0: 8 */
@@ -188,6 +195,36 @@ void mesh_admission_free (struct mesh_admission *a);
  * (no absent slot is left), EINVAL (a bad address), ECANCELED (the mesh
  * stopped or fenced itself), ENOMEM. */
 int mesh_admit (struct mesh *m, const char *addr, struct mesh_admission *a);
+
+/* The newcomer's side of the admission handshake (elastic-exec --join):
+ * connect to member `member` at addr, authenticate both ways as a newcomer
+ * (HELLO flagged JOIN: the credential or MACs bind MESH_NEWCOMER as the
+ * client, the member's id, size 0 and this connection's nonces), and read
+ * its MESH_ADMIT.  listen_port: where the newcomer listens (the member
+ * admits "its address as the member sees it:listen_port").  auth, key,
+ * job and munge_socket as in mesh_config. */
+struct mesh_join_opts {
+    const char *addr;
+    uint32_t member;
+    int listen_port;
+    int auth;
+    const uint8_t *key;
+    const char *job;
+    const char *munge_socket;
+    double timeout; /* connect, handshake and answer; 0: 5 s */
+};
+/* Returns 1 admitted (*a filled: mesh_admission_free; *info, *info_len:
+ * the member's admit_info, malloc'ed and NUL-terminated), 0 refused by
+ * the member after authentication (*status: MESH_ADMIT_* of proto.h, err
+ * says why), -1 when no member answered there (refused or closed
+ * connection, a stranger, a failed authentication, garbage, a timeout:
+ * err says which; the caller tries the next address). */
+int mesh_join_request (const struct mesh_join_opts *o,
+                       struct mesh_admission *a,
+                       char **info,
+                       size_t *info_len,
+                       int *status,
+                       elastic_error_t *err);
 
 /* Broadcast (kind, data) to every other live member.  Returns 0 or -1. */
 int mesh_broadcast (struct mesh *m, int kind, const void *data, size_t len);

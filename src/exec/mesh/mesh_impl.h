@@ -41,6 +41,8 @@ struct conn {
     double created, last_rx, last_tx;
     char name[64];       /* for log lines: "member 3" or "127.0.0.1:4242" */
     uint32_t hello_port; /* inbound: the port its HELLO says the peer listens on */
+    int newcomer;        /* inbound: a HELLO flagged JOIN (member stays MESH_NONE) */
+    struct sockaddr_storage peer; /* inbound: where it came from */
     struct conn *next;
 };
 
@@ -147,7 +149,9 @@ struct mesh {
     double *lost_at;
     uint32_t nlive, epoch, nlost, njoined;
     uint32_t base, max_live; /* mesh_config's */
-    int catch_up;            /* admitted late: no fence of its own completed yet */
+    uint8_t *admit_info;     /* mesh_config's (a copy), NULL: no JOIN hellos */
+    size_t admit_info_len;
+    int catch_up; /* admitted late: no fence of its own completed yet */
     uint32_t *parent;
     struct peer *peers;
     struct conn *conns;
@@ -213,6 +217,9 @@ void mesh_link_up (struct mesh *m, struct conn *c);
 void mesh_link_down (struct mesh *m, struct conn *c);
 void mesh_mark_lost (struct mesh *m, uint32_t member, int cause);
 void mesh_view_changed (struct mesh *m);
+/* A newcomer authenticated by the admission handshake (c, listening at
+ * addr): admit it (or refuse), answer MESH_ADMIT and close c. */
+void mesh_admit_newcomer (struct mesh *m, struct conn *c, const char *addr);
 void mesh_self_fence (struct mesh *m, const char *fmt, ...)
     __attribute__ ((format (printf, 2, 3)));
 /* send an encoded message to member (held until the link is up) */

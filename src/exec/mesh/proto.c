@@ -203,6 +203,7 @@ static const char *type_names[] = {
     "broadcast",
     "bye",
     "joined",
+    "admit",
 };
 
 const char *mesh_type_name (int type)
@@ -243,8 +244,8 @@ int mesh_hdr_decode (const uint8_t *buf,
         return errprintf (
             err, "unknown flags 0x%x in %s", hdr->flags, mesh_type_name (hdr->type));
     if (hdr->flags & ~(hdr->type == MESH_FENCE_UP ? MESH_F_RESULT
-                       : hdr->type == MESH_HELLO  ? MESH_F_CRED | MESH_F_PORT
-                                                  : 0u))
+                       : hdr->type == MESH_HELLO ? MESH_F_CRED | MESH_F_PORT | MESH_F_JOIN
+                                                 : 0u))
         return errprintf (
             err, "flags 0x%x on %s", hdr->flags, mesh_type_name (hdr->type));
     if (hdr->length > max_payload || hdr->length > MESH_MAX_PAYLOAD)
@@ -297,6 +298,57 @@ static int decode_list (struct rbuf *r,
     return 0;
 }
 
+/* MESH_ADMIT: a status; when admitted, the newcomer's slot, the slots'
+ * states (one byte each, the newcomer's live), the live members'
+ * addresses and the owner's blob. */
+static int decode_admit (struct rbuf *r, struct mesh_msg *m, elastic_error_t *err)
+{
+    uint32_t nstates;
+
+    m->u.admit.status = get_u32 (r);
+    if (r->short_read || m->u.admit.status != MESH_ADMIT_OK) {
+        if (!r->short_read && m->u.admit.status > MESH_ADMIT_STATUS_MAX)
+            return errprintf (err, "admit: unknown status %u", m->u.admit.status);
+        return 0;
+    }
+    m->u.admit.slot = get_u32 (r);
+    m->u.admit.n = get_u32 (r);
+    m->u.admit.base = get_u32 (r);
+    m->u.admit.epoch = get_u32 (r);
+    m->u.admit.slots = get_blob (r, &nstates);
+    if (r->short_read)
+        return 0;
+    if (m->u.admit.n < 1 || m->u.admit.n > MESH_MAX_MEMBERS ||
+        m->u.admit.slot >= m->u.admit.n || m->u.admit.base > m->u.admit.n ||
+        nstates != m->u.admit.n)
+        return errprintf (err,
+                          "admit: slot %u of %u (base %u, %u states)",
+                          m->u.admit.slot,
+                          m->u.admit.n,
+                          m->u.admit.base,
+                          nstates);
+    for (uint32_t i = 0; i < nstates; i++)
+        if (m->u.admit.slots[i] > 2)
+            return errprintf (
+                err, "admit: slot %u: unknown state %u", i, m->u.admit.slots[i]);
+    if (m->u.admit.slots[m->u.admit.slot] != 0)
+        return errprintf (
+            err, "admit: the newcomer's slot %u is not live", m->u.admit.slot);
+    if (decode_list (r, 1, &m->u.admit.addrs, "admit", err) < 0)
+        return -1;
+    {
+        struct mesh_list it = m->u.admit.addrs;
+        uint32_t member, len;
+        const uint8_t *d;
+        while (mesh_list_next (&it, 1, &member, NULL, &d, &len))
+            if (member >= m->u.admit.n)
+                return errprintf (
+                    err, "admit: an address for member %u of %u", member, m->u.admit.n);
+    }
+    m->u.admit.info = get_blob (r, &m->u.admit.info_len);
+    return 0;
+}
+
 static int decode_payload (struct rbuf *r, struct mesh_msg *m, elastic_error_t *err)
 {
     const char *what = mesh_type_name (m->hdr.type);
@@ -321,6 +373,14 @@ static int decode_payload (struct rbuf *r, struct mesh_msg *m, elastic_error_t *
                                       "hello: listening port %u (expected 1-65535)",
                                       m->u.hello.port);
             }
+            if (!r->short_read && (m->hdr.flags & MESH_F_JOIN) &&
+                (!(m->hdr.flags & MESH_F_PORT) || m->hdr.source != 0 ||
+                 m->u.hello.nmembers != 0))
+                return errprintf (err,
+                                  "hello: a newcomer's hello needs its port, source 0 "
+                                  "and size 0 (got source %u, size %u)",
+                                  m->hdr.source,
+                                  m->u.hello.nmembers);
             break;
         case MESH_CHALLENGE:
             get_copy (r, m->u.challenge.nonce, MESH_NONCE_SIZE);
@@ -371,6 +431,10 @@ static int decode_payload (struct rbuf *r, struct mesh_msg *m, elastic_error_t *
                 return errprintf (err, "%s: origin out of range", what);
             if (m->u.bcast.kind < 1 || m->u.bcast.kind > MESH_BCAST_KIND_MAX)
                 return errprintf (err, "%s: unknown kind %u", what, m->u.bcast.kind);
+            break;
+        case MESH_ADMIT:
+            if (decode_admit (r, m, err) < 0)
+                return -1;
             break;
         case MESH_BYE:
             m->u.bye.reason = get_u8 (r);
@@ -474,4 +538,55 @@ int mesh_rank_failed_decode (const uint8_t *p,
     memcpy (ns, s, slen);
     ns[slen] = '\0';
     return 0;
+}
+
+void mesh_admit_payload (struct mesh_wbuf *b,
+                         uint32_t status,
+                         uint32_t slot,
+                         uint32_t n,
+                         uint32_t base,
+                         uint32_t epoch,
+                         const uint8_t *slots,
+                         const char *const *addrs,
+                         const void *info,
+                         size_t info_len)
+{
+    uint32_t count = 0;
+
+    mesh_put_u32 (b, status);
+    if (status != MESH_ADMIT_OK)
+        return;
+    mesh_put_u32 (b, slot);
+    mesh_put_u32 (b, n);
+    mesh_put_u32 (b, base);
+    mesh_put_u32 (b, epoch);
+    mesh_put_blob (b, slots, n);
+    for (uint32_t i = 0; i < n; i++)
+        count += addrs && addrs[i] ? 1 : 0;
+    mesh_put_u32 (b, count);
+    for (uint32_t i = 0; i < n; i++) {
+        if (!addrs || !addrs[i])
+            continue;
+        mesh_put_u32 (b, i);
+        mesh_put_blob (b, addrs[i], strlen (addrs[i]));
+    }
+    mesh_put_blob (b, info, info_len);
+}
+
+const char *mesh_admit_status_text (uint32_t status)
+{
+    switch (status) {
+        case MESH_ADMIT_OK:
+            return "admitted";
+        case MESH_ADMIT_FULL:
+            return "no room: as many members are live as the job takes";
+        case MESH_ADMIT_SPENT:
+            return "no room: the job has taken in all the members it can over its life";
+        case MESH_ADMIT_NOJOIN:
+            return "this job's mesh takes no members after its start";
+        case MESH_ADMIT_STOPPING:
+            return "the member is stopping (the job is ending, or it was cut off)";
+        default:
+            return "the member could not admit it (a bad address, or out of memory)";
+    }
 }

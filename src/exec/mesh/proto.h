@@ -44,14 +44,35 @@ enum mesh_type {
     MESH_BYE,         /* I close this connection, and why */
     MESH_JOINED,      /* members admitted after the start, with their
                          addresses (the full known set; a union merges) */
-    MESH_TYPE_MAX = MESH_JOINED
+    MESH_ADMIT,       /* member -> newcomer (after a HELLO flagged JOIN and
+                         the handshake): admitted (its slot and the view)
+                         or refused, and why */
+    MESH_TYPE_MAX = MESH_ADMIT
 };
 
 /* flags */
 #define MESH_F_RESULT 0x1u /* FENCE_UP: the blobs are a completed result */
 #define MESH_F_CRED   0x2u /* HELLO: a u32-length munge credential follows */
 #define MESH_F_PORT   0x4u /* HELLO: then the sender's listening port (u32, 1-65535) */
-#define MESH_F_ALL    (MESH_F_RESULT | MESH_F_CRED | MESH_F_PORT)
+#define MESH_F_JOIN                                                                      \
+    0x8u /* HELLO: a newcomer asks to be admitted (source 0,                             \
+            nmembers 0, PORT required; mesh_join_request) */
+#define MESH_F_ALL (MESH_F_RESULT | MESH_F_CRED | MESH_F_PORT | MESH_F_JOIN)
+
+/* The member id a newcomer's handshake binds as the client's (never a
+ * member's: ids are below MESH_MAX_MEMBERS) */
+#define MESH_NEWCOMER 0xfffffffeu
+
+/* MESH_ADMIT's status */
+enum mesh_admit_status {
+    MESH_ADMIT_OK = 0,
+    MESH_ADMIT_FULL,     /* as many members live as the mesh takes (ENOSPC) */
+    MESH_ADMIT_SPENT,    /* no absent slot left (EMLINK) */
+    MESH_ADMIT_NOJOIN,   /* this mesh takes no newcomers by this handshake */
+    MESH_ADMIT_STOPPING, /* the member is stopping or cut off (ECANCELED) */
+    MESH_ADMIT_ERROR,    /* anything else (a bad address, out of memory) */
+    MESH_ADMIT_STATUS_MAX = MESH_ADMIT_ERROR
+};
 
 /* why a member was lost (MESH_LOST entries) */
 enum mesh_cause {
@@ -148,6 +169,14 @@ struct mesh_msg {
         struct {
             uint8_t reason;
         } bye;
+        struct {
+            uint32_t status; /* MESH_ADMIT_*; the rest only when OK */
+            uint32_t slot, n, base, epoch;
+            const uint8_t *slots;   /* [n] MESH_SLOT_* (mesh.h); slot's live */
+            struct mesh_list addrs; /* entries: member, "host:port" */
+            const uint8_t *info;    /* the mesh owner's blob (may be empty) */
+            uint32_t info_len;
+        } admit;
     } u;
 };
 
@@ -209,6 +238,23 @@ int mesh_list_next (struct mesh_list *it,
 
 /* The name of a type ("hello"), or "unknown". */
 const char *mesh_type_name (int type);
+
+/* A MESH_ADMIT payload: status; when MESH_ADMIT_OK, the newcomer's slot,
+ * the slot count n, base, epoch, the slots' states slots[n], the live
+ * members' addresses addrs[n] (NULL elsewhere) and info (info_len bytes). */
+void mesh_admit_payload (struct mesh_wbuf *b,
+                         uint32_t status,
+                         uint32_t slot,
+                         uint32_t n,
+                         uint32_t base,
+                         uint32_t epoch,
+                         const uint8_t *slots,
+                         const char *const *addrs,
+                         const void *info,
+                         size_t info_len);
+
+/* What a MESH_ADMIT status means, for a message ("no room: ..."). */
+const char *mesh_admit_status_text (uint32_t status);
 
 /* Encode and decode a rank-failed broadcast payload.  decode returns 0, or
  * -1 with err; nspace is copied NUL-terminated into (ns, nssize). */
