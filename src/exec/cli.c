@@ -25,6 +25,7 @@
 #define OPT_VERBOSE    "verbose"
 #define OPT_QUIET      "quiet"
 #define OPT_PRINT      "print-binding"
+#define OPT_JOIN       "join"
 
 static const char *const prog = "elastic-exec";
 
@@ -70,8 +71,8 @@ bad_value (const char *key, const char *source, const char *text, elastic_error_
 }
 
 /* A row without a spec key: --standalone, --print-binding (booleans from a
- * flag or the environment); the others act in parse_flags.  Returns 0, or
- * -1 with err. */
+ * flag or the environment), --join (its value); the others act in parse_flags.  Returns
+ * 0, or -1 with err. */
 static int apply_cli_only (struct cli *cli,
                            const struct setting *o,
                            const char *value,
@@ -80,6 +81,10 @@ static int apply_cli_only (struct cli *cli,
 {
     int b;
 
+    if (strcmp (o->name, OPT_JOIN) == 0) {
+        cli->join = value; /* checked by meshjob_join_parse */
+        return 0;
+    }
     if (strcmp (o->name, OPT_STANDALONE) != 0 && strcmp (o->name, OPT_PRINT) != 0)
         return 0;
     if (parse_bool (value, &b) < 0)

@@ -17,7 +17,8 @@ struct cli {
     int master_given;
     int run_id_given;
     int verbosity;
-    int entry; /* index of the program in argv */
+    const char *join; /* --join JOBID[.STEP] (meshjob.h), or NULL */
+    int entry;        /* index of the program in argv */
 };
 
 /* Apply the ELASTIC_* (and torchelastic's TORCHELASTIC_*) variables, then

@@ -734,6 +734,67 @@ struct jobmap *jobmap_single (int nranks, const char *host, elastic_error_t *err
     return m;
 }
 
+struct jobmap *jobmap_from_shape (const char *key,
+                                  int nnodes,
+                                  const char *const *names,
+                                  const int *nranks,
+                                  elastic_error_t *err)
+{
+    struct jobmap *m;
+
+    if (!key || strlen (key) >= sizeof (m->key) || nnodes < 1 ||
+        nnodes > JOBMAP_MAX_NODES)
+        return errprintf (err,
+                          "job shape: %d nodes of job '%s' (expected 1..%d nodes, a key "
+                          "shorter than %zu bytes)",
+                          nnodes,
+                          key ? key : "",
+                          JOBMAP_MAX_NODES,
+                          sizeof (m->key)),
+               NULL;
+    for (int i = 0; i < nnodes; i++)
+        if (nranks[i] < 1 || nranks[i] > 65535)
+            return errprintf (err,
+                              "job shape: node %d: %d ranks (expected 1..65535)",
+                              i,
+                              nranks[i]),
+                   NULL;
+    if (!(m = map_alloc (nnodes, err)))
+        return NULL;
+    m->source = JOBMAP_SLURM;
+    snprintf (m->key, sizeof (m->key), "%s", key);
+    for (int i = 0; i < nnodes; i++)
+        m->node[i].ntasks = 1;
+    if (place_ranks (m, nranks, err) < 0) {
+        jobmap_destroy (m);
+        return NULL;
+    }
+    for (int i = 0; i < nnodes; i++)
+        if (jobmap_set_host (m, i, names[i], err) < 0) {
+            jobmap_destroy (m);
+            return NULL;
+        }
+    m->node_id = -1;
+    m->task_rank = -1;
+    return m;
+}
+
+int jobmap_ports (const char *key,
+                  const char *resv,
+                  int port[JOBMAP_MAX_PORTS],
+                  elastic_error_t *err)
+{
+    struct jobmap m;
+
+    memset (&m, 0, sizeof (m));
+    snprintf (m.key, sizeof (m.key), "%s", key);
+    if (resv && *resv ? resv_ports (&m, resv, err) < 0
+                      : hash_ports (&m, 0, 0, "mesh port", err) < 0)
+        return -1;
+    memcpy (port, m.port, sizeof (m.port));
+    return m.nports;
+}
+
 /* ---- queries -------------------------------------------------------------- */
 
 int jobmap_set_host (struct jobmap *m, int node, const char *name, elastic_error_t *err)

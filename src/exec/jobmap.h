@@ -159,6 +159,25 @@ struct jobmap *jobmap_from_torchrun (const struct jobmap_torchrun *t,
  * process is the node's leader.  Returns NULL with err. */
 struct jobmap *jobmap_single (int nranks, const char *host, elastic_error_t *err);
 
+/* The map of a job told by its shape (elastic-exec --join learns the
+ * running job's from the member that admits it): key, nnodes nodes named
+ * names[i] with nranks[i] ranks each (1..65535), placed in blocks; this
+ * process is on none of them (node_id -1).  Returns NULL with err. */
+struct jobmap *jobmap_from_shape (const char *key,
+                                  int nnodes,
+                                  const char *const *names,
+                                  const int *nranks,
+                                  elastic_error_t *err);
+
+/* The mesh port candidates of the job step whose key is key
+ * ("slurm.<job>.<step>"): the ports of resv (SLURM_STEP_RESV_PORTS'
+ * form) when non-empty, else the derived ones (above).  Returns how many
+ * (port[0..n-1]), or -1 with err. */
+int jobmap_ports (const char *key,
+                  const char *resv,
+                  int port[JOBMAP_MAX_PORTS],
+                  elastic_error_t *err);
+
 /* Free a map (NULL-safe, preserves errno). */
 void jobmap_destroy (struct jobmap *m);
 

@@ -563,6 +563,25 @@ int main (int argc, char **argv)
               : cli.verbosity == 1 ? LOG_INFO
                                    : LOG_DEBUG);
 
+#if HAVE_PMIX && HAVE_SODIUM
+    if (cli.join) { /* a member with no ranks: no program of its own runs */
+        struct meshjob_join_opts jo = {
+            .target = cli.join,
+            .nproc_per_node = cli.nproc_given ? spec->nproc : 0,
+            .node_timeout = spec->node_timeout,
+            .exit_timeout = spec->exit_barrier_timeout,
+            .status_file = spec->status_file,
+        };
+        status = meshjob_join_run (&jo);
+        goto out;
+    }
+#else
+    if (cli.join) {
+        fprintf (
+            stderr, "%s: --join: built without PMIx or libsodium (no mesh mode)\n", prog);
+        goto out;
+    }
+#endif
     if (cli.entry >= argc && !cli.print_binding) {
         fprintf (stderr,
                  "%s: no program to run (usage: %s [options] program [args...])\n",

@@ -25,6 +25,7 @@
 #include "jobmap.h"
 #include "mesh/auth.h"
 #include "mesh/mesh.h"
+#include "mesh/proto.h"
 #include "meshjob.h"
 #include "pmix/pmix_transport_mesh.h"
 #include "rdzv_tcp.h"
@@ -68,14 +69,15 @@ static int resolve_one (const char *name, char *addr, size_t size)
     return 0;
 }
 
-/* NodeAddr of the nodes in names (comma-separated) from Slurm, into the
+/* NodeAddr of the nodes in list (comma-separated) from Slurm, into the
  * entries of addr[] still empty.  Returns 0 (some may stay empty). */
-static int resolve_by_slurm (const struct jobmap *m, const char *names, char (*addr)[64])
+static int
+resolve_by_slurm (const char *const *names, int n, const char *list, char (*addr)[64])
 {
     char cmd[8192], line[4096];
     FILE *f;
 
-    if (snprintf (cmd, sizeof (cmd), "scontrol show node -o '%s' 2>/dev/null", names) >=
+    if (snprintf (cmd, sizeof (cmd), "scontrol show node -o '%s' 2>/dev/null", list) >=
         (int)sizeof (cmd))
         return -1;
     if (!(f = popen (cmd, "r")))
@@ -87,8 +89,8 @@ static int resolve_by_slurm (const struct jobmap *m, const char *names, char (*a
         if (!p || !q || sscanf (p + 9, "%255[^ \n]", name) != 1 ||
             sscanf (q + 10, "%63[^ \n]", a) != 1)
             continue;
-        for (int i = 0; i < m->nnodes; i++)
-            if (!addr[i][0] && !strcmp (m->node[i].name, name) &&
+        for (int i = 0; i < n; i++)
+            if (!addr[i][0] && !strcmp (names[i], name) &&
                 resolve_one (a, addr[i], sizeof (addr[i])) < 0)
                 snprintf (addr[i], sizeof (addr[i]), "%s", a);
     }
@@ -96,46 +98,61 @@ static int resolve_by_slurm (const struct jobmap *m, const char *names, char (*a
     return 0;
 }
 
+int meshjob_resolve (const char *const *names,
+                     int n,
+                     char (*addr)[64],
+                     elastic_error_t *err)
+{
+    char *list = NULL;
+    size_t len = 0;
+    int rc = 0;
+
+    for (int i = 0; i < n; i++) {
+        char *p;
+        addr[i][0] = '\0';
+        if (resolve_one (names[i], addr[i], sizeof (addr[i])) == 0)
+            continue;
+        if (!(p = realloc (list, len + strlen (names[i]) + 2))) {
+            free (list);
+            return errprintf (err, "out of memory");
+        }
+        list = p;
+        len += (size_t)sprintf (list + len, "%s%s", len ? "," : "", names[i]);
+    }
+    if (list)
+        resolve_by_slurm (names, n, list, addr);
+    free (list);
+    for (int i = 0; i < n && rc == 0; i++)
+        if (!addr[i][0])
+            rc = errprintf (err,
+                            "mesh: node '%s' has no address: its name does not resolve "
+                            "(getaddrinfo) and Slurm gave no NodeAddr for it",
+                            names[i]);
+    return rc;
+}
+
 static int make_addrs (struct meshjob *mj, elastic_error_t *err)
 {
     const struct jobmap *m = mj->map;
     char (*addr)[64] = calloc ((size_t)m->nnodes, sizeof (*addr));
-    char *names = NULL;
-    size_t nlen = 0;
+    const char **names = calloc ((size_t)m->nnodes, sizeof (*names));
     int rc = 0;
 
-    if (!addr || !(mj->addrs = calloc ((size_t)m->nnodes, sizeof (*mj->addrs)))) {
+    if (!addr || !names ||
+        !(mj->addrs = calloc ((size_t)m->nnodes, sizeof (*mj->addrs)))) {
         free (addr);
+        free (names);
         return errprintf (err, "out of memory");
     }
-    for (int i = 0; i < m->nnodes; i++) {
-        if (resolve_one (m->node[i].name, addr[i], sizeof (addr[i])) == 0)
-            continue;
-        char *p = realloc (names, nlen + strlen (m->node[i].name) + 2);
-        if (!p) {
-            rc = errprintf (err, "out of memory");
-            goto out;
-        }
-        names = p;
-        nlen += (size_t)sprintf (names + nlen, "%s%s", nlen ? "," : "", m->node[i].name);
-    }
-    if (names)
-        resolve_by_slurm (m, names, addr);
-    for (int i = 0; i < m->nnodes; i++) {
-        if (!addr[i][0]) {
-            rc = errprintf (err,
-                            "mesh: node '%s' has no address: its name does not resolve "
-                            "(getaddrinfo) and Slurm gave no NodeAddr for it",
-                            m->node[i].name);
-            goto out;
-        }
+    for (int i = 0; i < m->nnodes; i++)
+        names[i] = m->node[i].name;
+    if (meshjob_resolve (names, m->nnodes, addr, err) < 0)
+        rc = -1;
+    for (int i = 0; i < m->nnodes && rc == 0; i++)
         if (asprintf (&mj->addrs[i], "%s:%d", addr[i], m->port[0]) < 0) {
             mj->addrs[i] = NULL;
             rc = errprintf (err, "out of memory");
-            goto out;
         }
-    }
-out:
     free (names);
     free (addr);
     return rc;
@@ -169,23 +186,30 @@ static void munge_socket (char *buf, size_t size)
     fclose (f);
 }
 
-static int make_auth (struct meshjob *mj, elastic_error_t *err)
+int meshjob_auth (const char *job,
+                  int slurm,
+                  uint8_t key[MESHJOB_KEY_SIZE],
+                  int *munge,
+                  char *sock,
+                  size_t socksz,
+                  elastic_error_t *err)
 {
     const char *s = getenv ("ELASTIC_MESH_SECRET"),
                *f = getenv ("ELASTIC_MESH_SECRET_FILE");
     elastic_error_t merr = {{0}};
 
-    if ((s && *s) || (f && *f) || mj->map->source != JOBMAP_SLURM) {
-        if (mesh_auth_key_from_env (mj->map->key, mj->key, err) < 0) {
+    *munge = 0;
+    sock[0] = '\0';
+    if ((s && *s) || (f && *f) || !slurm) {
+        if (mesh_auth_key_from_env (job, key, err) < 0) {
             errprefix (err, "mesh (authentication between the nodes' elastic-exec)");
             return -1;
         }
         return 0;
     }
-    munge_socket (mj->munge_socket, sizeof (mj->munge_socket));
-    if (mesh_auth_munge_probe (mj->munge_socket[0] ? mj->munge_socket : NULL, &merr) ==
-        0) {
-        mj->munge = 1;
+    munge_socket (sock, socksz);
+    if (mesh_auth_munge_probe (sock[0] ? sock : NULL, &merr) == 0) {
+        *munge = 1;
         return 0;
     }
     return errprintf (err,
@@ -193,6 +217,51 @@ static int make_auth (struct meshjob *mj, elastic_error_t *err)
                       "ELASTIC_MESH_SECRET (or ELASTIC_MESH_SECRET_FILE) for the job, or "
                       "run munged (%s)",
                       merr.text);
+}
+
+static int make_auth (struct meshjob *mj, elastic_error_t *err)
+{
+    return meshjob_auth (mj->map->key,
+                         mj->map->source == JOBMAP_SLURM,
+                         mj->key,
+                         &mj->munge,
+                         mj->munge_socket,
+                         sizeof (mj->munge_socket),
+                         err);
+}
+
+/* Room for members joining by elastic-exec --join: nslots member slots
+ * (ELASTIC_MESH_JOIN_SLOTS absent ones past the map's nodes; 0: none),
+ * addrs grown to them, and the job's shape for the newcomers. */
+static int make_join_slots (struct meshjob *mj, elastic_error_t *err)
+{
+    const char *v = getenv ("ELASTIC_MESH_JOIN_SLOTS");
+    long extra = MESHJOB_JOIN_SLOTS ((long)mj->map->nnodes);
+    char **grown;
+
+    if (v && *v) {
+        char *end;
+        errno = 0;
+        extra = strtol (v, &end, 10);
+        if (errno || *end || extra < 0 || extra > 65536)
+            return errprintf (err,
+                              "ELASTIC_MESH_JOIN_SLOTS: '%s' is not accepted (expected "
+                              "0..65536 member slots for elastic-exec --join)",
+                              v);
+    }
+    if (mj->map->nnodes + extra > (long)MESH_MAX_MEMBERS)
+        extra = (long)MESH_MAX_MEMBERS - mj->map->nnodes;
+    mj->nslots = (uint32_t)(mj->map->nnodes + extra);
+    if (extra == 0)
+        return 0;
+    if (!(grown = realloc (mj->addrs, mj->nslots * sizeof (*grown))))
+        return errprintf (err, "out of memory");
+    mj->addrs = grown;
+    for (uint32_t i = (uint32_t)mj->map->nnodes; i < mj->nslots; i++)
+        mj->addrs[i] = NULL;
+    if (!(mj->admit_info = meshjob_shape (mj->map)))
+        return errprintf (err, "out of memory");
+    return 0;
 }
 
 /* ---- create --------------------------------------------------------------- */
@@ -215,6 +284,8 @@ struct meshjob *meshjob_create (const struct meshjob_opts *opts, elastic_error_t
     if (mj->map->nnodes > 1 && make_addrs (mj, err) < 0)
         goto fail;
     if (mj->map->nnodes > 1 && make_auth (mj, err) < 0)
+        goto fail;
+    if (mj->map->nnodes > 1 && make_join_slots (mj, err) < 0)
         goto fail;
     if (!tmp || !*tmp || tmp[0] != '/')
         tmp = "/tmp";
@@ -349,9 +420,15 @@ void meshjob_destroy (struct meshjob *mj)
     if (mj->listen_fd >= 0)
         close (mj->listen_fd);
     rdzv_tcp_joins_free (&mj->joins); /* stops the endpoint's server */
-    for (int i = 0; mj->addrs && mj->map && i < mj->map->nnodes; i++)
+    for (uint32_t i = 0;
+         mj->addrs && mj->map &&
+         i < (uint32_t)mj->map->nnodes + (mj->nslots > (uint32_t)mj->map->nnodes
+                                              ? mj->nslots - (uint32_t)mj->map->nnodes
+                                              : 0);
+         i++)
         free (mj->addrs[i]);
     free (mj->addrs);
+    free (mj->admit_info);
     jobmap_destroy (mj->map);
     pthread_mutex_destroy (&mj->lock);
     free (mj);
@@ -361,6 +438,110 @@ void meshjob_destroy (struct meshjob *mj)
 int meshjob_is_leader (const struct meshjob *mj)
 {
     return mj->map->leader;
+}
+
+int meshjob_joined (const struct meshjob *mj, uint32_t *member, int *free_slots)
+{
+    if (member)
+        *member = mj && mj->joined ? mj->member : 0;
+    if (free_slots)
+        *free_slots = mj && mj->joined ? mj->free_slots : 0;
+    return mj && mj->joined;
+}
+
+/* ---- the job's shape (for members joining it) ------------------------- */
+
+char *meshjob_shape (const struct jobmap *m)
+{
+    char *buf = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream (&buf, &size);
+
+    if (!f)
+        return NULL;
+    fprintf (f, "elastic-join 1\njob %s\nworld %d\n", m->key, m->world_size);
+    for (int i = 0; i < m->nnodes; i++)
+        fprintf (f, "node %s %d\n", m->node[i].name, m->node[i].nranks);
+    if (fclose (f) != 0) {
+        free (buf);
+        return NULL;
+    }
+    return buf;
+}
+
+struct jobmap *meshjob_shape_parse (const char *text, elastic_error_t *err)
+{
+    char key[512] = "", name[256];
+    char **names = NULL;
+    int *nranks = NULL, n = 0, world = -1, len, r;
+    struct jobmap *m = NULL;
+    const char *p = text;
+
+    if (sscanf (p, "elastic-join 1\njob %511s\nworld %d\n%n", key, &world, &len) != 2) {
+        errprintf (err, "the job's shape: not one this elastic-exec reads");
+        return NULL;
+    }
+    for (p += len; *p; p += len) {
+        const char *nl = strchr (p, '\n');
+        char line[320];
+        void *a, *b;
+        len = nl ? (int)(nl - p) + 1 : (int)strlen (p);
+        snprintf (line, sizeof (line), "%.*s", len < 319 ? len : 319, p);
+        if (len >= 319 || sscanf (line, "node %255s %d", name, &r) != 2 ||
+            n >= JOBMAP_MAX_NODES) {
+            errprintf (err, "the job's shape: a bad line after %d nodes", n);
+            goto out;
+        }
+        if (!(a = realloc (names, (size_t)(n + 1) * sizeof (*names))) ||
+            !((names = a), (b = realloc (nranks, (size_t)(n + 1) * sizeof (*nranks))))) {
+            errprintf (err, "out of memory");
+            goto out;
+        }
+        nranks = b;
+        if (!(names[n] = strdup (name))) {
+            errprintf (err, "out of memory");
+            goto out;
+        }
+        nranks[n++] = r;
+    }
+    if (!(m = jobmap_from_shape (key, n, (const char *const *)names, nranks, err)))
+        goto out;
+    if (m->world_size != world) {
+        errprintf (err,
+                   "the job's shape: %d ranks on its nodes, world %d",
+                   m->world_size,
+                   world);
+        jobmap_destroy (m);
+        m = NULL;
+    }
+out:
+    for (int i = 0; i < n; i++)
+        free (names[i]);
+    free (names);
+    free (nranks);
+    return m;
+}
+
+int meshjob_join_parse (const char *s,
+                        char *job,
+                        size_t jobsz,
+                        char *step,
+                        size_t stepsz,
+                        elastic_error_t *err)
+{
+    size_t j = s ? strspn (s, "0123456789") : 0, k = 0;
+
+    if (s && j > 0 && s[j] == '.')
+        k = strspn (s + j + 1, "0123456789");
+    if (!s || j == 0 || j >= jobsz ||
+        (s[j] && (s[j] != '.' || k == 0 || s[j + 1 + k] || k >= stepsz)))
+        return errprintf (err,
+                          "--join: '%s' is not a job step (expected JOBID or JOBID.STEP, "
+                          "e.g. 1234 or 1234.0)",
+                          s ? s : "");
+    snprintf (job, jobsz, "%.*s", (int)j, s);
+    snprintf (step, stepsz, "%s", s[j] ? s + j + 1 : "0");
+    return 0;
 }
 
 /* ---- leader and followers --------------------------------------------------- */

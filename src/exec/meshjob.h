@@ -64,6 +64,18 @@ struct meshjob {
      * it once the mesh runs and clears it before the mesh stops) */
     pthread_mutex_t lock;
     struct pmixhost_mesh *tp;
+    /* members joining the running job (elastic-exec --join, meshjoin.c):
+     * under srun the mesh has nslots member slots, the map's nodes first
+     * (addrs has nslots entries, NULL past the map's), and admit_info is
+     * what a newcomer is told: the job's shape (meshjob_shape_parse) */
+    uint32_t nslots;
+    char *admit_info;
+    /* this member joined a running job (meshjob_joined): its slot, and the
+     * ranks it could run (--nproc-per-node, or its own step's tasks on its
+     * node); map is then the running job's (node_id -1: none of its nodes) */
+    int joined;
+    uint32_t member;
+    int free_slots;
     /* the end of the job, agreed by the members (pmix_backend.c) */
     int agreed;  /* 1: every live member's outcome was heard */
     int decided; /* 1: status and summary are set (agreed or not) */
@@ -146,6 +158,74 @@ void meshjob_set_transport (struct meshjob *mj, struct pmixhost_mesh *tp);
  * when no mesh runs: members alive, epoch, seconds since each tree
  * neighbour was heard from, fences, failures seen, self-fenced. */
 char *meshjob_metrics (struct meshjob *mj);
+
+/* ---- members joining the running job (elastic-exec --join) ----------------
+ *
+ * `srun --jobid J -w n3 elastic-exec --join J.0 [--nproc-per-node N] ...`
+ * (or any process of the job's user that can reach its nodes) finds the
+ * step's members (scontrol: its nodes, their NodeAddr, the step's
+ * candidate ports), asks them in turn with the mesh's admission handshake
+ * (mesh_join_request: munge naming the step's key, or the secret), is
+ * admitted into the lowest absent slot and stays a member with no ranks:
+ * it takes part in the mesh's fences (empty blobs) and in the end of the
+ * job (MESH_BCAST_DONE, meshjob_decide), prints the job's summary and
+ * exits with its result.  A MESHJOB_JOIN_SLOTS-many members can join a
+ * running srun mesh over its life (ELASTIC_MESH_JOIN_SLOTS). */
+
+/* Absent member slots of an srun mesh by default: 3 per node + 16. */
+#define MESHJOB_JOIN_SLOTS(nnodes) ((nnodes)*3 + 16)
+
+/* 1 when this member joined a running job (elastic-exec --join), with its
+ * slot in the mesh and the ranks it could host (*free_slots): it has none
+ * (yet).  0 for a member that started with the job.  Either out may be
+ * NULL.  For the PMIx side (ranks placed on a joined member). */
+int meshjob_joined (const struct meshjob *mj, uint32_t *member, int *free_slots);
+
+/* Parse --join's value: "JOBID" or "JOBID.STEP" (digits; STEP default 0)
+ * into job and step.  Returns 0, or -1 with err naming the value and the
+ * accepted form. */
+int meshjob_join_parse (const char *s,
+                        char *job,
+                        size_t jobsz,
+                        char *step,
+                        size_t stepsz,
+                        elastic_error_t *err);
+
+/* What elastic-exec --join does (meshjoin.c): returns the exit status (the
+ * job's result; 2 after a one-line refusal on stderr). */
+struct meshjob_join_opts {
+    const char *target;  /* --join's value */
+    int nproc_per_node;  /* 0: this step's tasks on this node (1 outside Slurm) */
+    double node_timeout; /* 0: 2 s */
+    double exit_timeout; /* the wait for the others once the job ends (0: 300 s) */
+    const char *status_file;
+};
+int meshjob_join_run (const struct meshjob_join_opts *o);
+
+/* The job's shape for a newcomer (malloc'ed text) and back: "elastic-join
+ * 1", "job KEY", "world N", then "node NAME NRANKS" per node.  parse
+ * returns the map (jobmap_from_shape) or NULL with err. */
+char *meshjob_shape (const struct jobmap *m);
+struct jobmap *meshjob_shape_parse (const char *text, elastic_error_t *err);
+
+/* Addresses of names[0..n-1] (getaddrinfo, else Slurm's NodeAddr) into
+ * addr[i].  Returns 0, or -1 with err naming a name without one. */
+int meshjob_resolve (const char *const *names,
+                     int n,
+                     char (*addr)[64],
+                     elastic_error_t *err);
+
+/* How this job's members authenticate (job: the step's key): the key from
+ * ELASTIC_MESH_SECRET(_FILE) when set (*munge 0), else munge when munged
+ * answers (*munge 1, its socket in sock, "" for the default).  Returns 0,
+ * or -1 with err. */
+int meshjob_auth (const char *job,
+                  int slurm,
+                  uint8_t key[MESHJOB_KEY_SIZE],
+                  int *munge,
+                  char *sock,
+                  size_t socksz,
+                  elastic_error_t *err);
 
 /* This member's outcome line for the others: status and rank counts. */
 void meshjob_outcome (

@@ -836,6 +836,11 @@ const struct setting settings_table[] = {
      .set = set_node_timeout,
      .help = "multi-node (mesh): a member silent this long is lost (default: 2 s; at "
              "least 0.5 s)"},
+    {.name = "join",
+     .arg = SETTING_VALUE,
+     .env = "ELASTIC_JOIN",
+     .help = "multi-node (mesh): join the running job step JOBID[.STEP] as a member "
+             "with no ranks (another step or allocation of the same user)"},
     {.name = "status-file",
      .arg = SETTING_VALUE,
      .env = "ELASTIC_STATUS_FILE",

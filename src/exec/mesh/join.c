@@ -118,7 +118,7 @@ static int read_msg (int fd,
     if (read_all (fd, hdr, sizeof (hdr), deadline) < 0)
         return errprintf (err,
                           "%s",
-                          errno == EPIPE ? "the connection closed before an answer"
+                          errno == EPIPE       ? "the connection closed before an answer"
                           : errno == ETIMEDOUT ? "no answer in time"
                                                : strerror (errno));
     if (mesh_hdr_decode (hdr, sizeof (hdr), max, &h, err) < 0)
@@ -127,7 +127,10 @@ static int read_msg (int fd,
     if (!(*buf = malloc (whole + MESH_MAC_SIZE)))
         return errprintf (err, "out of memory");
     memcpy (*buf, hdr, sizeof (hdr));
-    if (read_all (fd, *buf + MESH_HDR_SIZE, whole - MESH_HDR_SIZE + (rx_key ? MESH_MAC_SIZE : 0), deadline) < 0)
+    if (read_all (fd,
+                  *buf + MESH_HDR_SIZE,
+                  whole - MESH_HDR_SIZE + (rx_key ? MESH_MAC_SIZE : 0),
+                  deadline) < 0)
         return errprintf (err,
                           "%s",
                           errno == EPIPE ? "the connection closed mid-message"
@@ -265,19 +268,19 @@ int mesh_join_request (const struct mesh_join_opts *o,
         goto out;
     }
     if (msg.hdr.type != MESH_CHALLENGE) {
-        errprintf (&e, "a %s message instead of a challenge", mesh_type_name (msg.hdr.type));
+        errprintf (
+            &e, "a %s message instead of a challenge", mesh_type_name (msg.hdr.type));
         goto out;
     }
     memcpy (ns, msg.u.challenge.nonce, MESH_NONCE_SIZE);
-    if (msg.hdr.source != o->member ||
-        mesh_auth_verify (key,
-                          MESH_ROLE_SERVER,
-                          nc,
-                          ns,
-                          MESH_NEWCOMER,
-                          o->member,
-                          0,
-                          msg.u.challenge.mac) < 0) {
+    if (msg.hdr.source != o->member || mesh_auth_verify (key,
+                                                         MESH_ROLE_SERVER,
+                                                         nc,
+                                                         ns,
+                                                         MESH_NEWCOMER,
+                                                         o->member,
+                                                         0,
+                                                         msg.u.challenge.mac) < 0) {
         errprintf (&e,
                    "the peer failed authentication (not member %u of this job, or "
                    "another secret)",
@@ -296,7 +299,8 @@ int mesh_join_request (const struct mesh_join_opts *o,
     if (read_msg (fd, ADMIT_MAX, rx, 0, &buf, &msg, deadline, &e) < 0)
         goto out;
     if (msg.hdr.type != MESH_ADMIT || msg.hdr.source != o->member) {
-        errprintf (&e, "a %s message instead of an answer", mesh_type_name (msg.hdr.type));
+        errprintf (
+            &e, "a %s message instead of an answer", mesh_type_name (msg.hdr.type));
         goto out;
     }
     *status = (int)msg.u.admit.status;

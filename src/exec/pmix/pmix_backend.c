@@ -620,6 +620,13 @@ on_mesh_broadcast (void *arg, uint32_t origin, int kind, const void *data, size_
     }
 }
 
+/* a member admitted by elastic-exec --join (meshjob.h): no ranks yet */
+static void
+on_mesh_admitted (void *arg, uint32_t member, const char *addr, uint32_t nlive)
+{
+    news_push (arg, NEWS_ADMITTED, (int)member, (int)nlive, addr);
+}
+
 /* Cut off from the mesh: the other nodes go on without this one, whose
  * ranks must not run a second half of the job. */
 static void self_fence (struct pmixb *pb, const char *reason)
@@ -662,6 +669,24 @@ static void on_mesh_pipe (elastic_agent_t *agent, int fd, int revents, void *arg
         next = n->next;
         switch (n->kind) {
             case NEWS_LOST:
+                if (n->a >= m->nnodes) { /* joined by --join: it had no ranks */
+                    log_warn ("mesh: member %d (joined by --join, no ranks) lost; %d "
+                              "members left",
+                              n->a,
+                              n->b);
+                    eventlog_emit (agent_eventlog (agent),
+                                   "node_lost",
+                                   json_pack ("{s:i s:s s:i s:i}",
+                                              "member",
+                                              n->a,
+                                              "node",
+                                              "",
+                                              "ranks",
+                                              0,
+                                              "live",
+                                              n->b));
+                    break;
+                }
                 log_warn ("mesh: node %s (member %d) lost; %d of %d members left",
                           n->a < m->nnodes ? m->node[n->a].name : "?",
                           n->a,
@@ -713,6 +738,24 @@ static void on_mesh_pipe (elastic_agent_t *agent, int fd, int revents, void *arg
             case NEWS_BCAST:
                 grow_mesh_broadcast (pb, n->a, n->b, n->data, n->len);
                 break;
+            case NEWS_ADMITTED:
+                log_info ("mesh: member %d (%s) joined the job (elastic-exec --join); %d "
+                          "members live; it has no ranks",
+                          n->a,
+                          n->text[0] ? n->text : "address not known here yet",
+                          n->b);
+                eventlog_emit (agent_eventlog (agent),
+                               "member_joined",
+                               json_pack ("{s:i s:s s:i s:i}",
+                                          "member",
+                                          n->a,
+                                          "addr",
+                                          n->text,
+                                          "live",
+                                          n->b,
+                                          "ranks",
+                                          0));
+                break;
         }
         free (n->data);
         free (n);
@@ -739,6 +782,10 @@ mesh_transport (struct pmixb *pb, struct pmixhost_opts *o, elastic_error_t *err)
         .reported = on_mesh_reported,
         .broadcast = on_mesh_broadcast,
         .arg = pb,
+        /* joins (elastic-exec --join, meshjob.h) */
+        .nslots = mj->nslots,
+        .admit_info = mj->admit_info,
+        .admitted = on_mesh_admitted,
     };
 
     if (pipe2 (pb->mesh_pipe, O_CLOEXEC | O_NONBLOCK) < 0)

@@ -85,7 +85,14 @@ struct mesh_news {
     void *data;     /* NEWS_BCAST: the broadcast's payload (owned) */
     size_t len;
 };
-enum { NEWS_LOST = 1, NEWS_REPORTED, NEWS_JOINED, NEWS_FENCE, NEWS_BCAST };
+enum {
+    NEWS_LOST = 1,
+    NEWS_REPORTED,
+    NEWS_JOINED,
+    NEWS_FENCE,
+    NEWS_BCAST,
+    NEWS_ADMITTED,
+};
 
 /* ---- pmix_backend.c ---- */
 

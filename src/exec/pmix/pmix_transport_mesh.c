@@ -29,6 +29,7 @@ struct pmixhost_mesh {
     struct mesh *mesh;
     const struct jobmap *map;
     uint32_t self;
+    uint32_t nmembers;    /* mesh slots: map->nnodes, or opts.nslots (joins) */
     pthread_mutex_t lock; /* job, reported, pmix_gone */
     struct pmixhost_job *job;
     char nspace[PMIX_MAX_NSLEN + 1];
@@ -38,9 +39,9 @@ struct pmixhost_mesh {
     struct pmixhost_mesh_opts opts;
     /* the end of the job (pmixhost_mesh_finish), under lock */
     pthread_cond_t cond;
-    uint8_t *done;    /* [nnodes] the member said its ranks are gone */
-    char **done_blob; /* [nnodes] what it said */
-    size_t *done_len; /* [nnodes] */
+    uint8_t *done;    /* [nmembers] the member said its ranks are gone */
+    char **done_blob; /* [nmembers] what it said */
+    size_t *done_len; /* [nmembers] */
     int idle_fence;   /* an empty fence of ours is pending */
     int fenced;       /* the mesh stopped this member */
     /* the launch barrier (pmixhost_mesh_launch_barrier), under lock: 0
@@ -262,7 +263,7 @@ on_broadcast (void *arg, uint32_t origin, int kind, const void *data, size_t len
     if (kind == MESH_BCAST_DONE) {
         char *copy = malloc (len + 1);
         pthread_mutex_lock (&t->lock);
-        if (copy && origin < (uint32_t)t->map->nnodes && !t->done[origin]) {
+        if (copy && origin < t->nmembers && !t->done[origin]) {
             memcpy (copy, data, len);
             copy[len] = '\0';
             t->done[origin] = 1;
@@ -575,11 +576,31 @@ static void on_joined (void *arg)
         t->opts.joined (t->opts.arg);
 }
 
+/* members admitted by elastic-exec --join (no ranks: nothing for PMIx) */
+static void on_admitted (void *arg,
+                         const uint32_t *members,
+                         const char *const *addrs,
+                         size_t count,
+                         uint32_t epoch,
+                         uint32_t nlive)
+{
+    struct pmixhost_mesh *t = arg;
+
+    (void)epoch;
+    for (size_t i = 0; t->opts.admitted && i < count; i++)
+        t->opts.admitted (t->opts.arg, members[i], addrs ? addrs[i] : NULL, nlive);
+    pthread_mutex_lock (&t->lock);
+    pthread_cond_broadcast (&t->cond); /* pmixhost_mesh_finish waits for it too */
+    pthread_mutex_unlock (&t->lock);
+}
+
 struct pmixhost_mesh *pmixhost_mesh_create (const struct pmixhost_mesh_opts *opts,
                                             elastic_error_t *err)
 {
     struct pmixhost_mesh *t;
     struct mesh_config cfg = {0};
+    uint8_t *slots = NULL;
+    uint32_t nmembers;
 
     if (!opts || !opts->map || !opts->addrs || !opts->key || opts->map->nnodes < 1 ||
         opts->map->node_id < 0 || opts->map->node_id >= opts->map->nnodes) {
@@ -588,11 +609,13 @@ struct pmixhost_mesh *pmixhost_mesh_create (const struct pmixhost_mesh_opts *opt
                    "members' addresses and a key are required");
         return NULL;
     }
+    nmembers = opts->nslots > (uint32_t)opts->map->nnodes ? opts->nslots
+                                                          : (uint32_t)opts->map->nnodes;
     if (!(t = calloc (1, sizeof (*t))) ||
         !(t->reported = calloc ((size_t)opts->map->world_size + 1, 1)) ||
-        !(t->done = calloc ((size_t)opts->map->nnodes, 1)) ||
-        !(t->done_blob = calloc ((size_t)opts->map->nnodes, sizeof (*t->done_blob))) ||
-        !(t->done_len = calloc ((size_t)opts->map->nnodes, sizeof (*t->done_len)))) {
+        !(t->done = calloc (nmembers, 1)) ||
+        !(t->done_blob = calloc (nmembers, sizeof (*t->done_blob))) ||
+        !(t->done_len = calloc (nmembers, sizeof (*t->done_len)))) {
         if (t) {
             free (t->reported);
             free (t->done);
@@ -607,7 +630,22 @@ struct pmixhost_mesh *pmixhost_mesh_create (const struct pmixhost_mesh_opts *opt
     t->opts = *opts;
     t->map = opts->map;
     t->self = (uint32_t)opts->map->node_id;
-    cfg.nmembers = (uint32_t)opts->map->nnodes;
+    t->nmembers = nmembers;
+    cfg.nmembers = nmembers;
+    if (nmembers > (uint32_t)opts->map->nnodes) { /* joins: absent slots */
+        if (!(slots = malloc (nmembers))) {
+            errprintf (err, "PMIx mesh transport: out of memory");
+            pmixhost_mesh_destroy (t);
+            return NULL;
+        }
+        for (uint32_t i = 0; i < nmembers; i++)
+            slots[i] =
+                i < (uint32_t)opts->map->nnodes ? MESH_SLOT_LIVE : MESH_SLOT_ABSENT;
+        cfg.slots = slots;
+        cfg.base = (uint32_t)opts->map->nnodes;
+        cfg.admit_info = opts->admit_info;
+        cfg.admit_info_len = opts->admit_info ? strlen (opts->admit_info) : 0;
+    }
     cfg.self = t->self;
     cfg.addrs = opts->addrs;
     cfg.listen_fd = opts->listen_fd;
@@ -627,8 +665,11 @@ struct pmixhost_mesh *pmixhost_mesh_create (const struct pmixhost_mesh_opts *opt
     cfg.ops.dmodex_request = on_dmodex_request;
     cfg.ops.self_fence = on_self_fence;
     cfg.ops.joined = on_joined;
+    cfg.ops.admitted = on_admitted;
     cfg.arg = t;
-    if (!(t->mesh = mesh_create (&cfg, err))) {
+    t->mesh = mesh_create (&cfg, err);
+    free (slots);
+    if (!t->mesh) {
         pmixhost_mesh_destroy (t);
         return NULL;
     }
@@ -737,7 +778,7 @@ void pmixhost_mesh_destroy (struct pmixhost_mesh *t)
     drop_spawned_locked (t);
     pthread_mutex_destroy (&t->lock);
     pthread_cond_destroy (&t->cond);
-    for (int i = 0; i < t->map->nnodes; i++)
+    for (uint32_t i = 0; t->done_blob && i < t->nmembers; i++)
         free (t->done_blob[i]);
     free (t->done_blob);
     free (t->done_len);
@@ -809,7 +850,7 @@ static void idle_fence_done (void *arg, int status, const struct mesh_fence_resu
 /* 1 when every live member has said it is done (caller holds t->lock). */
 static int all_done_locked (struct pmixhost_mesh *t, const uint8_t *live)
 {
-    for (int i = 0; i < t->map->nnodes; i++)
+    for (uint32_t i = 0; i < t->nmembers; i++)
         if (live[i] && !t->done[i])
             return 0;
     return 1;
@@ -829,7 +870,7 @@ int pmixhost_mesh_finish (struct pmixhost_mesh *t,
                           struct pmixhost_mesh_outcomes *out,
                           elastic_error_t *err)
 {
-    int n = t->map->nnodes, rc = 0;
+    int n = (int)t->nmembers, rc = 0;
     uint8_t *live = calloc ((size_t)n, 1);
     double deadline = mono () + timeout;
     char *copy = malloc (len + 1);

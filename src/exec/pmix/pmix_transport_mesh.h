@@ -83,6 +83,18 @@ struct pmixhost_mesh_opts {
     void (*broadcast) (
         void *arg, uint32_t origin, int kind, const void *data, size_t len);
     void *arg;
+    /* --- members joining the running job (elastic-exec --join, meshjob.h):
+     * nslots > map->nnodes: the mesh has nslots member slots, the map's
+     * nodes first, the rest absent (addrs has nslots entries, NULL there);
+     * a newcomer that asks with the admission handshake is admitted into
+     * one and told admit_info (a copy; NULL: no joins); admitted (mesh
+     * thread, may be NULL) tells of each.  A joined member has no ranks:
+     * fence_scope and the ranks' failures ignore it; it takes part in
+     * fences (empty blobs) and the end of the job (pmixhost_mesh_finish
+     * waits for its MESH_BCAST_DONE too, outcomes has nslots entries). */
+    uint32_t nslots;
+    const char *admit_info;
+    void (*admitted) (void *arg, uint32_t member, const char *addr, uint32_t nlive);
 };
 
 extern const struct pmixhost_transport pmixhost_transport_mesh;
