@@ -27,7 +27,8 @@
 
 static size_t admit_msg (uint8_t *out, size_t size, uint32_t status)
 {
-    const uint8_t slots[4] = {MESH_SLOT_LIVE, MESH_SLOT_LOST, MESH_SLOT_LIVE, MESH_SLOT_ABSENT};
+    const uint8_t slots[4] = {
+        MESH_SLOT_LIVE, MESH_SLOT_LOST, MESH_SLOT_LIVE, MESH_SLOT_ABSENT};
     const char *addrs[4] = {"10.0.0.1:17001", NULL, "10.0.0.3:17002", NULL};
     struct mesh_wbuf b = {0};
     size_t off = mesh_msg_begin (&b, MESH_ADMIT, 0, 5, 1), n;
@@ -43,7 +44,8 @@ static size_t admit_msg (uint8_t *out, size_t size, uint32_t status)
     return n;
 }
 
-static int decodes (const uint8_t *p, size_t n, struct mesh_msg *msg, elastic_error_t *err)
+static int
+decodes (const uint8_t *p, size_t n, struct mesh_msg *msg, elastic_error_t *err)
 {
     return mesh_msg_decode (p, n, MESH_MAX_PAYLOAD, msg, err) == 0;
 }
@@ -78,11 +80,15 @@ static void test_admit_wire (void)
     ok (!strcmp (seen, "0=10.0.0.1:17001 2=10.0.0.3:17002 "), "its addresses: %s", seen);
     for (size_t k = MESH_HDR_SIZE; k < n; k++) {
         memcpy (bad, buf, n);
-        bad[8] = (uint8_t)((k - MESH_HDR_SIZE) >> 24), bad[9] = (uint8_t)((k - MESH_HDR_SIZE) >> 16);
-        bad[10] = (uint8_t)((k - MESH_HDR_SIZE) >> 8), bad[11] = (uint8_t)(k - MESH_HDR_SIZE);
+        bad[8] = (uint8_t)((k - MESH_HDR_SIZE) >> 24),
+        bad[9] = (uint8_t)((k - MESH_HDR_SIZE) >> 16);
+        bad[10] = (uint8_t)((k - MESH_HDR_SIZE) >> 8),
+        bad[11] = (uint8_t)(k - MESH_HDR_SIZE);
         cut_ok += decodes (bad, k, &msg, &err);
     }
-    ok (cut_ok == 0, "cut at every length (its header agreeing): refused (%zu decoded)", cut_ok);
+    ok (cut_ok == 0,
+        "cut at every length (its header agreeing): refused (%zu decoded)",
+        cut_ok);
 
     n = admit_msg (buf, sizeof (buf), MESH_ADMIT_FULL);
     ok (n == MESH_HDR_SIZE + 4 && decodes (buf, n, &msg, &err) &&
@@ -161,7 +167,9 @@ static void test_join_hello (void)
     ok (!decodes (buf, n, &msg, &err), "naming a mesh size: refused (%s)", err.text);
     n = join_hello (buf, MESH_F_PORT, 0, 4);
     buf[7] |= MESH_F_JOIN << 0; /* flags' low byte */
-    ok (!decodes (buf, n, &msg, &err), "JOIN on a member's hello: refused (%s)", err.text);
+    ok (!decodes (buf, n, &msg, &err),
+        "JOIN on a member's hello: refused (%s)",
+        err.text);
 }
 
 /* ---- real meshes ---------------------------------------------------------- */
@@ -222,12 +230,13 @@ static int wait_for (struct member *mb, int *what)
 
 static int bind_any (int *port)
 {
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl (INADDR_LOOPBACK)};
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_addr.s_addr = htonl (INADDR_LOOPBACK)};
     socklen_t sl = sizeof (sa);
     int fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
-    if (fd < 0 || bind (fd, (struct sockaddr *)&sa, sizeof (sa)) < 0 || listen (fd, 16) < 0 ||
-        getsockname (fd, (struct sockaddr *)&sa, &sl) < 0)
+    if (fd < 0 || bind (fd, (struct sockaddr *)&sa, sizeof (sa)) < 0 ||
+        listen (fd, 16) < 0 || getsockname (fd, (struct sockaddr *)&sa, &sl) < 0)
         return -1;
     *port = ntohs (sa.sin_port);
     return fd;
@@ -313,7 +322,8 @@ static void test_live (void)
     /* garbage and a stranger that says nothing first: nobody is hurt */
     garbage = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     {
-        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons ((uint16_t)p1),
+        struct sockaddr_in sa = {.sin_family = AF_INET,
+                                 .sin_port = htons ((uint16_t)p1),
                                  .sin_addr.s_addr = htonl (INADDR_LOOPBACK)};
         const char junk[] = "GET / HTTP/1.0\r\nHost: x\r\n\r\n";
         ok (connect (garbage, (struct sockaddr *)&sa, sizeof (sa)) == 0 &&
@@ -338,8 +348,9 @@ static void test_live (void)
 
     jo.member = 1;
     rc = mesh_join_request (&jo, &a, &info, &info_len, &status, &err);
-    ok (rc == 1 && a.slot == 2 && a.n == NSLOTS && a.base == 2 && a.slots[2] == MESH_SLOT_LIVE &&
-            a.addrs[0] && !strcmp (a.addrs[0], a0) && info && !strcmp (info, "the job's shape"),
+    ok (rc == 1 && a.slot == 2 && a.n == NSLOTS && a.base == 2 &&
+            a.slots[2] == MESH_SLOT_LIVE && a.addrs[0] && !strcmp (a.addrs[0], a0) &&
+            info && !strcmp (info, "the job's shape"),
         "admitted into slot 2 with the view and the owner's blob (%d: %s)",
         rc,
         err.text);
@@ -350,8 +361,15 @@ static void test_live (void)
             wait_for (&mb[1], &mb[1].admitted_slot) == 2,
         "both members see member 2 joined");
     if (rc == 1) {
-        ok (make_member (&mb[2], 2, (const char *const *)a.addrs, f2, a.slots, a.base, 1, NULL, key) !=
-                NULL,
+        ok (make_member (&mb[2],
+                         2,
+                         (const char *const *)a.addrs,
+                         f2,
+                         a.slots,
+                         a.base,
+                         1,
+                         NULL,
+                         key) != NULL,
             "the newcomer starts its mesh with that view");
         ok (fence_all (mb, 3), "the three fence, each with the three blobs");
     } else {
@@ -385,7 +403,8 @@ static void test_nojoin (void)
     struct mesh_admission a;
     size_t info_len;
     int p0, p1, f0 = bind_any (&p0), f1 = bind_any (&p1), status, rc;
-    struct mesh_join_opts jo = {.addr = a0, .member = 0, .listen_port = 1, .key = key, .timeout = 10};
+    struct mesh_join_opts jo = {
+        .addr = a0, .member = 0, .listen_port = 1, .key = key, .timeout = 10};
 
     mesh_auth_key_derive ("job", "s3cret", 6, key, &err);
     snprintf (a0, sizeof (a0), "127.0.0.1:%d", p0);

@@ -90,7 +90,11 @@ static int find_step (struct target *t, elastic_error_t *err)
 
     snprintf (cmd, sizeof (cmd), "scontrol show step -o '%s.%s' 2>&1", t->job, t->step);
     if (!(f = popen (cmd, "r")))
-        return errprintf (err, "--join %s.%s: cannot run scontrol: %s", t->job, t->step, strerror (errno));
+        return errprintf (err,
+                          "--join %s.%s: cannot run scontrol: %s",
+                          t->job,
+                          t->step,
+                          strerror (errno));
     while (!found && fgets (line, sizeof (line), f)) {
         char id[128];
         field (line, "StepId", id, sizeof (id));
@@ -138,7 +142,8 @@ static int find_step (struct target *t, elastic_error_t *err)
     }
     pclose (f);
     if (t->nnodes < 1)
-        return errprintf (err, "--join %s.%s: scontrol named no nodes in '%s'", t->job, t->step, nodes);
+        return errprintf (
+            err, "--join %s.%s: scontrol named no nodes in '%s'", t->job, t->step, nodes);
     if (!(t->addr = calloc ((size_t)t->nnodes, sizeof (*t->addr))))
         return errprintf (err, "out of memory");
     return meshjob_resolve ((const char *const *)t->names, t->nnodes, t->addr, err);
@@ -152,21 +157,24 @@ static int listen_port (const struct target *t, int *port, elastic_error_t *err)
                                  .sin_port = htons ((uint16_t)t->port[k]),
                                  .sin_addr.s_addr = htonl (INADDR_ANY)};
         int one = 1, fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd >= 0 && setsockopt (fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof (one)) == 0 &&
-            bind (fd, (struct sockaddr *)&sa, sizeof (sa)) == 0 && listen (fd, 128) == 0) {
+        if (fd >= 0 &&
+            setsockopt (fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof (one)) == 0 &&
+            bind (fd, (struct sockaddr *)&sa, sizeof (sa)) == 0 &&
+            listen (fd, 128) == 0) {
             *port = t->port[k];
             return fd;
         }
         if (fd >= 0)
             close (fd);
     }
-    return errprintf (err,
-                      "--join %s.%s: every candidate mesh port of the step is in use here "
-                      "(%d from %d)",
-                      t->job,
-                      t->step,
-                      t->nports,
-                      t->port[0]);
+    return errprintf (
+        err,
+        "--join %s.%s: every candidate mesh port of the step is in use here "
+        "(%d from %d)",
+        t->job,
+        t->step,
+        t->nports,
+        t->port[0]);
 }
 
 /* ---- the joined member ---------------------------------------------------- */
@@ -175,21 +183,22 @@ struct joiner {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     uint32_t n;
-    uint8_t *done;     /* [n] the member said the job ends for it */
-    char **done_blob;  /* [n] */
-    int fenced;        /* cut off */
+    uint8_t *done;    /* [n] the member said the job ends for it */
+    char **done_blob; /* [n] */
+    int fenced;       /* cut off */
     char fence_why[256];
-    int idle_fence;    /* our empty contribution is pending */
-    int news;          /* something to look at */
+    int idle_fence; /* our empty contribution is pending */
+    int news;       /* something to look at */
 };
 
-static void on_lost (
-    void *arg, const uint32_t *members, size_t count, uint32_t epoch, uint32_t nlive)
+static void
+on_lost (void *arg, const uint32_t *members, size_t count, uint32_t epoch, uint32_t nlive)
 {
     struct joiner *j = arg;
 
     for (size_t i = 0; i < count; i++)
-        log_warn ("mesh: member %u lost; %u members live (epoch %u)", members[i], nlive, epoch);
+        log_warn (
+            "mesh: member %u lost; %u members live (epoch %u)", members[i], nlive, epoch);
     pthread_mutex_lock (&j->lock);
     pthread_cond_broadcast (&j->cond);
     pthread_mutex_unlock (&j->lock);
@@ -212,7 +221,8 @@ static void on_admitted (void *arg,
                   epoch);
 }
 
-static void on_broadcast (void *arg, uint32_t origin, int kind, const void *data, size_t len)
+static void
+on_broadcast (void *arg, uint32_t origin, int kind, const void *data, size_t len)
 {
     struct joiner *j = arg;
     char *copy;
@@ -272,7 +282,7 @@ static int ask (const struct target *t,
                 elastic_error_t *err)
 {
     int refused_conn = 0, tries = 0;
-    elastic_error_t last = {{0}};
+    elastic_error_t last = {{0}}, seen = {{0}}; /* seen: the last that was not refused */
 
     for (int i = 0; i < t->nnodes; i++)
         for (int k = 0; k < t->nports; k++) {
@@ -296,18 +306,22 @@ static int ask (const struct target *t,
                                   t->names[i],
                                   i,
                                   mesh_admit_status_text ((uint32_t)status));
-            refused_conn += strstr (last.text, "Connection refused") != NULL;
+            if (strstr (last.text, "Connection refused"))
+                refused_conn++;
+            else
+                seen = last;
             log_info ("--join: %s", last.text);
         }
     if (refused_conn == tries)
-        return errprintf (err,
-                          "--join %s.%s: no member of the step listens on its nodes (%d "
-                          "nodes, ports %d..): it does not run elastic-exec in mesh mode, "
-                          "or its members have ended",
-                          t->job,
-                          t->step,
-                          t->nnodes,
-                          t->port[0]),
+        return errprintf (
+                   err,
+                   "--join %s.%s: no member of the step listens on its nodes (%d "
+                   "nodes, ports %d..): it does not run elastic-exec in mesh mode, "
+                   "or its members have ended",
+                   t->job,
+                   t->step,
+                   t->nnodes,
+                   t->port[0]),
                -1;
     return errprintf (err,
                       "--join %s.%s: no member of the step admitted this one (another "
@@ -315,14 +329,15 @@ static int ask (const struct target *t,
                       "mesh mode); last: %s",
                       t->job,
                       t->step,
-                      last.text),
+                      seen.text),
            -1;
 }
 
 /* Wait for the job to end, taking part in its fences.  Returns 0 when
  * every live member is done (*agreed 1), 1 when cut off, -1 at a timeout
  * or signal after the job began ending.  live gets the live set. */
-static int run_member (struct mesh *m, struct joiner *j, uint32_t self, double exit_timeout, uint8_t *live)
+static int run_member (
+    struct mesh *m, struct joiner *j, uint32_t self, double exit_timeout, uint8_t *live)
 {
     char blob[256];
     int sent = 0;
@@ -447,7 +462,8 @@ int meshjob_join_run (const struct meshjob_join_opts *o)
         return refuse (NULL, "out of memory");
     pthread_mutex_init (&mj->lock, NULL);
     mj->listen_fd = -1;
-    if (meshjob_join_parse (o->target, t.job, sizeof (t.job), t.step, sizeof (t.step), &err) < 0 ||
+    if (meshjob_join_parse (
+            o->target, t.job, sizeof (t.job), t.step, sizeof (t.step), &err) < 0 ||
         own_step (mj, o->nproc_per_node, &err) < 0)
         return refuse (mj, err.text);
     if (mj->map && !mj->map->leader) {
@@ -458,7 +474,13 @@ int meshjob_join_run (const struct meshjob_join_opts *o)
     if (mj->map && meshjob_lead (mj, &err) < 0)
         return refuse (mj, err.text);
     if (find_step (&t, &err) < 0 ||
-        meshjob_auth (t.key, 1, mj->key, &mj->munge, mj->munge_socket, sizeof (mj->munge_socket), &err) < 0 ||
+        meshjob_auth (t.key,
+                      1,
+                      mj->key,
+                      &mj->munge,
+                      mj->munge_socket,
+                      sizeof (mj->munge_socket),
+                      &err) < 0 ||
         (fd = listen_port (&t, &port, &err)) < 0) {
         target_free (&t);
         return refuse (mj, err.text);
@@ -469,13 +491,14 @@ int meshjob_join_run (const struct meshjob_join_opts *o)
     jo.job = t.key;
     jo.munge_socket = mj->munge_socket[0] ? mj->munge_socket : NULL;
     jo.timeout = 5;
-    log_info ("--join %s.%s: asking its members (%d nodes, ports %d..; this member listens "
-              "on port %d)",
-              t.job,
-              t.step,
-              t.nnodes,
-              t.port[0],
-              port);
+    log_info (
+        "--join %s.%s: asking its members (%d nodes, ports %d..; this member listens "
+        "on port %d)",
+        t.job,
+        t.step,
+        t.nnodes,
+        t.port[0],
+        port);
     if ((rc = ask (&t, &jo, &a, &info, &err)) != 1) {
         close (fd);
         target_free (&t);
@@ -513,7 +536,8 @@ int meshjob_join_run (const struct meshjob_join_opts *o)
     pthread_cond_init (&j.cond, NULL);
     j.n = a.n;
     if (!(j.done = calloc (a.n, 1)) || !(j.done_blob = calloc (a.n, sizeof (char *))) ||
-        !(live = calloc (a.n, 1)) || !(mm = calloc ((size_t)mj->map->nnodes, sizeof (*mm)))) {
+        !(live = calloc (a.n, 1)) ||
+        !(mm = calloc ((size_t)mj->map->nnodes, sizeof (*mm)))) {
         close (fd);
         status = refuse (NULL, "out of memory");
         goto out;
@@ -555,7 +579,10 @@ int meshjob_join_run (const struct meshjob_join_opts *o)
                  "%s: this member was cut off from the job's mesh (%s)\n",
                  prog,
                  j.fence_why);
-        snprintf (mj->summary, sizeof (mj->summary), "job %s: this member was cut off from the job's mesh (exit 1)", mj->map->key);
+        snprintf (mj->summary,
+                  sizeof (mj->summary),
+                  "job %s: this member was cut off from the job's mesh (exit 1)",
+                  mj->map->key);
         status = 1;
     } else {
         mesh_get_live (m, live, a.n);

@@ -1,0 +1,177 @@
+#!/bin/bash
+# t6023-slurm-mesh-join.sh - `elastic-exec --join JOBID.STEP` on the
+# emulated 3-node cluster (src/exec/meshjoin.c, doc/mesh.md "Members
+# joining by --join"): an allocation of the 3 nodes (salloc --no-shell);
+# its step on n1 and n2 is an MPI job in mesh mode (heat2d, 2 x 2 ranks,
+# the members authenticated by munge); a later step of the same job on n3
+# runs `elastic-exec --join J.S`:
+#
+#   1. join: garbage on n1's mesh port and a stranger (a joiner with a
+#      secret, where the members use munge) are refused without harming
+#      the job; then the joiner is admitted as member 2: n1 and n2 log
+#      member_joined (member 2) in their event logs, n1's /metrics counts
+#      3 members alive; the job ends with the failure-free checksum, srun
+#      exit 0; the joiner exits 0 too, printing the same summary line as
+#      the two members;
+#   2. the joined member lost: its elastic-exec SIGKILLed on n3: n1 and n2
+#      log node_lost for member 2, the job goes on and ends with the
+#      failure-free checksum, exit 0; a second joiner is then refused (the
+#      step was started with ELASTIC_MESH_JOIN_SLOTS=1: the one absent
+#      slot was taken, and a lost slot is never given again): exit 2, one
+#      line saying there is no room;
+#   3. refusals: a --join value that does not parse (exit 2, naming it
+#      and the accepted form), a job that does not exist (exit 2, "no such
+#      running job step"), a step that does not run elastic-exec in mesh
+#      mode (exit 2, "no member of the step listens").
+. "${srcdir:-.}/lib/slurm.sh"
+. "${srcdir:-.}/lib/slurm-mesh.sh"
+
+mesh_prelude t6023
+HEAT_ARGS="--nx 64 --ny 48"
+STEPS=6000
+ref=$("$HEAT" $HEAT_ARGS --steps $STEPS 2>&1 | sed -n 's/^checksum //p')
+[ -n "$ref" ] || {
+    echo "not ok 1 - heat2d runs as a singleton"
+    exit 1
+}
+# the members authenticate with munge (the cluster's munged)
+unset ELASTIC_MESH_SECRET ELASTIC_MESH_SECRET_FILE
+mesh_cluster_up 3
+COMMON=(--oversubscribe --node-timeout 1)
+
+# the allocation: 3 nodes, no shell; its steps are numbered 0, 1, ...
+run_in_ctl salloc -N3 --no-shell --job-name t6023 > "$tmp/salloc" 2>&1
+J=$(sed -n 's/.*Granted job allocation \([0-9]*\).*/\1/p' "$tmp/salloc")
+[ -n "$J" ]
+ok $? "salloc -N3 --no-shell: job ${J:-?}" || {
+    diag "$(cat "$tmp/salloc")"
+    done_testing
+    exit 1
+}
+trap 'run_in_ctl scancel "$J" > /dev/null 2>&1; cluster_down > /dev/null; [ "$tap_failed" -eq 0 ] && rm -rf "$tmp"' EXIT
+
+# base NAME STEP [ENV...]: job J's step STEP on n1, n2 (2 x 2 heat2d ranks)
+base() {
+    local name=$1
+    shift 2
+    srun_bg "$name" --jobid="$J" -N2 -w n1,n2 --ntasks-per-node=1 env "$@" \
+        "$EXEC" "${COMMON[@]}" -v --nproc-per-node 2 --health-port 29556 \
+        --event-log "$tmp/ev.$name" "$HEAT" $HEAT_ARGS --steps $STEPS --progress 100 --sleep 4
+    wait_for_grep '^step 300$' "$tmp/$name.out" 120
+}
+# joiner NAME STEP ARGS...: a step of job J on n3 joining step STEP
+joiner() {
+    local name=$1 step=$2
+    shift 2
+    srun_bg "$name" --jobid="$J" -N1 -w n3 --ntasks-per-node=1 "$@" "$EXEC" -v --node-timeout 1 \
+        --join "$J.$step" --nproc-per-node 2
+}
+# joined NAME: n1's and n2's members logged member_joined for member 2
+# (their events in one file: the nodes share /tmp)
+joined() { ev_both "$1" member_joined; }
+lost2() { ev_both "$1" node_lost; }
+ev_both() {
+    local n
+    for n in n1 n2; do
+        grep "\"event\":\"$2\"" "$tmp/ev.$1" 2> /dev/null | grep "\"host\":\"$n\"" |
+            grep -q '"member":2,' || return 1
+    done
+}
+checksum() { tr -d '\0' < "$tmp/$1.out" | sed -n 's/^checksum //p'; }
+metrics() {
+    nsenter --net="/run/netns/$(sed -n 's/^PREFIX=//p' "$CLUSTER_DIR/cluster.env")-n1" \
+        curl -s --max-time 10 http://127.0.0.1:29556/metrics 2> /dev/null
+}
+
+# 1. join (step 0 the job, step 1 a stranger, step 2 the joiner)
+base join 0
+ok $? "join: the job (step $J.0 on n1, n2) computes" || diag "$(show join)"
+port=$(grep -a 'info: mesh mode: ' "$tmp/join.out" | grep -a 'node 0 ' | sed -n 's/.*ports \([0-9]*\).*/\1/p' | head -n 1)
+a1=$(on_node n1 ip -4 -o addr show eth0 | sed -n 's|.* inet \([0-9.]*\)/.*|\1|p' | head -n 1)
+if [ -n "$port" ] && [ -n "$a1" ]; then
+    on_node n3 timeout 10 bash -c "exec 3<>/dev/tcp/$a1/$port && printf 'GET / HTTP/1.0\r\nHost: x\r\n\r\nMESHMESHMESH' >&3" \
+        > "$tmp/garbage.out" 2>&1
+    wait_for_grep 'mesh 0: dropped connection [0-9.:]* (not authenticated): bad magic' "$tmp/join.out" 30
+    ok $? "join: garbage sent to n1's mesh port ($a1:$port) from n3 is dropped" ||
+        diag "$(cat "$tmp/garbage.out")" "$(grep -a dropped "$tmp/join.out")"
+else
+    ok 0 "join: n1's mesh port and address (${port:-?}, ${a1:-?})" || diag "$(grep -a 'mesh mode' "$tmp/join.out")"
+fi
+joiner stranger 0 env ELASTIC_MESH_SECRET=not.the.job
+wait_for_file "$tmp/stranger.rc" 120
+is "$(cat "$tmp/stranger.rc" 2> /dev/null)" 2 "join: a stranger (a secret where the members use munge) is refused, exit 2" ||
+    diag "$(show stranger)"
+grep -aq "elastic-exec: --join $J.0: no member of the step admitted this one" "$tmp/stranger.out"
+ok $? "join: ... saying no member admitted it" || diag "$(show stranger 5)"
+joiner joinB 0
+wait_until 120 joined join
+ok $? "join: n1 and n2 log member_joined for member 2" || diag "$(show joinB)" "$(show join)"
+wait_for_grep 'elastic-exec: joined job' "$tmp/joinB.out" 30
+grep -aq "elastic-exec: joined job slurm\.$J\.0 as member 2 (no ranks; room for 2)" "$tmp/joinB.out"
+ok $? "join: the joiner says it joined as member 2 with room for 2 ranks" || diag "$(show joinB)"
+if [ "$CLUSTER_MODE" = netns ] && command -v curl > /dev/null; then
+    metrics > "$tmp/metrics.join"
+    grep -qx 'elastic_mesh_members_alive 3' "$tmp/metrics.join"
+    ok $? "join: n1's /metrics counts 3 members alive" || diag "$(grep mesh_members "$tmp/metrics.join")"
+else
+    skip "join: /metrics of a node needs the netns cluster and curl"
+fi
+wait_for_file "$tmp/join.rc" 300
+is "$(cat "$tmp/join.rc" 2> /dev/null)" 0 "join: the job's srun exit 0" || diag "$(show join 30)"
+is "$(checksum join)" "$ref" "join: the failure-free checksum ($ref)"
+wait_for_file "$tmp/joinB.rc" 120
+is "$(cat "$tmp/joinB.rc" 2> /dev/null)" 0 "join: the joiner exits 0" || diag "$(show joinB 30)"
+sums=$( (summaries join && summaries joinB) | tr -d '\0')
+is "$(echo "$sums" | sort -u | wc -l) $(echo "$sums" | wc -l)" "1 3" \
+    "join: the two members and the joiner print one and the same summary line" || diag "$sums"
+echo "$sums" | head -n 1 | grep -q "job slurm\.$J\.0: 4 ranks on 2 nodes; 0 nodes lost, 0 ranks lost; completed (exit 0)$"
+ok $? "join: it says 4 ranks on 2 nodes, completed (exit 0)" || diag "$sums"
+n=$(grep -c '"event":"node_lost"' "$tmp/ev.join" 2> /dev/null)
+is "$n" 0 "join: nobody was lost (the garbage and the stranger harmed nothing)"
+
+# 2. the joined member lost (step 3 the job, with one absent slot; step 4
+# the joiner; step 5 a second joiner)
+base lost 3 ELASTIC_MESH_JOIN_SLOTS=1
+ok $? "lost: the job (step $J.3, one slot for a joiner) computes" || diag "$(show lost)"
+joiner lostB 3
+wait_until 120 joined lost
+ok $? "lost: n1 and n2 log member_joined for member 2" || diag "$(show lostB)"
+killed=0
+for p in $("$SLURM_CLUSTER_SH" pids "$CLUSTER_DIR" n3); do
+    [ "$(cat "/proc/$p/comm" 2> /dev/null)" = elastic-exec ] && kill -KILL "$p" && killed=$((killed + 1))
+done
+[ "$killed" -ge 1 ]
+ok $? "lost: the joiner's elastic-exec on n3 SIGKILLed ($killed)"
+wait_until 60 lost2 lost
+ok $? "lost: n1 and n2 log node_lost for member 2" || diag "$(grep node_lost "$tmp/ev.lost" 2>&1)"
+wait_for_file "$tmp/lostB.rc" 60
+joiner lostC 3
+wait_for_file "$tmp/lostC.rc" 120
+is "$(cat "$tmp/lostC.rc" 2> /dev/null)" 2 "lost: a second joiner is refused, exit 2" || diag "$(show lostC)"
+grep -aq "refused by node n[12] (member [01]): no room: the job has taken in all the members it can" "$tmp/lostC.out"
+ok $? "lost: ... no room (its one slot was taken, and a lost slot is never given again)" || diag "$(show lostC 5)"
+wait_for_file "$tmp/lost.rc" 300
+is "$(cat "$tmp/lost.rc" 2> /dev/null)" 0 "lost: the job goes on: srun exit 0" || diag "$(show lost 30)"
+is "$(checksum lost)" "$ref" "lost: the failure-free checksum"
+is "$(summaries lost | sort -u | wc -l) $(summaries lost | wc -l)" "1 2" "lost: the two members print one summary line" ||
+    diag "$(summaries lost)"
+
+# 3. refusals
+"$EXEC" --join 12x ./app > "$tmp/bad.out" 2>&1
+is "$?" 2 "refusal: --join 12x: exit 2"
+grep -q "^elastic-exec: --join: '12x' is not a job step (expected JOBID or JOBID.STEP, e.g. 1234 or 1234.0)$" "$tmp/bad.out"
+ok $? "refusal: ... naming the value and the accepted form" || diag "$(cat "$tmp/bad.out")"
+srun_fg nojob --jobid="$J" -N1 -w n3 "$EXEC" --join 999999.0
+is "$SRUN_RC" 2 "refusal: a job that does not exist: exit 2" || diag "$(show nojob)"
+grep -aq "elastic-exec: --join 999999.0: no such running job step" "$tmp/nojob.out"
+ok $? "refusal: ... no such running job step" || diag "$(show nojob 5)"
+srun_bg plain --jobid="$J" -N1 -w n1 sleep 60
+plain_step() { run_in_ctl squeue -h -s -j "$J" -o '%i %j' 2> /dev/null | sed -n 's/^\([0-9.]*\) sleep$/\1/p' | head -n 1; }
+wait_until 60 eval '[ -n "$(plain_step)" ]'
+S=$(plain_step)
+srun_fg notmesh --jobid="$J" -N1 -w n3 "$EXEC" --join "${S:-$J.99}"
+is "$SRUN_RC" 2 "refusal: a step that does not run elastic-exec ($S: sleep): exit 2" || diag "$(show notmesh)"
+grep -aq "no member of the step listens on its nodes" "$tmp/notmesh.out"
+ok $? "refusal: ... no member of the step listens" || diag "$(show notmesh 5)"
+run_in_ctl scancel "$J" > /dev/null 2>&1
+done_testing
