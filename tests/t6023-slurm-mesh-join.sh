@@ -8,11 +8,12 @@
 #
 #   1. join: garbage on n1's mesh port and a stranger (a joiner with a
 #      secret, where the members use munge) are refused without harming
-#      the job; then the joiner is admitted as member 2: n1 and n2 log
+#      the job; then the joiner (a step of two tasks on n3: its leader
+#      joins, the other task follows it) is admitted as member 2: n1 and n2 log
 #      member_joined (member 2) in their event logs, n1's /metrics counts
 #      3 members alive; the job ends with the failure-free checksum, srun
-#      exit 0; the joiner exits 0 too, printing the same summary line as
-#      the two members;
+#      exit 0; the joiner exits 0 too, its two tasks printing the same
+#      summary line as the two members;
 #   2. the joined member lost: its elastic-exec SIGKILLed on n3: n1 and n2
 #      log node_lost for member 2, the job goes on and ends with the
 #      failure-free checksum, exit 0; a second joiner is then refused (the
@@ -40,7 +41,7 @@ mesh_cluster_up 3
 COMMON=(--oversubscribe --node-timeout 1)
 
 # the allocation: 3 nodes, no shell; its steps are numbered 0, 1, ...
-run_in_ctl salloc -N3 --no-shell --job-name t6023 > "$tmp/salloc" 2>&1
+run_in_ctl salloc -N3 --ntasks-per-node=2 --no-shell --job-name t6023 > "$tmp/salloc" 2>&1
 J=$(sed -n 's/.*Granted job allocation \([0-9]*\).*/\1/p' "$tmp/salloc")
 [ -n "$J" ]
 ok $? "salloc -N3 --no-shell: job ${J:-?}" || {
@@ -50,21 +51,26 @@ ok $? "salloc -N3 --no-shell: job ${J:-?}" || {
 }
 trap 'run_in_ctl scancel "$J" > /dev/null 2>&1; cluster_down > /dev/null; [ "$tap_failed" -eq 0 ] && rm -rf "$tmp"' EXIT
 
-# base NAME STEP [ENV...]: job J's step STEP on n1, n2 (2 x 2 heat2d ranks)
+# base NAME [ENV...]: a step of job J on n1, n2 (2 x 2 heat2d ranks);
+# STEP its id (from its members' "mesh mode: slurm.J.S" line)
 base() {
     local name=$1
-    shift 2
+    shift
     srun_bg "$name" --jobid="$J" -N2 -w n1,n2 --ntasks-per-node=1 env "$@" \
         "$EXEC" "${COMMON[@]}" -v --nproc-per-node 2 --health-port 29556 \
         --event-log "$tmp/ev.$name" "$HEAT" $HEAT_ARGS --steps $STEPS --progress 100 --sleep 4
-    wait_for_grep '^step 300$' "$tmp/$name.out" 120
+    wait_for_grep '^step 300$' "$tmp/$name.out" 120 || return 1
+    STEP=$(grep -a 'info: mesh mode: slurm\.' "$tmp/$name.out" | sed -n 's/.*mesh mode: slurm\.[0-9]*\.\([0-9]*\):.*/\1/p' | head -n 1)
+    [ -n "$STEP" ]
 }
-# joiner NAME STEP ARGS...: a step of job J on n3 joining step STEP
+# joiner NAME STEP ARGS...: a step of job J on n3 (srun ARGS) joining
+# step STEP, with room for 2 ranks ($NPROC, else its 2 tasks)
+NPROC=(--nproc-per-node 2)
 joiner() {
     local name=$1 step=$2
     shift 2
-    srun_bg "$name" --jobid="$J" -N1 -w n3 --ntasks-per-node=1 "$@" "$EXEC" -v --node-timeout 1 \
-        --join "$J.$step" --nproc-per-node 2
+    srun_bg "$name" --jobid="$J" -N1 -w n3 "$@" "$EXEC" -v --node-timeout 1 \
+        --join "$J.$step" "${NPROC[@]}"
 }
 # joined NAME: n1's and n2's members logged member_joined for member 2
 # (their events in one file: the nodes share /tmp)
@@ -83,9 +89,9 @@ metrics() {
         curl -s --max-time 10 http://127.0.0.1:29556/metrics 2> /dev/null
 }
 
-# 1. join (step 0 the job, step 1 a stranger, step 2 the joiner)
-base join 0
-ok $? "join: the job (step $J.0 on n1, n2) computes" || diag "$(show join)"
+# 1. join
+base join
+ok $? "join: the job (step $J.$STEP on n1, n2) computes" || diag "$(show join)"
 port=$(grep -a 'info: mesh mode: ' "$tmp/join.out" | grep -a 'node 0 ' | sed -n 's/.*ports \([0-9]*\).*/\1/p' | head -n 1)
 a1=$(on_node n1 ip -4 -o addr show eth0 | sed -n 's|.* inet \([0-9.]*\)/.*|\1|p' | head -n 1)
 if [ -n "$port" ] && [ -n "$a1" ]; then
@@ -97,17 +103,20 @@ if [ -n "$port" ] && [ -n "$a1" ]; then
 else
     ok 0 "join: n1's mesh port and address (${port:-?}, ${a1:-?})" || diag "$(grep -a 'mesh mode' "$tmp/join.out")"
 fi
-joiner stranger 0 env ELASTIC_MESH_SECRET=not.the.job
+joiner stranger "$STEP" --ntasks-per-node=1 env ELASTIC_MESH_SECRET=not.the.job
 wait_for_file "$tmp/stranger.rc" 120
 is "$(cat "$tmp/stranger.rc" 2> /dev/null)" 2 "join: a stranger (a secret where the members use munge) is refused, exit 2" ||
     diag "$(show stranger)"
-grep -aq "elastic-exec: --join $J.0: no member of the step admitted this one" "$tmp/stranger.out"
+grep -aq "elastic-exec: --join $J.$STEP: no member of the step admitted this one" "$tmp/stranger.out"
 ok $? "join: ... saying no member admitted it" || diag "$(show stranger 5)"
-joiner joinB 0
+# (two tasks: the node's leader joins, the other task follows it)
+NPROC=()
+joiner joinB "$STEP" --ntasks-per-node=2
+NPROC=(--nproc-per-node 2)
 wait_until 120 joined join
 ok $? "join: n1 and n2 log member_joined for member 2" || diag "$(show joinB)" "$(show join)"
 wait_for_grep 'elastic-exec: joined job' "$tmp/joinB.out" 30
-grep -aq "elastic-exec: joined job slurm\.$J\.0 as member 2 (no ranks; room for 2)" "$tmp/joinB.out"
+grep -aq "elastic-exec: joined job slurm\.$J\.$STEP as member 2 (no ranks; room for 2)" "$tmp/joinB.out"
 ok $? "join: the joiner says it joined as member 2 with room for 2 ranks" || diag "$(show joinB)"
 if [ "$CLUSTER_MODE" = netns ] && command -v curl > /dev/null; then
     metrics > "$tmp/metrics.join"
@@ -122,18 +131,18 @@ is "$(checksum join)" "$ref" "join: the failure-free checksum ($ref)"
 wait_for_file "$tmp/joinB.rc" 120
 is "$(cat "$tmp/joinB.rc" 2> /dev/null)" 0 "join: the joiner exits 0" || diag "$(show joinB 30)"
 sums=$( (summaries join && summaries joinB) | tr -d '\0')
-is "$(echo "$sums" | sort -u | wc -l) $(echo "$sums" | wc -l)" "1 3" \
-    "join: the two members and the joiner print one and the same summary line" || diag "$sums"
-echo "$sums" | head -n 1 | grep -q "job slurm\.$J\.0: 4 ranks on 2 nodes; 0 nodes lost, 0 ranks lost; completed (exit 0)$"
+is "$(echo "$sums" | sort -u | wc -l) $(echo "$sums" | wc -l)" "1 4" \
+    "join: the two members and the joiner's two tasks print one and the same summary line" || diag "$sums"
+echo "$sums" | head -n 1 | grep -q "job slurm\.$J\.$STEP: 4 ranks on 2 nodes; 0 nodes lost, 0 ranks lost; completed (exit 0)$"
 ok $? "join: it says 4 ranks on 2 nodes, completed (exit 0)" || diag "$sums"
 n=$(grep -c '"event":"node_lost"' "$tmp/ev.join" 2> /dev/null)
 is "$n" 0 "join: nobody was lost (the garbage and the stranger harmed nothing)"
 
-# 2. the joined member lost (step 3 the job, with one absent slot; step 4
-# the joiner; step 5 a second joiner)
-base lost 3 ELASTIC_MESH_JOIN_SLOTS=1
-ok $? "lost: the job (step $J.3, one slot for a joiner) computes" || diag "$(show lost)"
-joiner lostB 3
+# 2. the joined member lost (the job with one absent slot, a joiner, a
+# second joiner)
+base lost ELASTIC_MESH_JOIN_SLOTS=1
+ok $? "lost: the job (step $J.$STEP, one slot for a joiner) computes" || diag "$(show lost)"
+joiner lostB "$STEP" --ntasks-per-node=1
 wait_until 120 joined lost
 ok $? "lost: n1 and n2 log member_joined for member 2" || diag "$(show lostB)"
 killed=0
@@ -145,7 +154,7 @@ ok $? "lost: the joiner's elastic-exec on n3 SIGKILLed ($killed)"
 wait_until 60 lost2 lost
 ok $? "lost: n1 and n2 log node_lost for member 2" || diag "$(grep node_lost "$tmp/ev.lost" 2>&1)"
 wait_for_file "$tmp/lostB.rc" 60
-joiner lostC 3
+joiner lostC "$STEP" --ntasks-per-node=1
 wait_for_file "$tmp/lostC.rc" 120
 is "$(cat "$tmp/lostC.rc" 2> /dev/null)" 2 "lost: a second joiner is refused, exit 2" || diag "$(show lostC)"
 grep -aq "refused by node n[12] (member [01]): no room: the job has taken in all the members it can" "$tmp/lostC.out"
