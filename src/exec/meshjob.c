@@ -420,12 +420,8 @@ void meshjob_destroy (struct meshjob *mj)
     if (mj->listen_fd >= 0)
         close (mj->listen_fd);
     rdzv_tcp_joins_free (&mj->joins); /* stops the endpoint's server */
-    for (uint32_t i = 0;
-         mj->addrs && mj->map &&
-         i < (uint32_t)mj->map->nnodes + (mj->nslots > (uint32_t)mj->map->nnodes
-                                              ? mj->nslots - (uint32_t)mj->map->nnodes
-                                              : 0);
-         i++)
+    /* (the entries past the map's nodes, for members joining, stay NULL) */
+    for (int i = 0; mj->addrs && mj->map && i < mj->map->nnodes; i++)
         free (mj->addrs[i]);
     free (mj->addrs);
     free (mj->admit_info);

@@ -169,8 +169,9 @@ char *meshjob_metrics (struct meshjob *mj);
  * admitted into the lowest absent slot and stays a member with no ranks:
  * it takes part in the mesh's fences (empty blobs) and in the end of the
  * job (MESH_BCAST_DONE, meshjob_decide), prints the job's summary and
- * exits with its result.  A MESHJOB_JOIN_SLOTS-many members can join a
- * running srun mesh over its life (ELASTIC_MESH_JOIN_SLOTS). */
+ * exits with its result.  An srun mesh has MESHJOB_JOIN_SLOTS absent
+ * member slots (ELASTIC_MESH_JOIN_SLOTS for the step: another count):
+ * that many members can join it over its life. */
 
 /* Absent member slots of an srun mesh by default: 3 per node + 16. */
 #define MESHJOB_JOIN_SLOTS(nnodes) ((nnodes)*3 + 16)
