@@ -241,8 +241,8 @@ int growmsg_end_decode (const void *data,
 
     if (!o)
         return -1;
-    if (json_unpack_ex (o, &e, JSON_STRICT, "{s:s s:b s:s}", "ns", &n, "ok", ok, "why", &w) <
-        0)
+    if (json_unpack_ex (
+            o, &e, JSON_STRICT, "{s:s s:b s:s}", "ns", &n, "ok", ok, "why", &w) < 0)
         say (why, whysz, e.text);
     else if (!n[0] || strlen (n) >= nssz)
         say (why, whysz, "a namespace empty or too long");

@@ -23,10 +23,10 @@
 #define GROWMSG_ARGS_MAX 4096
 
 struct growmsg_spawn {
-    int attempt; /* the namespace's number (>= 1) */
-    int node;    /* the member the processes run on (< nmembers) */
-    int k;       /* how many (1..65535) */
-    int base;    /* the global rank of the first (>= 0) */
+    int attempt;                  /* the namespace's number (>= 1) */
+    int node;                     /* the member the processes run on (< nmembers) */
+    int k;                        /* how many (1..65535) */
+    int base;                     /* the global rank of the first (>= 0) */
     char pns[GROWMSG_NS_MAX + 1]; /* the parents' namespace */
     int prank;                    /* the requestor's rank in it */
     char **argv;                  /* NULL-terminated, at least the program */

@@ -23,9 +23,10 @@ static void check_spawn (const struct growmsg_spawn *s)
         abort ();
     if (growmsg_spawn_decode (text, strlen (text), NMEMBERS, &t, why, sizeof (why)) < 0)
         abort ();
-    if (t.attempt != s->attempt || t.node != s->node || t.k != s->k || t.base != s->base ||
-        t.prank != s->prank || strcmp (t.pns, s->pns) || strcmp (t.requestor, s->requestor) ||
-        !t.wdir != !s->wdir || (t.wdir && strcmp (t.wdir, s->wdir)))
+    if (t.attempt != s->attempt || t.node != s->node || t.k != s->k ||
+        t.base != s->base || t.prank != s->prank || strcmp (t.pns, s->pns) ||
+        strcmp (t.requestor, s->requestor) || !t.wdir != !s->wdir ||
+        (t.wdir && strcmp (t.wdir, s->wdir)))
         abort ();
     for (i = 0; s->argv[i]; i++)
         if (!t.argv[i] || strcmp (t.argv[i], s->argv[i]))
