@@ -625,6 +625,22 @@ static int bspawn_size (struct bspawn *bs, int k)
     return 0;
 }
 
+/* A request of this node's ranks is on its way (its namespace made): the
+ * capacity is 0 until it joins or fails, which --spawn-timeout bounds. */
+static void pending (struct pmixb *pb, struct bspawn *bs)
+{
+    const struct elastic_agent_spec *spec = agent_spec (pb->agent);
+
+    bs->t_start = mono_now ();
+    bs->deadline = bs->t_start + (spec->spawn_timeout > 0 ? spec->spawn_timeout : 600.0);
+    bs->state = PMIXHOST_SPAWN_PENDING;
+    bs->next = pb->spawns;
+    pb->spawns = bs;
+    pb->spawning = 1;
+    publish_capacity (pb);
+    pmixhost_spawn_launched (bs->sp, bs->job);
+}
+
 #if HAVE_SODIUM
 static void mesh_spawn_one (struct pmixb *pb, struct bspawn *bs);
 #endif
@@ -632,7 +648,6 @@ static void mesh_spawn_one (struct pmixb *pb, struct bspawn *bs);
 static void spawn_one (struct pmixb *pb, struct bspawn *bs)
 {
     const struct pmixhost_spawn_req *req = pmixhost_spawn_request (bs->sp);
-    const struct elastic_agent_spec *spec = agent_spec (pb->agent);
     int cap = capacity (pb), k = req->nprocs;
 
     bs->node = -1;
@@ -663,14 +678,7 @@ static void spawn_one (struct pmixb *pb, struct bspawn *bs)
         refuse (pb, bs, cap, "the namespace could not be registered");
         return;
     }
-    bs->t_start = mono_now ();
-    bs->deadline = bs->t_start + (spec->spawn_timeout > 0 ? spec->spawn_timeout : 600.0);
-    bs->state = PMIXHOST_SPAWN_PENDING;
-    bs->next = pb->spawns;
-    pb->spawns = bs;
-    pb->spawning = 1;
-    publish_capacity (pb); /* 0 from now until it joins or fails */
-    pmixhost_spawn_launched (bs->sp, bs->job);
+    pending (pb, bs);
     if (launch_here (pb, bs) < k)
         spawn_failed (pb, bs, 0, "a process could not be started", 1);
 }
@@ -683,7 +691,6 @@ static void spawn_one (struct pmixb *pb, struct bspawn *bs)
 static void mesh_spawn_one (struct pmixb *pb, struct bspawn *bs)
 {
     const struct pmixhost_spawn_req *req = pmixhost_spawn_request (bs->sp);
-    const struct elastic_agent_spec *spec = agent_spec (pb->agent);
     const struct jobmap *m = pb->map;
     int k = req->nprocs, self = m->node_id, best = self, most, attempt;
     uint8_t *live = NULL;
@@ -740,14 +747,7 @@ static void mesh_spawn_one (struct pmixb *pb, struct bspawn *bs)
     }
     free (msg);
     pb->next_global += k;
-    bs->t_start = mono_now ();
-    bs->deadline = bs->t_start + (spec->spawn_timeout > 0 ? spec->spawn_timeout : 600.0);
-    bs->state = PMIXHOST_SPAWN_PENDING;
-    bs->next = pb->spawns;
-    pb->spawns = bs;
-    pb->spawning = 1;
-    publish_capacity (pb);
-    pmixhost_spawn_launched (bs->sp, bs->job);
+    pending (pb, bs);
     if (best != self) {
         log_info (
             "spawning %d rank%s (%d..%d) on node %s (member %d, %d free slot%s) for "
