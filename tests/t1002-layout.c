@@ -204,8 +204,8 @@ static void check_testhook (void)
             "an unknown place is rejected");
     is_str (err.text,
             "ELASTIC_TEST_KILL: '3:40:lunch' is invalid (expected RANK:STEP:WHERE[:STOP] "
-            "with WHERE snapshot, recovery, protect, persist, finalize, grow or join, "
-            "comma-separated)",
+            "with WHERE snapshot, recovery, protect, persist, finalize, grow, join or "
+            "create, comma-separated)",
             "the message names the entry");
     is_int (testhook_create ("3:40", &h, &err),
             ELASTIC_ERR_INVAL,

@@ -105,6 +105,23 @@ is "$(ep_ev watchdog_fire rank=2 attached=False)/$(ep_ev watchdog_fire)" "1/1" \
     "nohb-init: the watchdog killed rank 2 and nobody else"
 ep_check_clean nohb-init
 
+# 5b. a rank killed inside elastic_manager_create, before its first
+# collective (right after MPI_Init; on the first attempt only): nothing can
+# be recovered yet.  The others' collectives return the failure (before,
+# MPI_COMM_WORLD's fatal handler made them MPI_Abort with
+# MPI_ERR_PROC_FAILED, 75, read as "suspended"): elastic_manager_create
+# says relaunch, they exit 76, and the group restarts
+first_only='if [ "${ELASTIC_RESTART_COUNT:-0}" = 0 ]; then export ELASTIC_TEST_KILL=4:0:create; fi; exec "$0" "$@"'
+ep_start create 8 "${wd[@]}" --max-restarts 1 -- /bin/sh -c "$first_only" "${heat[@]}"
+ep_wait 180
+finished create 0 8
+is "$(ep_ev restart)/$(ep_ev job_abort)" "1/0" "create: one restart, nobody called MPI_Abort" ||
+    diag "$(grep -i 'abort\|restart' "$ep_dir/err")"
+grep -q "a process failed in .*, before the manager was made (nothing to recover from): relaunch" \
+    "$ep_dir/err"
+ok $? "create: the survivors said why they relaunch" || diag "$(grep heat2d "$ep_dir/err")"
+ep_check_clean create
+
 # 6. a program without libelastic never attaches, and runs much longer
 # than both timeouts: untouched
 ep_start plain 8 --hang-timeout 0.5 --start-timeout 1 -- "${heat[@]}" --no-elastic

@@ -131,13 +131,31 @@ void elastic_manager_destroy (elastic_manager_t *m)
     errno = saved;
 }
 
+/* An MPI call of elastic_manager_create failed: a process failure (the
+ * manager is not made yet, nothing to recover from) asks for a relaunch. */
+static int create_mpi_error (int mrc, const char *call, elastic_error_t *err)
+{
+    if (ft_is_failure (mrc))
+        return errcodef (err,
+                         ELASTIC_ERR_RELAUNCH,
+                         "elastic_manager_create: a process failed in %s, before the "
+                         "manager was made (nothing to recover from): relaunch",
+                         call);
+    return errcodef (err, ELASTIC_ERR_MPI, "elastic_manager_create: %s failed", call);
+}
+
+static int create (MPI_Comm comm,
+                   const elastic_config_t *cfg,
+                   elastic_manager_t **mp,
+                   elastic_error_t *err);
+
 int elastic_manager_create (MPI_Comm comm,
                             const elastic_config_t *cfg,
                             elastic_manager_t **mp,
                             elastic_error_t *err)
 {
-    struct elastic_manager *m = NULL;
-    int initialized = 0, n, rank, rc, bad[2], anybad[2], child;
+    MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
+    int initialized = 0, rc;
     elastic_error_t local;
 
     if (!err)
@@ -154,6 +172,27 @@ int elastic_manager_create (MPI_Comm comm,
     if (comm == MPI_COMM_NULL)
         return errcodef (
             err, ELASTIC_ERR_INVAL, "elastic_manager_create: comm is MPI_COMM_NULL");
+    /* comm returns errors while the manager is made: with the default
+     * MPI_ERRORS_ARE_FATAL a process failing now (a rank killed right after
+     * MPI_Init) made the others MPI_Abort with MPI_ERR_PROC_FAILED, 75,
+     * which a launcher reads as "suspended" (the t9002 campaign's stop
+     * case); they now return ELASTIC_ERR_RELAUNCH */
+    MPI_Comm_get_errhandler (comm, &eh);
+    MPI_Comm_set_errhandler (comm, MPI_ERRORS_RETURN);
+    rc = create (comm, cfg, mp, err);
+    MPI_Comm_set_errhandler (comm, eh);
+    MPI_Errhandler_free (&eh);
+    return rc;
+}
+
+static int create (MPI_Comm comm,
+                   const elastic_config_t *cfg,
+                   elastic_manager_t **mp,
+                   elastic_error_t *err)
+{
+    struct elastic_manager *m = NULL;
+    int n, rank, rc, bad[2], anybad[2], child, mrc;
+
     MPI_Comm_size (comm, &n);
     MPI_Comm_rank (comm, &rank);
     el_log_set_rank (rank);
@@ -180,11 +219,12 @@ int elastic_manager_create (MPI_Comm comm,
     /* every rank must fail together, or the others would wait for it; and
      * every one must have a supervisor that reports room to grow, or none
      * agrees on it */
+    if (rc == ELASTIC_OK)
+        testhook_check (m->hooks, rank, 0, HOOK_CREATE);
     bad[0] = rc;
     bad[1] = !heartbeat_supervised ();
-    if (MPI_Allreduce (bad, anybad, 2, MPI_INT, MPI_MAX, comm) != MPI_SUCCESS) {
-        rc = errcodef (
-            err, ELASTIC_ERR_MPI, "elastic_manager_create: MPI_Allreduce failed");
+    if ((mrc = MPI_Allreduce (bad, anybad, 2, MPI_INT, MPI_MAX, comm)) != MPI_SUCCESS) {
+        rc = create_mpi_error (mrc, "MPI_Allreduce", err);
         goto error;
     }
     if (rc == ELASTIC_OK && anybad[0] != ELASTIC_OK)
@@ -234,10 +274,9 @@ int elastic_manager_create (MPI_Comm comm,
         *mp = m;
         return ELASTIC_OK;
     }
-    if (MPI_Comm_dup (comm, &m->world) != MPI_SUCCESS) {
+    if ((mrc = MPI_Comm_dup (comm, &m->world)) != MPI_SUCCESS) {
         m->world = MPI_COMM_NULL;
-        rc = errcodef (
-            err, ELASTIC_ERR_MPI, "elastic_manager_create: MPI_Comm_dup failed");
+        rc = create_mpi_error (mrc, "MPI_Comm_dup", err);
         goto error;
     }
     MPI_Comm_set_errhandler (m->world, MPI_ERRORS_RETURN);
@@ -253,12 +292,23 @@ int elastic_manager_create (MPI_Comm comm,
     m->myslot = rank < m->nwork ? rank : -1;
     m->step = -1;
     m->event_step = -1;
-    if (MPI_Comm_split (m->world, m->myslot >= 0 ? 0 : MPI_UNDEFINED, rank, &m->work) !=
+    if ((mrc = MPI_Comm_split (
+             m->world, m->myslot >= 0 ? 0 : MPI_UNDEFINED, rank, &m->work)) !=
         MPI_SUCCESS) {
         m->work = MPI_COMM_NULL;
-        rc = errcodef (
-            err, ELASTIC_ERR_MPI, "elastic_manager_create: MPI_Comm_split failed");
+        rc = create_mpi_error (mrc, "MPI_Comm_split", err);
         goto error;
+    }
+    /* one outcome on every live process: the split may have succeeded
+     * here and failed elsewhere (ULFM's collectives need not agree) */
+    if (ft_available ()) {
+        int flag = 1;
+        if ((mrc = ft_agree (m->world, &flag)) != MPI_SUCCESS || !flag) {
+            rc = create_mpi_error (mrc != MPI_SUCCESS ? mrc : ft_revoked_code (),
+                                   "the agreement that ends it",
+                                   err);
+            goto error;
+        }
     }
     if (m->work != MPI_COMM_NULL)
         MPI_Comm_set_errhandler (m->work, MPI_ERRORS_RETURN);

@@ -43,7 +43,8 @@ static int bad (elastic_error_t *err, const char *entry)
         err,
         ELASTIC_ERR_INVAL,
         "ELASTIC_TEST_KILL: '%s' is invalid (expected RANK:STEP:WHERE[:STOP] "
-        "with WHERE snapshot, recovery, protect, persist, finalize, grow or join, "
+        "with WHERE snapshot, recovery, protect, persist, finalize, grow, join or "
+        "create, "
         "comma-separated)",
         entry);
 }
@@ -108,6 +109,8 @@ int testhook_create (const char *spec, struct testhook **out, elastic_error_t *e
             t->h[t->n].where = HOOK_GROW;
         else if (!strcmp (where, "join"))
             t->h[t->n].where = HOOK_JOIN;
+        else if (!strcmp (where, "create"))
+            t->h[t->n].where = HOOK_CREATE;
         else {
             rc = bad (err, tok);
             goto error;
@@ -126,7 +129,7 @@ error:
 }
 
 static const char *const where_names[] = {
-    "snapshot", "recovery", "protect", "persist", "finalize", "grow", "join"};
+    "snapshot", "recovery", "protect", "persist", "finalize", "grow", "join", "create"};
 
 static void kill_myself (const char *where, int64_t step, int sig)
 {

@@ -16,7 +16,9 @@
  *             MPI_Comm_spawn returned and before the merge (a working rank);
  *   join      in a process a growth at a step >= STEP started, inside its
  *             elastic_manager_create, after the merge and before the
- *             agreement that takes it in (RANK: its new original rank).
+ *             agreement that takes it in (RANK: its new original rank);
+ *   create    inside elastic_manager_create, before its first collective
+ *             (STEP is ignored: give 0), right after MPI_Init.
  * It is meant for tests and demos; an unset variable costs nothing.
  */
 #ifndef ELASTIC_TESTHOOK_H
@@ -32,7 +34,8 @@ enum hook_where {
     HOOK_PERSIST,
     HOOK_FINALIZE,
     HOOK_GROW,
-    HOOK_JOIN
+    HOOK_JOIN,
+    HOOK_CREATE
 };
 
 struct testhook;
