@@ -444,8 +444,14 @@ int elastic_config_validate (const elastic_config_t *cfg,
 
 /* Create a manager over comm (collective over comm, spares included): cfg
  * (NULL: defaults), then the environment, then validation.  Sets
- * MPI_ERRORS_RETURN on the communicators it makes.  Returns ELASTIC_ERR_INVAL
- * (bad config), ELASTIC_ERR_NOMEM or ELASTIC_ERR_MPI; *mp is set on success. */
+ * MPI_ERRORS_RETURN on the communicators it makes; comm itself returns
+ * errors while the call runs (its handler is restored before it returns),
+ * so a process that fails meanwhile does not abort the others.  Returns
+ * ELASTIC_ERR_INVAL (bad config), ELASTIC_ERR_NOMEM, ELASTIC_ERR_MPI, or
+ * ELASTIC_ERR_RELAUNCH when a process failed before the manager was made
+ * (nothing to recover from yet: exit with elastic_exit_code(), 76, and the
+ * supervisor relaunches); the outcome is the same on every live process.
+ * *mp is set on success. */
 int elastic_manager_create (MPI_Comm comm,
                             const elastic_config_t *cfg,
                             elastic_manager_t **mp,
