@@ -415,6 +415,8 @@ make_job (struct pmixb *pb, struct bspawn *bs, int attempt, const char *pns, int
 #if HAVE_SODIUM
     if (bs->node >= 0 && pmixhost_mesh_add_spawn (pb->tp, bs->job, bs->node, bs->k) < 0) {
         log_err ("MPI_Comm_spawn: out of memory");
+        pmixhost_job_destroy (bs->job);
+        bs->job = NULL;
         return -1;
     }
 #endif
@@ -725,10 +727,6 @@ static void mesh_spawn_one (struct pmixb *pb, struct bspawn *bs)
         refuse (pb, bs, most, "out of memory");
         return;
     }
-    if (make_job (pb, bs, attempt, NULL, 0) < 0) {
-        refuse (pb, bs, most, "the namespace could not be registered");
-        return;
-    }
     gm.attempt = attempt;
     gm.node = best;
     gm.k = k;
@@ -739,15 +737,23 @@ static void mesh_spawn_one (struct pmixb *pb, struct bspawn *bs)
     gm.env = req->env;
     snprintf (gm.requestor, sizeof (gm.requestor), "%s", req->requestor);
     gm.wdir = req->wdir;
-    if (!(msg = growmsg_spawn_encode (&gm)) ||
-        pmixhost_mesh_broadcast (pb->tp, MESH_BCAST_SPAWN, msg, strlen (msg)) < 0) {
+    if (!(msg = growmsg_spawn_encode (&gm))) {
+        refuse (pb, bs, most, "out of memory");
+        return;
+    }
+    if (make_job (pb, bs, attempt, NULL, 0) < 0) {
         free (msg);
-        refuse (pb, bs, most, "the mesh could not carry the request");
+        refuse (pb, bs, most, "the namespace could not be registered");
+        return;
+    }
+    pb->next_global += k;
+    pending (pb, bs);
+    if (pmixhost_mesh_broadcast (pb->tp, MESH_BCAST_SPAWN, msg, strlen (msg)) < 0) {
+        free (msg);
+        spawn_failed (pb, bs, 0, "the mesh could not carry the request (it stopped)", 0);
         return;
     }
     free (msg);
-    pb->next_global += k;
-    pending (pb, bs);
     if (best != self) {
         log_info (
             "spawning %d rank%s (%d..%d) on node %s (member %d, %d free slot%s) for "
@@ -818,8 +824,11 @@ static void on_spawn (struct pmixb *pb, int origin, const void *data, size_t len
     bs->next = pb->spawns;
     pb->spawns = bs;
     if (make_job (pb, bs, gm.attempt, gm.pns, gm.prank) < 0) {
+        /* (the requestor's --spawn-timeout ends it: no namespace to name) */
         if (node == m->node_id)
             spawn_failed (pb, bs, 0, "the namespace could not be registered", 1);
+        bs->state = PMIXHOST_SPAWN_FAILED;
+        publish_capacity (pb);
         return;
     }
     if (node != m->node_id) {
