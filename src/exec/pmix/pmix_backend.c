@@ -554,7 +554,18 @@ static void end_retired (struct pmixb *pb, int force)
 #if HAVE_SODIUM
 /* ---- the mesh (mesh mode) ------------------------------------------------- */
 
-/* mesh thread: queue news for the agent's thread and wake it */
+/* mesh thread: queue n for the agent's thread and wake it */
+static void news_queue (struct pmixb *pb, struct mesh_news *n)
+{
+    pthread_mutex_lock (&pb->news_lock);
+    *pb->news_tail = n;
+    pb->news_tail = &n->next;
+    pthread_mutex_unlock (&pb->news_lock);
+    if (write (pb->mesh_pipe[1], "n", 1) < 0) {
+        /* full: the agent has news to read anyway */
+    }
+}
+
 static void news_push (struct pmixb *pb, int kind, int a, int b, const char *text)
 {
     struct mesh_news *n = calloc (1, sizeof (*n));
@@ -565,13 +576,7 @@ static void news_push (struct pmixb *pb, int kind, int a, int b, const char *tex
     n->a = a;
     n->b = b;
     snprintf (n->text, sizeof (n->text), "%s", text ? text : "");
-    pthread_mutex_lock (&pb->news_lock);
-    *pb->news_tail = n;
-    pb->news_tail = &n->next;
-    pthread_mutex_unlock (&pb->news_lock);
-    if (write (pb->mesh_pipe[1], "n", 1) < 0) {
-        /* full: the agent has news to read anyway */
-    }
+    news_queue (pb, n);
 }
 
 static void on_mesh_self_fence (void *arg, const char *reason)
@@ -611,13 +616,7 @@ on_mesh_broadcast (void *arg, uint32_t origin, int kind, const void *data, size_
     n->kind = NEWS_BCAST;
     n->a = (int)origin;
     n->b = kind;
-    pthread_mutex_lock (&pb->news_lock);
-    *pb->news_tail = n;
-    pb->news_tail = &n->next;
-    pthread_mutex_unlock (&pb->news_lock);
-    if (write (pb->mesh_pipe[1], "n", 1) < 0) {
-        /* full: the agent has news to read anyway */
-    }
+    news_queue (pb, n);
 }
 
 /* a member admitted by elastic-exec --join (meshjob.h): no ranks yet */

@@ -694,7 +694,7 @@ static void mesh_spawn_one (struct pmixb *pb, struct bspawn *bs)
 {
     const struct pmixhost_spawn_req *req = pmixhost_spawn_request (bs->sp);
     const struct jobmap *m = pb->map;
-    int k = req->nprocs, self = m->node_id, best = self, most, attempt;
+    int k = req->nprocs, self = m->node_id, best = self, most, attempt, pend;
     uint8_t *live = NULL;
     struct growmsg_spawn gm = {0};
     char *msg = NULL;
@@ -709,14 +709,14 @@ static void mesh_spawn_one (struct pmixb *pb, struct bspawn *bs)
         if (n != self && live[n] && pb->room[n] > most)
             most = pb->room[n], best = n;
     free (live);
-    if (spawn_pending (pb) || !can_serve (pb) || most < k) {
+    if ((pend = spawn_pending (pb)) || !can_serve (pb) || most < k) {
         refuse (pb,
                 bs,
-                spawn_pending (pb) ? 0 : most,
-                spawn_pending (pb) ? "a spawn is on its way"
-                : !pb->in_place    ? "spawning needs --restart-policy in-place"
-                : !can_serve (pb)  ? "the job is not running here"
-                                   : "more ranks than free slots on any one node");
+                pend ? 0 : most,
+                pend              ? "a spawn is on its way"
+                : !pb->in_place   ? "spawning needs --restart-policy in-place"
+                : !can_serve (pb) ? "the job is not running here"
+                                  : "more ranks than free slots on any one node");
         return;
     }
     bs->node = best;
