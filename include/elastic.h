@@ -291,6 +291,11 @@ int elastic_record_error (const char *fmt, ...) __attribute__ ((format (printf, 
  *    "file":".." (null if that write failed),..}
  *   {"event":"resume","step":40,"old_size":8,"new_size":4,"file":"..",
  *    "t_restore_ms":..,..}
+ * and the event log alone (not the callback) ends with the job's own word
+ * that it completed, once every live process agreed in
+ * elastic_manager_destroy (a launcher such as elastic-mpirun believes it
+ * over mpirun's exit code):
+ *   {"event":"completed","step":199,"world_size":8,"rank":0,"time":".."}
  * Phase times are those seen by the writing rank: t_detect from the last
  * library call before the failure (the top of the step, or the start of the
  * interrupted snapshot) to the start of the repair, an upper bound of the
@@ -324,7 +329,10 @@ int elastic_record_error (const char *fmt, ...) __attribute__ ((format (printf, 
  *   SLURM_JOB_END_TIME.  ELASTIC_REPORT_INIT=1 (set by elastic-mpirun): each
  *   rank appends "rank_loaded" to ELASTIC_EVENT_LOG as the library loads and
  *   "rank_initialized" once elastic_manager_create or elastic_progress finds
- *   MPI initialized (elastic-mpirun's --init-timeout).
+ *   MPI initialized (elastic-mpirun's --init-timeout).  ELASTIC_GROW_SLOTS=N
+ *   (set by elastic-mpirun): the launcher may run N processes of the job at
+ *   once; the room to grow into new processes is N less the processes of
+ *   the world, or the supervisor's heartbeat capacity if larger.
  * GPU (doc/gpu.md): ELASTIC_LIBCUDART and ELASTIC_LIBNCCL (the files to
  * dlopen), ELASTIC_NCCL_TIMEOUT (seconds a non-blocking NCCL call may take;
  * 60), ELASTIC_DEVICE_STAGING (1, the default: a periodic snapshot copies

@@ -5,8 +5,10 @@
 # with srun) and wraps every rank in elastic-exec.
 #
 #   A. one rank SIGKILLed: the survivors on all three nodes recover in place
-#      (the dead rank's block comes from its buddy copy on another node) and
-#      end with heat2d's failure-free checksum; no relaunch.
+#      (the dead rank's block comes from its buddy copy on another node),
+#      grow back into a new process on the dead rank's node (the only free
+#      slot of the allocation) and end with heat2d's failure-free checksum;
+#      no relaunch.
 #   B. every process of a node SIGKILLed (kill_node): PRRTE aborts the job,
 #      elastic-mpirun leaves that node out and relaunches with the spare node
 #      (--spares 1) in its place, resuming from the newest HDF5 snapshot;
@@ -137,8 +139,19 @@ ok $? "A: libelastic's event: reshard_down 6 -> 5, rank 3 failed" || {
         [ -f "$f" ] && diag "$f: $(grep -Ei 'worker_exit|signal|abort' "$f" | head -n 10)"
     done
 }
-grep -q '^\[n1:0\] final world 5' "$tmp/A.out"
-ok $? "A: 5 ranks on n1, n2, n3 finished the job"
+# then the job grows back into a new process (elastic-mpirun's
+# ELASTIC_GROW_SLOTS: the allocation's 6 slots): n1 and n3 are full, so
+# PRRTE starts it on n2, the node where rank 3 died
+up=$(grep '"event":"reshard_up"' "$tmp/run.A/attempt-1/events.jsonl" | head -n 1)
+echo "$up" | grep -q '"old_size":5,"new_size":6,.*"new_ranks":\[6\]'
+ok $? "A: then reshard_up 5 -> 6 with a new process (rank 6)" || diag "$up"
+is "$(grep '"event":"rank_loaded"' "$tmp/run.A/attempt-1/events.jsonl" | grep -c '"host":"n2"')" 3 \
+    "A: the new process runs on n2, where rank 3 died (ranks 2, 3 and it loaded there)"
+grep -q '^\[n1:0\] final world 6' "$tmp/A.out"
+ok $? "A: 6 ranks on n1, n2, n3 finished the job"
+grep -q '^  growths: 1 ' "$tmp/A.out"
+ok $? "A: the summary names the growth"
+diag "A: the growth 5 -> 6: $(echo "$up" | grep -o '"t_spawn_ms":[0-9.]*\|"t_merge_ms":[0-9.]*\|"t_total_ms":[0-9.]*' | tr '\n' ' ')"
 t_back=$(iso_ms "$(echo "$ev" | sed -n 's/.*"time":"\([^"]*\)".*/\1/p')")
 total=$(echo "$ev" | sed -n 's/.*"t_total_ms":\([0-9.]*\).*/\1/p')
 diag "A: rank killed -> every survivor computing again: $((t_back - T_KILL)) ms (libelastic's recovery itself: $total ms)"

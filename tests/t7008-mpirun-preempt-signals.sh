@@ -131,6 +131,18 @@ is "$(job_procs)" "" "abort: no process of the job is left"
 timeout 300 "$empirun" --run-dir "$tmp/run.abort.nosuspend" --max-relaunches 0 --exec "$exec_bin" \
     --mca btl self,sm,tcp -n "$np" "$heat2d" "${grid[@]}" --steps 50 --snapshot-dir "$tmp/snap.abort.nosuspend" \
     > "$tmp/out.abort.nosuspend" 2>&1
-is "$?" 1 "the same mpirun after a job that did not suspend: a failure (exit 1), not a suspension"
+is "$?" 0 "the same mpirun after a job that completed: completed (exit 0), not a suspension" ||
+    tr -d '\0' < "$tmp/out.abort.nosuspend" | grep -a -v '^step ' | tail -n 25 | sed 's/^/# /'
+grep -a -q "mpirun exited 134, but the ranks completed the job (at step [0-9]*, $np working ranks)" \
+    "$tmp/out.abort.nosuspend"
+ok $? "the ranks' completed event decided it, and elastic-mpirun said so"
+# neither completed nor suspended (every rank dies at step 20, nothing is
+# left to recover in place, no relaunch allowed): a failure
+fails=()
+for ((r = 0; r < np; r++)); do fails+=(--fail "$r:20"); done
+timeout 300 "$empirun" --run-dir "$tmp/run.abort.fatal" --max-relaunches 0 --exec "$exec_bin" \
+    --mca btl self,sm,tcp -n "$np" "$heat2d" "${grid[@]}" --steps 50 "${fails[@]}" \
+    --snapshot-dir "$tmp/snap.abort.fatal" > "$tmp/out.abort.fatal" 2>&1
+is "$?" 1 "the same mpirun after a job that failed: a failure (exit 1), neither completed nor suspended"
 unset ELASTIC_MPIRUN
 done_testing

@@ -143,7 +143,7 @@ int event_format_l3 (const struct l3_event_rec *e, char *buf, size_t size)
         put (&b, ",\"reason\":");
         put_string (&b, e->reason);
     }
-    if (strcmp (e->kind, "persist_failed") != 0) {
+    if (strcmp (e->kind, "persist_failed") != 0 && strcmp (e->kind, "completed") != 0) {
         put (&b, ",\"file\":");
         if (e->file)
             put_string (&b, e->file);

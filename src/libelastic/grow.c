@@ -96,7 +96,7 @@ static const size_t int_settings[] = {
 
 /* The header: GROW_HDR_FIXED values, the settings, then the original rank
  * of each rank of the merged communicator. */
-#define GROW_HDR_FIXED 10
+#define GROW_HDR_FIXED 11
 #define GROW_HDR_HEAD  (GROW_HDR_FIXED + (int)NSETTINGS)
 
 static uint64_t fnv (uint64_t h, const void *data, size_t n)
@@ -130,6 +130,44 @@ int grow_limit (const struct elastic_manager *m)
         default:
             return m->cfg.max_world_size > 0 ? m->cfg.max_world_size : m->orig_nwork;
     }
+}
+
+/* ELASTIC_GROW_SLOTS, read once (or the job's, from a growth's header):
+ * -1 when unset or not a number. */
+static int slots = -2;
+
+static int launcher_slots (void)
+{
+    if (slots == -2) {
+        const char *s = getenv ("ELASTIC_GROW_SLOTS");
+        char *end;
+        long v = s ? strtol (s, &end, 10) : -1;
+
+        if (s && (end == s || *end != '\0' || v < 0 || v > INT_MAX)) {
+            el_log (EL_WARN,
+                    "ELASTIC_GROW_SLOTS='%s' is not a number of slots (0 or more): "
+                    "ignored",
+                    s);
+            v = -1;
+        }
+        slots = (int)v;
+    }
+    return slots;
+}
+
+int grow_reported (void)
+{
+    return heartbeat_supervised () || launcher_slots () >= 0;
+}
+
+int grow_room (const struct elastic_manager *m)
+{
+    int room = heartbeat_capacity ();
+    int slots = launcher_slots ();
+
+    if (slots >= 0 && slots - (m->nwork + m->nspare) > room)
+        room = slots - (m->nwork + m->nspare);
+    return room < 0 ? 0 : room;
 }
 
 int grow_count (const struct elastic_manager *m, int room)
@@ -275,10 +313,159 @@ void grow_backoff (struct elastic_manager *m, int64_t step)
     m->grow_next = step + (int64_t)m->grow_backoff * m->cfg.reshard_check_period;
 }
 
+/* ---- placing new processes on a host list ---------------------------- */
+
+#define PLACE_MAX_HOSTS 64
+
+/* Where a growth's k processes go: count[i] of them on host[i]. */
+struct placement {
+    int n;
+    char host[PLACE_MAX_HOSTS][MPI_MAX_PROCESSOR_NAME];
+    int count[PLACE_MAX_HOSTS];
+};
+
+/* 1 if name (MPI_Get_processor_name) is host, or one of them is the
+ * other's short form (n1 and n1.cluster). */
+static int same_host (const char *name, const char *host, size_t hl)
+{
+    size_t nl = strlen (name);
+
+    if (nl == hl && !strncmp (name, host, hl))
+        return 1;
+    if (nl > hl && !strncmp (name, host, hl) && name[hl] == '.')
+        return 1;
+    return hl > nl && !strncmp (name, host, nl) && host[nl] == '.';
+}
+
+/* Collective over comm: where k new processes go.  Under a launcher that
+ * names its hosts' slots (ELASTIC_GROW_HOSTS=HOST:SLOTS,..., elastic-mpirun
+ * on a host list), the hosts with the most slots its live processes leave
+ * free, one process at a time: PRRTE 3.0 keeps counting the slot of a
+ * process that died as used (Open MPI #12599, #13427), so a spawn that
+ * names no host finds every host of the allocation full.  pl->n is 0
+ * without the variable (the launcher places them).  Returns an MPI error
+ * code (the names' allgather). */
+static int place (MPI_Comm comm, int k, struct placement *pl)
+{
+    const char *env = getenv ("ELASTIC_GROW_HOSTS");
+    char me[MPI_MAX_PROCESSOR_NAME] = "", *names;
+    int np, len, rc, nh = 0, slots[PLACE_MAX_HOSTS];
+    char host[PLACE_MAX_HOSTS][MPI_MAX_PROCESSOR_NAME];
+
+    pl->n = 0;
+    if (!env || !*env)
+        return MPI_SUCCESS;
+    MPI_Comm_size (comm, &np);
+    if (!(names = calloc ((size_t)np, MPI_MAX_PROCESSOR_NAME)))
+        return MPI_SUCCESS; /* the launcher places them */
+    MPI_Get_processor_name (me, &len);
+    rc = MPI_Allgather (me,
+                        MPI_MAX_PROCESSOR_NAME,
+                        MPI_CHAR,
+                        names,
+                        MPI_MAX_PROCESSOR_NAME,
+                        MPI_CHAR,
+                        comm);
+    for (const char *p = env; rc == MPI_SUCCESS && *p && nh < PLACE_MAX_HOSTS;) {
+        const char *colon = strchr (p, ':'), *comma = strchr (p, ',');
+        size_t hl;
+        char *end;
+        long v;
+
+        if (!comma)
+            comma = p + strlen (p);
+        if (!colon || colon > comma || colon == p ||
+            (hl = (size_t)(colon - p)) >= MPI_MAX_PROCESSOR_NAME ||
+            (v = strtol (colon + 1, &end, 10)) < 0 || end != comma || v > INT_MAX) {
+            el_log (EL_WARN,
+                    "ELASTIC_GROW_HOSTS='%s' is not HOST:SLOTS,...: the launcher "
+                    "places the new processes",
+                    env);
+            nh = 0;
+            break;
+        }
+        memcpy (host[nh], p, hl);
+        host[nh][hl] = '\0';
+        slots[nh] = (int)v;
+        for (int i = 0; i < np; i++)
+            slots[nh] -= same_host (names + (size_t)i * MPI_MAX_PROCESSOR_NAME, p, hl);
+        nh++;
+        p = *comma ? comma + 1 : comma;
+    }
+    free (names);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    for (int left = k; left > 0 && nh > 0; left--) {
+        int best = 0, j;
+        for (int h = 1; h < nh; h++)
+            if (slots[h] > slots[best])
+                best = h;
+        if (slots[best] <= 0)
+            break; /* no free slot named: the rest wherever PRRTE puts them */
+        for (j = 0; j < pl->n && strcmp (pl->host[j], host[best]) != 0; j++)
+            ;
+        if (j == pl->n) {
+            snprintf (pl->host[j], sizeof (pl->host[j]), "%s", host[best]);
+            pl->count[j] = 0;
+            pl->n++;
+        }
+        pl->count[j]++;
+        slots[best]--;
+    }
+    if (pl->n > 0) {
+        int placed = 0;
+        for (int j = 0; j < pl->n; j++)
+            placed += pl->count[j];
+        pl->count[pl->n - 1] += k - placed;
+    }
+    return MPI_SUCCESS;
+}
+
+/* MPI_Comm_spawn_multiple with one app per host of pl, each pinned there
+ * (oversubscribing, since PRRTE still counts the dead processes' slots). */
+static int spawn_placed (struct elastic_manager *m,
+                         MPI_Comm comm,
+                         const struct placement *pl,
+                         MPI_Comm *inter,
+                         int *errcodes)
+{
+    char *cmds[PLACE_MAX_HOSTS];
+    char **argvs[PLACE_MAX_HOSTS];
+    MPI_Info infos[PLACE_MAX_HOSTS];
+    int rc;
+
+    for (int j = 0; j < pl->n; j++) {
+        cmds[j] = m->grow_cmd;
+        argvs[j] = m->grow_argv;
+        MPI_Info_create (&infos[j]);
+        MPI_Info_set (infos[j], "PMIX_ENVAR", GROW_ENV "=1");
+        MPI_Info_set (infos[j], "host", pl->host[j]);
+        MPI_Info_set (infos[j], "map_by", ":OVERSUBSCRIBE");
+        MPI_Info_set (infos[j], "bind_to", "none"); /* its cores look taken too */
+    }
+    if (m->myslot == 0) {
+        char where[512] = "";
+        for (int j = 0, used = 0; j < pl->n && used < (int)sizeof (where); j++)
+            used += snprintf (where + used,
+                              sizeof (where) - used,
+                              "%s%s x%d",
+                              j ? ", " : "",
+                              pl->host[j],
+                              pl->count[j]);
+        el_log (EL_INFO, "growth: the new ranks go to the free slots of %s", where);
+    }
+    rc = MPI_Comm_spawn_multiple (
+        pl->n, cmds, argvs, pl->count, infos, 0, comm, inter, errcodes);
+    for (int j = 0; j < pl->n; j++)
+        MPI_Info_free (&infos[j]);
+    return rc;
+}
+
 int grow_spawn (struct elastic_manager *m, int k, int64_t step, elastic_error_t *err)
 {
     MPI_Comm sc = MPI_COMM_NULL, inter = MPI_COMM_NULL, merged = MPI_COMM_NULL;
     MPI_Info info = MPI_INFO_NULL;
+    struct placement pl;
     int *errcodes = NULL, *orig = NULL, *news, np, rank, ok, one, mrc, total, first;
     int64_t *hdr = NULL;
     char ebuf[256], why[300] = "";
@@ -328,11 +515,19 @@ int grow_spawn (struct elastic_manager *m, int k, int64_t step, elastic_error_t 
     /* Open MPI can block for ever in a collective that a failure struck
      * (recwatch.h): the growth is under the same watch as a recovery */
     recwatch_arm (m->watch, "growth: MPI_Comm_spawn", step);
-    /* the mark a new process knows itself by (Open MPI's PMIX_ENVAR) */
-    MPI_Info_create (&info);
-    MPI_Info_set (info, "PMIX_ENVAR", GROW_ENV "=1");
-    mrc = MPI_Comm_spawn (m->grow_cmd, m->grow_argv, k, info, 0, sc, &inter, errcodes);
-    MPI_Info_free (&info);
+    /* where they go, when the launcher names its hosts' slots */
+    if ((mrc = place (sc, k, &pl)) != MPI_SUCCESS)
+        goto parent_failed;
+    if (pl.n > 0) {
+        mrc = spawn_placed (m, sc, &pl, &inter, errcodes);
+    } else {
+        /* the mark a new process knows itself by (Open MPI's PMIX_ENVAR) */
+        MPI_Info_create (&info);
+        MPI_Info_set (info, "PMIX_ENVAR", GROW_ENV "=1");
+        mrc =
+            MPI_Comm_spawn (m->grow_cmd, m->grow_argv, k, info, 0, sc, &inter, errcodes);
+        MPI_Info_free (&info);
+    }
     m->grow_t_spawn = mono_now () - t0;
     if (mrc != MPI_SUCCESS) {
         /* the root alone may have seen it (Open MPI's connect/accept
@@ -412,6 +607,7 @@ int grow_spawn (struct elastic_manager *m, int k, int64_t step, elastic_error_t 
             hdr[7] = preempt_offered (m->pre);
             hdr[8] = m->generation;
             hdr[9] = m->cfg.deadline;
+            hdr[10] = launcher_slots ();
             for (size_t i = 0; i < NSETTINGS; i++)
                 hdr[GROW_HDR_FIXED + i] =
                     *(const int *)((const char *)&m->cfg + int_settings[i]);
@@ -663,6 +859,9 @@ int grow_join (struct elastic_manager *m, MPI_Comm comm, elastic_error_t *err)
         for (size_t i = 0; i < NSETTINGS; i++)
             *(int *)((char *)&m->cfg + int_settings[i]) = (int)hdr[GROW_HDR_FIXED + i];
         m->cfg.deadline = hdr[9];
+        /* the launcher's slots: mpirun gives a spawn its own environment */
+        if (launcher_slots () < 0 && hdr[10] >= 0 && hdr[10] <= INT_MAX)
+            slots = (int)hdr[10];
         if (elastic_config_validate (&m->cfg, 0, &e) != ELASTIC_OK) {
             el_log (EL_ERROR, "started to grow the job: its settings: %s", e.text);
             ok = 0;

@@ -28,6 +28,18 @@ int grow_limit (const struct elastic_manager *m);
  * (or what is left to the limit) fit. */
 int grow_count (const struct elastic_manager *m, int room);
 
+/* The room for new processes the launcher reports now (>= 0): the
+ * heartbeat's capacity (elastic-exec's free slots), or, where the launcher
+ * gives the job a number of slots instead (ELASTIC_GROW_SLOTS, set by
+ * elastic-mpirun from its host list), those slots less the processes of
+ * the world - whichever is larger.  No system call. */
+int grow_room (const struct elastic_manager *m);
+
+/* 1 if a launcher reports room to this process at all (a supervisor's
+ * heartbeat file or ELASTIC_GROW_SLOTS): every rank must, or the job does
+ * not agree on room. */
+int grow_reported (void);
+
 /* 1 if a growth into room may be tried at step (room agreed, no back-off). */
 int grow_due (const struct elastic_manager *m, int64_t step);
 

@@ -87,6 +87,21 @@ void elastic_manager_destroy (elastic_manager_t *m)
             for (int i = 0; i < m->nspare; i++)
                 MPI_Send (&done, 1, MPI_INT, m->spare[i], TAG_WAKE, m->world);
         }
+        /* the job's own account of its end, for a launcher whose exit code
+         * can say otherwise (mpirun counts a new process of a growth that
+         * died, elastic-mpirun reads this) */
+        if (m->myslot == 0 && m->fatal_rc == ELASTIC_OK && !m->suspended) {
+            struct l3_event_rec c = {
+                .kind = "completed",
+                .step = m->step,
+                .world_size = m->nwork,
+                .rank = m->me,
+            };
+            char line[512];
+            int n = event_format_l3 (&c, line, sizeof (line) - 1);
+            if (n > 0)
+                event_append (m, line, n); /* the log only: no world change */
+        }
     }
     /* the work is done: what happens to this process from here on (a
      * signal in MPI_Finalize, the L3 guard's exit) ends a finished rank */
@@ -217,12 +232,12 @@ static int create (MPI_Comm comm,
     if (rc == ELASTIC_OK && !child)
         rc = resume_decide (m, err);
     /* every rank must fail together, or the others would wait for it; and
-     * every one must have a supervisor that reports room to grow, or none
+     * every one must have a launcher that reports room to grow, or none
      * agrees on it */
     if (rc == ELASTIC_OK)
         testhook_check (m->hooks, rank, 0, HOOK_CREATE);
     bad[0] = rc;
-    bad[1] = !heartbeat_supervised ();
+    bad[1] = !grow_reported ();
     if ((mrc = MPI_Allreduce (bad, anybad, 2, MPI_INT, MPI_MAX, comm)) != MPI_SUCCESS) {
         rc = create_mpi_error (mrc, "MPI_Allreduce", err);
         goto error;
@@ -736,8 +751,8 @@ static int maybe_snapshot (elastic_manager_t *m, int64_t step, elastic_error_t *
         return ELASTIC_OK; /* see event_step */
     m->event_step = -1;
     if (preempt_due (m->pre, step)) {
-        int room = heartbeat_capacity ();
-        if (room < 0 || m->cfg.grow_policy == ELASTIC_GROW_NEVER)
+        int room = grow_room (m);
+        if (m->cfg.grow_policy == ELASTIC_GROW_NEVER)
             room = 0;
         if ((mrc = preempt_agree (m->pre, m->work, step, &room, &why)) != MPI_SUCCESS) {
             if (!ft_is_failure (mrc))

@@ -100,8 +100,14 @@ void policy_after_attempt (const struct attempt_facts *f, struct decision *d)
      * the ranks' own account says whether they completed */
     /* nor after the MPI_Init deadline stopped the attempt (whatever
      * mpirun's code then): a failure, relaunched as any other */
-    if ((f->exit_code == 0 || (f->lingered && f->ranks_completed)) && !f->lost_host &&
-        !f->library_fatal && !(f->lingered && f->suspended) && !f->init_stopped)
+    /* and the ranks' own word that the job completed is worth more than
+     * mpirun's code: PRRTE counts a new process of a growth (a spawned job
+     * without ULFM's fault tolerance) that died as the job's failure */
+    if (f->job_completed && !f->suspended && !f->library_fatal)
+        decide (d, NEXT_DONE, OUT_COMPLETED, "completed", 0, "%s", "");
+    else if ((f->exit_code == 0 || (f->lingered && f->ranks_completed)) &&
+             !f->lost_host && !f->library_fatal && !(f->lingered && f->suspended) &&
+             !f->init_stopped)
         decide (d, NEXT_DONE, OUT_COMPLETED, "completed", 0, "%s", "");
     else if (f->preempt_signal && f->before_init && !f->init_stopped)
         /* no rank had computed anything: nothing was lost, and the job
@@ -433,6 +439,24 @@ static void set_attempt_env (struct job *j,
                 1);
     snprintf (r->num, sizeof (r->num), "%d", at->number);
     setenv ("ELASTIC_ATTEMPT", r->num, 1);
+    /* mpirun --with-ft ulfm makes the job it starts recoverable, not the
+     * jobs its ranks spawn when they grow: a new process that died then
+     * took the job down with it (mpirun exited 137, or the survivors
+     * waited for word of its sibling, which PRRTE had killed).  PRRTE's
+     * default for every job, those spawned included: */
+    if (j->mi.ulfm)
+        setenv ("PRTE_MCA_state_base_recoverable", "1", 0);
+    /* the room the ranks grow back into after a loss in place (grow.h);
+     * in mpirun's environment too, for the processes a growth spawns */
+    if (!j->user_grow_slots) {
+        char slots[16], hosts[4096];
+        snprintf (slots, sizeof (slots), "%d", command_grow_slots (j, r->np));
+        setenv ("ELASTIC_GROW_SLOTS", slots, 1);
+        if (command_grow_hosts (j, hosts, sizeof (hosts)))
+            setenv ("ELASTIC_GROW_HOSTS", hosts, 1);
+        else
+            unsetenv ("ELASTIC_GROW_HOSTS");
+    }
     if (j->o.init_timeout > 0)
         setenv ("ELASTIC_REPORT_INIT", "1", 1);
     else
@@ -458,10 +482,11 @@ static void print_dry_run (struct job *j, const struct attempt_run *r)
         hostlist_write (j->hl, stdout);
     }
     printf ("# environment: ELASTIC_EVENT_LOG=%s ELASTIC_RUN_DIR=%s "
-            "ELASTIC_ATTEMPT=%s%s%s\n",
+            "ELASTIC_ATTEMPT=%s ELASTIC_GROW_SLOTS=%s%s%s\n",
             r->evlog,
             j->run_dir,
             r->num,
+            getenv ("ELASTIC_GROW_SLOTS") ? getenv ("ELASTIC_GROW_SLOTS") : "",
             j->o.init_timeout > 0 ? " ELASTIC_REPORT_INIT=1" : "",
             r->resume ? " ELASTIC_RESUME=1" : "");
 }
@@ -511,6 +536,8 @@ read_events (struct attempt *at, const struct attempt_run *r, struct events *ev)
     at->reshards = ev->nreshard;
     at->reshards_down = ev->nreshard_down;
     at->reshard_ms = ev->reshard_ms;
+    at->grows = ev->nreshard_up;
+    at->grow_ms = ev->reshard_up_ms;
     for (int i = 0;
          i < ev->nreshard && i < EVENTS_MAX_RESHARDS && used < sizeof (at->reshard_lines);
          i++) {
@@ -526,6 +553,26 @@ read_events (struct attempt *at, const struct attempt_run *r, struct events *ev)
                           rs->total_ms);
         used += n > 0 ? (size_t)n : 0;
     }
+}
+
+/* 1 if a rank ended with a non-zero code (its wrapper's worker_exit, or
+ * mpirun's report) that the job did not recover from: libelastic's
+ * completed event then says only that the library's part ended (an
+ * application calls elastic_manager_destroy on its error path too).  A
+ * signal in mpirun's report is not one: a process the job recovered from,
+ * or a new process of a growth (whose rank is its own job's, not the
+ * world's). */
+static int unexplained_exit (const struct events *ev, const struct report *rep)
+{
+    for (int r = 0; r < EVENTS_MAX_RANKS; r++)
+        if (ev->rank_exit[r] == EVENTS_EXIT_OTHER && !ev->recovered[r])
+            return 1;
+    for (int i = 0; i < rep->n; i++)
+        if (rep->f[i].kind == FAIL_EXIT && rep->f[i].code != 0 &&
+            (rep->f[i].rank < 0 || rep->f[i].rank >= EVENTS_MAX_RANKS ||
+             !ev->recovered[rep->f[i].rank]))
+            return 1;
+    return 0;
 }
 
 /* Whether the ranks suspended: by mpirun's code or by the ranks' account
@@ -586,6 +633,14 @@ static void analyse (struct job *j,
     memset (f, 0, sizeof (*f));
     f->suspended = ranks_suspended (res, &ev, r->np);
     f->library_fatal = ev.nfatal > 0;
+    f->job_completed =
+        ev.ncompleted > 0 && ev.nsuspend == 0 && !unexplained_exit (&ev, &res->rep);
+    if (f->job_completed && res->exit_code != 0)
+        log_warn ("mpirun exited %d, but the ranks completed the job (at step %lld, %d "
+                  "working ranks): the attempt counts as completed",
+                  res->exit_code,
+                  ev.completed_step,
+                  ev.completed_world);
     /* libelastic reports a rank's load and its MPI_Init (--init-timeout):
      * loaded ranks and none initialized mean no rank had begun to compute */
     f->before_init = ev.ninit_loaded > 0 && ev.ninit_done == 0 && ev.nsuspend == 0;
@@ -656,8 +711,11 @@ static int run_attempt (struct job *j,
     }
     record_start (j, at, r);
     initwatch_init (&iw, r->evlog, r->ev_from, r->np, j->o.init_timeout);
-    lp = (struct launch_params){
-        .suspend_timeout = j->o.suspend_timeout, .watch = watch_init, .watch_arg = &iw};
+    lp = (struct launch_params){.suspend_timeout = j->o.suspend_timeout,
+                                .watch = watch_init,
+                                .watch_arg = &iw,
+                                .evlog = r->evlog,
+                                .ev_from = r->ev_from};
     rc = launch_run (cmd.v, &lp, &res, &err);
     /* the failure was the death that started the deadline, not its end */
     if (rc == 0 && res.watch_stopped && iw.armed_at > 0 && iw.armed_at < res.t_failure)

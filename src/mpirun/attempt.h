@@ -33,6 +33,7 @@ struct attempt_facts {
     int init_stopped;     /* stopped by the MPI_Init deadline (--init-timeout) */
     int library_fatal;    /* libelastic gave up on a rank (a "fatal" event) */
     int ranks_completed;  /* every rank's wrapper said it exited 0, none suspended */
+    int job_completed;    /* libelastic said the job completed (its "completed" event) */
     int not_relaunchable; /* the program cannot start, or too few slots */
     int relaunch;         /* this attempt's relaunch would be number relaunch */
     int max_relaunches;   /* --max-relaunches */

@@ -93,8 +93,52 @@ static int oversubscribed (const struct job *j, int np)
     return slots > 0 && np > slots;
 }
 
+int command_grow_slots (const struct job *j, int np)
+{
+    const struct options *o = &j->o;
+    int most = o->np_max ? o->np_max : o->np ? o->np : np, slots = 0;
+
+    if (most < np)
+        most = np;
+    /* several hosts: no more than their slots, unless told to oversubscribe */
+    if (!j->local && !o->oversubscribe) {
+        hostlist_count_state (j->hl, HOST_ACTIVE, &slots);
+        if (slots > 0 && slots < most)
+            most = slots < np ? np : slots;
+    }
+    return most;
+}
+
+int command_grow_hosts (const struct job *j, char *buf, size_t size)
+{
+    size_t used = 0;
+
+    buf[0] = '\0';
+    if (j->local)
+        return 0;
+    for (size_t i = 0; i < hostlist_count (j->hl); i++) {
+        const struct host *h = hostlist_get (j->hl, i);
+        int n;
+        if (h->state != HOST_ACTIVE)
+            continue;
+        if (h->slots <= 0) { /* unknown: PRRTE places them */
+            buf[0] = '\0';
+            return 0;
+        }
+        n = snprintf (
+            buf + used, size - used, "%s%s:%d", used ? "," : "", h->name, h->slots);
+        if (n < 0 || (size_t)n >= size - used) {
+            buf[0] = '\0';
+            return 0;
+        }
+        used += (size_t)n;
+    }
+    return used > 0;
+}
+
 void command_build (struct job *j, int np, const char *hostfile, struct argvec *a)
 {
+    char hosts[4096];
     const struct options *o = &j->o;
     char buf[64];
     int auto_oversub = 0;
@@ -159,6 +203,12 @@ void command_build (struct job *j, int np, const char *hostfile, struct argvec *
     av_add (a, "ELASTIC_RUN_DIR");
     av_add (a, "-x");
     av_add (a, "ELASTIC_ATTEMPT");
+    av_add (a, "-x");
+    av_add (a, "ELASTIC_GROW_SLOTS");
+    if (getenv ("ELASTIC_GROW_HOSTS") || command_grow_hosts (j, hosts, sizeof (hosts))) {
+        av_add (a, "-x");
+        av_add (a, "ELASTIC_GROW_HOSTS");
+    }
     av_add (a, "-x");
     av_add (a, "ELASTIC_RUN_ID");
     if (o->init_timeout > 0) {

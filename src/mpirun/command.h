@@ -27,6 +27,17 @@ void argvec_free (struct argvec *a);
  * hosts.  Returns 0, or -1 with err when it would fall below --np-min. */
 int command_plan_np (struct job *j, int *np, elastic_error_t *err);
 
+/* The most processes an attempt of np ranks may have at once, which its
+ * ranks grow back into after losing some (ELASTIC_GROW_SLOTS): --np-max,
+ * else -n, else np; on several hosts no more than their slots unless
+ * oversubscribing. */
+int command_grow_slots (const struct job *j, int np);
+
+/* The usable hosts and their slots as HOST:SLOTS,... into buf, where the
+ * ranks place the processes of a growth (ELASTIC_GROW_HOSTS).  Returns 1,
+ * or 0 with "" for a local launch or a host of unknown slots. */
+int command_grow_hosts (const struct job *j, char *buf, size_t size);
+
 /* Append the mpirun command of an attempt of np ranks (hostfile: NULL for
  * a local launch) to a.  Exits with a message when out of memory. */
 void command_build (struct job *j, int np, const char *hostfile, struct argvec *a);

@@ -234,11 +234,18 @@ static void parse_reshard (struct events *ev, const char *line, const char *name
     ev->nreshard++;
     if (strcmp (name, "reshard_down") == 0)
         ev->nreshard_down++;
-    if (r.total_ms > 0)
+    if (strcmp (name, "reshard_up") == 0)
+        ev->nreshard_up++;
+    if (r.total_ms > 0) {
         ev->reshard_ms += r.total_ms;
+        if (strcmp (name, "reshard_up") == 0)
+            ev->reshard_up_ms += r.total_ms;
+    }
     for (int i = 0; i < nf && i < 256; i++) {
         struct failure f = {.kind = FAIL_EVENT, .rank = failed[i]};
         report_add (&ev->failed, &f);
+        if (failed[i] >= 0 && failed[i] < EVENTS_MAX_RANKS)
+            ev->recovered[failed[i]] = 1;
     }
 }
 
@@ -332,6 +339,12 @@ static void parse_line (struct events *ev, const char *line)
         parse_init (ev, line, 1);
     } else if (strcmp (name, "suspended") == 0) {
         ev->nsuspended++;
+    } else if (strcmp (name, "completed") == 0) {
+        if (ev->ncompleted++ == 0) {
+            ev->completed_step = get_int (line, "step", 0, 9e18, &v) == 0 ? v : -1;
+            ev->completed_world =
+                get_int (line, "world_size", 0, INT_MAX, &v) == 0 ? (int)v : -1;
+        }
     } else if (strcmp (name, "suspend") == 0) {
         if (ev->nsuspend++ == 0) {
             ev->suspend_step = get_int (line, "step", 0, 9e18, &v) == 0 ? v : -1;

@@ -49,7 +49,9 @@ struct reshard {
 struct events {
     int nreshard; /* lines whose event starts with "reshard" (deduplicated) */
     int nreshard_down;
-    double reshard_ms; /* sum of their t_total_ms */
+    int nreshard_up;      /* growths (reshard_up): no failure */
+    double reshard_ms;    /* sum of their t_total_ms */
+    double reshard_up_ms; /* the growths' part of it */
     struct reshard r[EVENTS_MAX_RESHARDS];
     int nfatal;
     char fatal[256]; /* the first fatal event's error text */
@@ -58,6 +60,13 @@ struct events {
      * L3 write of the suspend step committed (or failed: no file) */
     int nsuspend;
     long long suspend_step;
+    /* libelastic's "completed": working rank 0 writes it once every live
+     * process agreed that the job ended (elastic_manager_destroy) */
+    int ncompleted;
+    long long completed_step;
+    int completed_world;
+    /* ranks a reshard event names as failed: the job recovered from them */
+    unsigned char recovered[EVENTS_MAX_RANKS];
     char suspend_file[4096]; /* "" when the event names no file */
     /* how each rank's wrapper said it exited (worker_exit; the last one
      * counts), and how many ranks ended each way */

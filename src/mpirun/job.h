@@ -28,11 +28,11 @@ struct attempt {
     double t_start, t_end, t_failure; /* mono_now () */
     int exit_code;
     enum outcome outcome;
-    char why[512];      /* the failure, one line */
-    char excluded[256]; /* hosts excluded after it */
-    char spares[256];   /* spares promoted for the next attempt */
-    int reshards, reshards_down;
-    double reshard_ms;
+    char why[512];                      /* the failure, one line */
+    char excluded[256];                 /* hosts excluded after it */
+    char spares[256];                   /* spares promoted for the next attempt */
+    int reshards, reshards_down, grows; /* grows: reshard_up, no failure */
+    double reshard_ms, grow_ms;
     int resumed;
     char reshard_lines[1024];
 };
@@ -51,6 +51,7 @@ struct job {
     char prev_state[32];
     int resume_first;
     const char *user_event_log;
+    int user_grow_slots; /* ELASTIC_GROW_SLOTS was given: the ranks get it as is */
     struct attempt att[MAX_ATTEMPTS_SHOWN];
     int natt;
     double t0;

@@ -477,11 +477,32 @@ static void check_watch (struct run *r, struct launch_result *res)
     r->kill_deadline = now + 15;
 }
 
+/* 1 if the attempt's event log has libelastic's "completed" line. */
+static int log_says_completed (const struct launch_params *lp)
+{
+    FILE *f = lp->evlog ? fopen (lp->evlog, "r") : NULL;
+    char *line = NULL;
+    size_t cap = 0;
+    int found = 0;
+
+    if (!f)
+        return 0;
+    if (fseeko (f, lp->ev_from, SEEK_SET) == 0)
+        while (!found && getline (&line, &cap, f) > 0)
+            found = strstr (line, "\"event\":\"completed\"") != NULL;
+    free (line);
+    fclose (f);
+    return found;
+}
+
 /* PRRTE sometimes stays after every rank suspended (seen under load: its
- * children all exited, it does not): once a preempted mpirun that had
- * children has had none for LINGER_GRACE s, it is stopped (SIGTERM, then
- * check_deadlines' SIGKILL), and its session directory goes after it
- * (remove_session_dir).  The ranks' account decides the outcome. */
+ * children all exited, it does not), and after a job that grew into new
+ * processes completed with one of them dead (a spawned job without ULFM's
+ * fault tolerance): once an mpirun that had children has had none for
+ * LINGER_GRACE s, after a preemption or once the ranks said the job
+ * completed, it is stopped (SIGTERM, then check_deadlines' SIGKILL), and
+ * its session directory goes after it (remove_session_dir).  The ranks'
+ * account decides the outcome. */
 static void check_linger (struct run *r, struct launch_result *res)
 {
     double now = mono_now ();
@@ -498,11 +519,12 @@ static void check_linger (struct run *r, struct launch_result *res)
             shm_sample_ranks (&r->shm, kids, n);
         return;
     }
-    if (!res->preempt_signal || !r->had_children)
+    if (!r->had_children)
         return;
     if (!r->childless_since)
         r->childless_since = now;
-    if (now - r->childless_since < LINGER_GRACE)
+    if (now - r->childless_since < LINGER_GRACE ||
+        (!res->preempt_signal && !log_says_completed (r->lp)))
         return;
     log_warn ("mpirun (pid %d) is still running %.0f s after its last rank exited: "
               "stopping it",

@@ -62,6 +62,8 @@ struct launch_params {
     double suspend_timeout; /* after a preemption signal */
     launch_watch_f watch;   /* NULL: none */
     void *watch_arg;
+    const char *evlog; /* the attempt's event log (from ev_from on), or NULL */
+    off_t ev_from;
 };
 
 /* Run argv (mpirun ...) to its end.  Returns 0 with res filled, or -1

@@ -312,6 +312,7 @@ int main (int argc, char **argv)
         setenv ("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
         setenv ("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
     }
+    j->user_grow_slots = getenv ("ELASTIC_GROW_SLOTS") != NULL;
     j->user_event_log = getenv ("ELASTIC_EVENT_LOG");
     if (j->user_event_log && !*j->user_event_log)
         j->user_event_log = NULL;

@@ -31,7 +31,7 @@ void summary_print (const struct job *j, const struct job_end *end)
     int status = end->status;
     char path[PATH_MAX];
     FILE *files[2] = {stderr, NULL};
-    int inplace = 0, relaunches = 0;
+    int inplace = 0, relaunches = 0, grows = 0;
     double inplace_ms = 0, relaunch_lost = 0, total = mono_now () - j->t0;
 
     if (!j->o.dry_run) {
@@ -39,8 +39,9 @@ void summary_print (const struct job *j, const struct job_end *end)
         files[1] = fopen (path, "w");
     }
     for (int i = 0; i < j->natt; i++) {
-        inplace += j->att[i].reshards;
-        inplace_ms += j->att[i].reshard_ms;
+        inplace += j->att[i].reshards - j->att[i].grows;
+        inplace_ms += j->att[i].reshard_ms - j->att[i].grow_ms;
+        grows += j->att[i].grows;
         if (j->att[i].outcome == OUT_RELAUNCH && i + 1 < j->natt) {
             relaunches++;
             double from = j->att[i].t_failure > 0 ? j->att[i].t_failure : j->att[i].t_end;
@@ -81,12 +82,19 @@ void summary_print (const struct job *j, const struct job_end *end)
             if (a->why[0] && a->outcome != OUT_COMPLETED)
                 fprintf (f, " - %s", a->why);
             fprintf (f, "\n");
-            if (a->reshards)
+            if (a->reshards - a->grows)
                 fprintf (f,
-                         "    in-place recoveries: %d (%.1f ms in all): %s\n",
-                         a->reshards,
-                         a->reshard_ms,
-                         a->reshard_lines);
+                         "    in-place recoveries: %d (%.1f ms in all)",
+                         a->reshards - a->grows,
+                         a->reshard_ms - a->grow_ms);
+            if (a->grows)
+                fprintf (f,
+                         "%sgrowths into new processes: %d (%.1f ms in all)",
+                         a->reshards - a->grows ? "; " : "    ",
+                         a->grows,
+                         a->grow_ms);
+            if (a->reshards)
+                fprintf (f, ": %s\n", a->reshard_lines);
             if (a->excluded[0])
                 fprintf (f, "    excluded: %s\n", a->excluded);
             if (a->spares[0])
@@ -109,6 +117,10 @@ void summary_print (const struct job *j, const struct job_end *end)
                  relaunches,
                  relaunches == 1 ? "" : "es",
                  relaunch_lost);
+        if (grows)
+            fprintf (f,
+                     "  growths: %d (ranks lost in place replaced by new processes)\n",
+                     grows);
         if (!j->local) {
             char d[1024];
             hostlist_describe (j->hl, d, sizeof (d));

@@ -12,6 +12,7 @@ Prints one summary line per event:
     persist_skipped STEP size=N                           (one was in flight)
     suspend STEP size=N reason=R file=yes|no              (suspended, with its L3 file)
     resume STEP OLD->NEW                                  (resumed from L3)
+    completed STEP size=N                                 (the job's end, agreed)
 or "BAD: line N: why" for a line that is not a valid event.
 """
 import json
@@ -32,6 +33,7 @@ L3_REQUIRED = {
     "persist_skipped": {"step": int, "world_size": int, "reason": str},
     "suspend": {"step": int, "world_size": int, "reason": str, "file": (str, type(None))},
     "resume": {"step": int, "old_size": int, "new_size": int, "t_restore_ms": NUM, "file": str},
+    "completed": {"step": int, "world_size": int},
 }
 
 

@@ -29,13 +29,14 @@ checksum_of() { tr -d '\0' < "$1" | sed -n 's/.*checksum \([0-9a-f]\{16\}\)$/\1/
 
 final_world_of() { tr -d '\0' < "$1" | sed -n 's/.*final world \([0-9]*\),.*/\1/p' | head -n 1; }
 
+# events FILE: check_events.py's lines, without the job's last one
+# ("completed STEP size=N", which completed_of gives)
 events() {
-    if [ ! -s "$1" ]; then
-        echo "(no events)"
-        return
-    fi
-    "$PY" "${srcdir:-.}/libelastic/check_events.py" "$1"
+    local out
+    out=$([ -s "$1" ] && "$PY" "${srcdir:-.}/libelastic/check_events.py" "$1" | grep -v '^completed ')
+    echo "${out:-(no events)}"
 }
+completed_of() { [ -s "$1" ] && "$PY" "${srcdir:-.}/libelastic/check_events.py" "$1" | grep '^completed '; }
 
 # show_failure OUT: the job's output, as TAP diagnostics
 show_failure() { diag "output (last 40 lines):" "$(tail -n 40 "$1" | tr -d '\0')"; }
