@@ -473,6 +473,34 @@ static void set_attempt_env (struct job *j,
         setenv ("ELASTIC_RESUME_FRESH_OK", "2", 1);
 }
 
+/* On one host, the attempt's Open MPI shared-memory segments go to a
+ * directory of its own in /dev/shm, removed after it: their names hold a
+ * 16-bit hash of mpirun's namespace (prterun-HOST-PID) and a node rank
+ * only, so two jobs of one user whose hashes collide (1 in 65536 pairs;
+ * two CI tests' jobs did) shared segments, removed each other's and
+ * crashed in mca_btl_sm_poll_handle_frag.  (On a host list the directory
+ * would have to exist on every host: Open MPI's default stays.)  The
+ * user's --mca btl_sm_backing_directory or environment stays. */
+static void make_sm_dir (struct job *j)
+{
+    j->sm_dir[0] = '\0';
+    if (!j->local || j->o.dry_run ||
+        options_has_mca (&j->o, "btl_sm_backing_directory") ||
+        getenv ("OMPI_MCA_btl_sm_backing_directory") ||
+        access ("/dev/shm", W_OK | X_OK) < 0)
+        return;
+    snprintf (j->sm_dir, sizeof (j->sm_dir), "/dev/shm/elastic-mpirun.XXXXXX");
+    if (!mkdtemp (j->sm_dir))
+        j->sm_dir[0] = '\0';
+}
+
+static void remove_sm_dir (struct job *j)
+{
+    if (j->sm_dir[0] && remove_tree (j->sm_dir) < 0 && errno != ENOENT)
+        log_warn ("cannot remove %s: %s", j->sm_dir, strerror (errno));
+    j->sm_dir[0] = '\0';
+}
+
 /* --dry-run: what the first attempt would run. */
 static void print_dry_run (struct job *j, const struct attempt_run *r)
 {
@@ -702,6 +730,7 @@ static int run_attempt (struct job *j,
     if (plan_attempt (j, at, r, d) < 0 || make_attempt_dir (j, at, r, d) < 0)
         return -1;
     set_attempt_env (j, at, r, fresh_ok_given);
+    make_sm_dir (j);
     command_build (j, r->np, r->hf, &cmd);
     command_format (cmd.v, r->line, sizeof (r->line));
     if (j->o.dry_run) {
@@ -717,6 +746,7 @@ static int run_attempt (struct job *j,
                                 .evlog = r->evlog,
                                 .ev_from = r->ev_from};
     rc = launch_run (cmd.v, &lp, &res, &err);
+    remove_sm_dir (j);
     /* the failure was the death that started the deadline, not its end */
     if (rc == 0 && res.watch_stopped && iw.armed_at > 0 && iw.armed_at < res.t_failure)
         res.t_failure = iw.armed_at;

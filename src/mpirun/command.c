@@ -176,6 +176,8 @@ void command_build (struct job *j, int np, const char *hostfile, struct argvec *
                 add_mca (a, j, "mpi_ft_detector", "false");
         }
     }
+    if (j->sm_dir[0])
+        add_mca (a, j, "btl_sm_backing_directory", j->sm_dir);
     for (int i = 0; i < o->npass; i++)
         av_add (a, o->pass[i]);
     if (np > 0 && !o->npernode) {

@@ -52,6 +52,7 @@ struct job {
     int resume_first;
     const char *user_event_log;
     int user_grow_slots; /* ELASTIC_GROW_SLOTS was given: the ranks get it as is */
+    char sm_dir[64];     /* the attempt's Open MPI shared-memory directory, or "" */
     struct attempt att[MAX_ATTEMPTS_SHOWN];
     int natt;
     double t0;

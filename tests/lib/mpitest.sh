@@ -30,7 +30,23 @@ MPI_DEFAULT_ARGS=${ELASTIC_TEST_MPIRUN_ARGS:---oversubscribe --bind-to none --mc
 mpi_job_id=
 mpi_pid=
 mpi_out=
+mpi_shm=
 MPI_RC=
+
+# Each job's Open MPI shared-memory segments in a directory of its own:
+# their names hold a 16-bit hash of mpirun's namespace (prterun-HOST-PID)
+# and a node rank only, so two concurrent jobs whose hashes collide share
+# segments.  In a CI run two tests' jobs did (mpirun pids 5375 and 5452:
+# one crashed in mca_btl_sm_poll_handle_frag, the other's MPI_Init found
+# its segment gone).
+mpi_shm_new() {
+    mpi_shm_done
+    mpi_shm=$(mktemp -d /dev/shm/elastic-test.XXXXXX 2> /dev/null) || mpi_shm=
+}
+mpi_shm_done() {
+    [ -n "$mpi_shm" ] && rm -rf "$mpi_shm"
+    mpi_shm=
+}
 
 # mpi_have_ulfm: true if this build found ULFM
 mpi_have_ulfm() { [ "${HAVE_ULFM:-no}" = yes ]; }
@@ -47,12 +63,14 @@ mpi_start() {
         shift
     fi
     mpi_job_id="elastic-test-$$-$RANDOM"
-    local ft=()
+    local ft=() sm=()
+    mpi_shm_new
+    [ -n "$mpi_shm" ] && sm=(--mca btl_sm_backing_directory "$mpi_shm")
     # MPI_NO_FT=1: start the job without fault tolerance even with ULFM
     mpi_have_ulfm && [ -z "${MPI_NO_FT:-}" ] && ft=(--with-ft ulfm)
     # shellcheck disable=SC2086
     ELASTIC_TEST_JOB=$mpi_job_id "$MPIRUN" "${ft[@]}" -n "$n" $MPI_DEFAULT_ARGS \
-        -x ELASTIC_TEST_JOB --output tag "${extra[@]}" "$@" > "$mpi_out" 2>&1 &
+        "${sm[@]}" -x ELASTIC_TEST_JOB --output tag "${extra[@]}" "$@" > "$mpi_out" 2>&1 &
     mpi_pid=$!
 }
 
@@ -63,10 +81,12 @@ mpi_wait() {
         mpi_kill_job
         wait "$mpi_pid" 2> /dev/null
         MPI_RC=124
+        mpi_shm_done
         return 124
     fi
     wait "$mpi_pid"
     MPI_RC=$?
+    mpi_shm_done
     return 0
 }
 
@@ -117,6 +137,7 @@ mpi_kill_job() {
     [ -n "$mpi_pid" ] && kill -KILL "$mpi_pid" 2> /dev/null
     local p
     for p in $(mpi_job_pids); do kill -KILL "$p" 2> /dev/null; done
+    mpi_shm_done
     return 0
 }
 

@@ -24,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
+#include <linux/magic.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -662,6 +664,16 @@ job_register_ranks (struct pmixhost_job *job, const char *btl, elastic_error_t *
 {
     pmix_status_t rc;
     char cutoff[16];
+    struct statfs fs;
+    /* Open MPI's shared-memory segments in the job's own directory:
+     * their names hold a 16-bit hash of the namespace and a process's node
+     * rank only, so two jobs of one user on one node whose hashes collide
+     * (1 in 65536 pairs; two CI tests did, 2026-12-07) shared one
+     * segment per node rank, removed each other's and crashed in
+     * mca_btl_sm_poll_handle_frag.  In memory only (tmpfs), else where
+     * Open MPI puts them; the user's choice stays. */
+    int own_sm = !getenv ("OMPI_MCA_btl_sm_backing_directory") && job->dir[0] &&
+                 statfs (job->dir, &fs) == 0 && fs.f_type == TMPFS_MAGIC;
 
     snprintf (cutoff, sizeof (cutoff), "%d", job->nranks + 1);
 
@@ -702,7 +714,9 @@ job_register_ranks (struct pmixhost_job *job, const char *btl, elastic_error_t *
             env_add (&job->r[r].env, "OMPI_MCA_mpi_ft_enable", "1") < 0 ||
             env_add (&job->r[r].env, "OMPI_MCA_pml", "ob1") < 0 ||
             env_add (&job->r[r].env, "OMPI_MCA_btl", btl) < 0 ||
-            env_add (&job->r[r].env, "OMPI_MCA_coll", "^han") < 0)
+            env_add (&job->r[r].env, "OMPI_MCA_coll", "^han") < 0 ||
+            (own_sm &&
+             env_add (&job->r[r].env, "OMPI_MCA_btl_sm_backing_directory", job->dir) < 0))
             return errprintf (err, "out of memory");
     }
     return 0;
