@@ -70,7 +70,9 @@ rank_pid() {
     done
     return 1
 }
-in_mpi_init() { grep -q '/dev/shm/sm_segment\.' "/proc/$1/maps"; }
+# (Open MPI's segments are in elastic-mpirun's directory of the attempt,
+# /dev/shm/elastic-mpirun.XXXXXX/)
+in_mpi_init() { grep -q '/dev/shm/\([^ ]*/\)\?sm_segment\.' "/proc/$1/maps"; }
 loaded() { grep -q "\"event\":\"rank_loaded\",\"rank\":$2," "$tmp/run.$1/attempt-1/events.jsonl"; }
 # end_job NAME WHAT SECONDS: wait for the background job ($job) to end;
 # its exit status in rc
@@ -103,7 +105,7 @@ killed() {
         wait_until 60 eval 'p=$(rank_pid "$name" "$r")' || diag "$name: no process for rank $r"
         wait_until 60 in_mpi_init "$p" || diag "$name: rank $r (pid $p) never entered MPI_Init"
         pids="$pids $p"
-        segs="$segs $(grep -o '/dev/shm/sm_segment\.[^ ]*' "/proc/$p/maps" 2> /dev/null | sort -u | tr '\n' ' ')"
+        segs="$segs $(grep -o '/dev/shm/[^ ]*sm_segment\.[^ ]*' "/proc/$p/maps" 2> /dev/null | sort -u | tr '\n' ' ')"
     done
     ok $([ -n "$segs" ]; echo $?) "$name: the ranks but $held are inside MPI_Init (segments:$segs)"
     is "$(grep -c '"event":"rank_initialized"' "$tmp/run.$name/attempt-1/events.jsonl")" 0 \

@@ -423,8 +423,9 @@ class Campaign:
         prefix its event log names (pmix_job_end: the namespaces' Open MPI
         segments; its run and PMIx directories are in the run's TMPDIR,
         checked apart); for elastic-mpirun, an Open MPI segment
-        (sm_segment.*, vader_segment.*) nobody maps or holds open any more,
-        2 s after the end."""
+        (sm_segment.*, vader_segment.*) or elastic-mpirun's directory of an
+        attempt's segments (elastic-mpirun.*) nobody maps or holds open any
+        more, 2 s after the end."""
         evs = sorted(glob.glob(os.path.join(d, "events*")))
         prefixes = []
         if evs:
@@ -441,7 +442,7 @@ class Campaign:
         used = self.in_use()
         # (PMIx and elastic-exec directories of the run go to its TMPDIR,
         # checked apart; those in /dev/shm are other jobs')
-        mpi = ("sm_segment.", "vader_segment.")
+        mpi = ("sm_segment.", "vader_segment.", "elastic-mpirun.")
         return sorted(f for f in new if f.startswith(mpi) and os.path.exists("/dev/shm/" + f) and
                       f not in used)
 

@@ -635,6 +635,17 @@ static void end_after_fire (elastic_agent_t *agent,
         w->lost = 1;
         agent->lost_total++;
     }
+    /* its peers can learn of its death only now (a killed process may be
+     * reaped late on a loaded machine, and they must agree on it before
+     * they report again): the fresh timeout the watchdog gave them runs
+     * from here, not from the kill (t5016 nohb-init in a CI preview: the
+     * survivors, still before their first report, were judged 6 s after
+     * the kill, while they were leaving elastic_manager_create to
+     * relaunch) */
+    uint64_t now = mono_ns ();
+    for (int i = 0; i < agent->nworkers; i++)
+        if (!agent->w[i].failed && agent->w[i].hang_grace_ns < now)
+            agent->w[i].hang_grace_ns = now;
 }
 
 /* A worker failed by its exit: its error file's message (or the exit's

@@ -9,6 +9,7 @@
 #if HAVE_CONFIG_H
 #include "config.h"
 #endif
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -494,9 +495,24 @@ static void make_sm_dir (struct job *j)
         j->sm_dir[0] = '\0';
 }
 
+/* The attempt's directory goes, with the segments of ranks that mpirun
+ * could not clean up after (it was killed, or they were). */
 static void remove_sm_dir (struct job *j)
 {
-    if (j->sm_dir[0] && remove_tree (j->sm_dir) < 0 && errno != ENOENT)
+    DIR *d;
+    struct dirent *de;
+
+    if (!j->sm_dir[0])
+        return;
+    if ((d = opendir (j->sm_dir))) {
+        while ((de = readdir (d)))
+            if (strcmp (de->d_name, ".") && strcmp (de->d_name, ".."))
+                log_warn ("%s/%s was left behind by the job: removing it",
+                          j->sm_dir,
+                          de->d_name);
+        closedir (d);
+    }
+    if (remove_tree (j->sm_dir) < 0 && errno != ENOENT)
         log_warn ("cannot remove %s: %s", j->sm_dir, strerror (errno));
     j->sm_dir[0] = '\0';
 }
