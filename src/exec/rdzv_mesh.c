@@ -296,6 +296,7 @@ static void on_wake (elastic_agent_t *agent, int fd, int revents, void *arg)
 {
     struct rdzv_mesh *r = arg;
     uint32_t lost[64], joined[64];
+    uint8_t finished[64];
     char *jname[64];
     int n = 0, nj = 0;
     uint64_t v;
@@ -306,8 +307,11 @@ static void on_wake (elastic_agent_t *agent, int fd, int revents, void *arg)
     char why[sizeof (r->closed_why)] = "";
 
     pthread_mutex_lock (&r->lock);
-    while (r->nlost_new > 0 && n < 64)
-        lost[n++] = r->lost_new[--r->nlost_new];
+    while (r->nlost_new > 0 && n < 64) {
+        lost[n] = r->lost_new[--r->nlost_new];
+        finished[n] = r->done[lost[n]];
+        n++;
+    }
     while (r->njoined_new > 0 && nj < 64) {
         joined[nj] = r->joined_new[--r->njoined_new];
         jname[nj] = r->addr[joined[nj]] ? strdup (r->addr[joined[nj]]) : NULL;
@@ -345,6 +349,13 @@ static void on_wake (elastic_agent_t *agent, int fd, int revents, void *arg)
     }
     for (int i = 0; i < n; i++) {
         const char *name = name_of (r, lost[i]);
+        if (finished[i]) {
+            /* it said DONE (its workers succeeded, the exit barrier): its
+             * bye is the end of the job, not a loss (seen in CI: a node
+             * leaving first was logged lost by one still in its barrier) */
+            log_info ("rendezvous: node %s (member %u) finished and left", name, lost[i]);
+            continue;
+        }
         log_warn ("rendezvous: node %s (member %u) is lost: the others re-rendezvous",
                   name,
                   lost[i]);
