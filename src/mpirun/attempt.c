@@ -719,6 +719,20 @@ static void analyse (struct job *j,
     f->why = at->why;
 }
 
+/* launch_run's question once mpirun stays childless: did libelastic's
+ * "completed" line reach the attempt's event log? */
+static int ranks_said_completed (void *arg)
+{
+    const struct attempt_run *r = arg;
+    struct events ev;
+    int done;
+
+    events_init (&ev);
+    done = events_read_file (&ev, r->evlog, r->ev_from) >= 0 && ev.ncompleted > 0;
+    events_clear (&ev);
+    return done;
+}
+
 /* launch_run's watch: the MPI_Init deadline (initwatch.h). */
 static int
 watch_init (void *arg, const struct report *rep, double now, char *why, size_t size)
@@ -759,8 +773,8 @@ static int run_attempt (struct job *j,
     lp = (struct launch_params){.suspend_timeout = j->o.suspend_timeout,
                                 .watch = watch_init,
                                 .watch_arg = &iw,
-                                .evlog = r->evlog,
-                                .ev_from = r->ev_from};
+                                .completed = ranks_said_completed,
+                                .completed_arg = r};
     rc = launch_run (cmd.v, &lp, &res, &err);
     remove_sm_dir (j);
     /* the failure was the death that started the deadline, not its end */

@@ -138,7 +138,6 @@ int command_grow_hosts (const struct job *j, char *buf, size_t size)
 
 void command_build (struct job *j, int np, const char *hostfile, struct argvec *a)
 {
-    char hosts[4096];
     const struct options *o = &j->o;
     char buf[64];
     int auto_oversub = 0;
@@ -207,7 +206,7 @@ void command_build (struct job *j, int np, const char *hostfile, struct argvec *
     av_add (a, "ELASTIC_ATTEMPT");
     av_add (a, "-x");
     av_add (a, "ELASTIC_GROW_SLOTS");
-    if (getenv ("ELASTIC_GROW_HOSTS") || command_grow_hosts (j, hosts, sizeof (hosts))) {
+    if (getenv ("ELASTIC_GROW_HOSTS")) { /* set_attempt_env decided */
         av_add (a, "-x");
         av_add (a, "ELASTIC_GROW_HOSTS");
     }

@@ -477,24 +477,6 @@ static void check_watch (struct run *r, struct launch_result *res)
     r->kill_deadline = now + 15;
 }
 
-/* 1 if the attempt's event log has libelastic's "completed" line. */
-static int log_says_completed (const struct launch_params *lp)
-{
-    FILE *f = lp->evlog ? fopen (lp->evlog, "r") : NULL;
-    char *line = NULL;
-    size_t cap = 0;
-    int found = 0;
-
-    if (!f)
-        return 0;
-    if (fseeko (f, lp->ev_from, SEEK_SET) == 0)
-        while (!found && getline (&line, &cap, f) > 0)
-            found = strstr (line, "\"event\":\"completed\"") != NULL;
-    free (line);
-    fclose (f);
-    return found;
-}
-
 /* PRRTE sometimes stays after every rank suspended (seen under load: its
  * children all exited, it does not), and after a job that grew into new
  * processes completed with one of them dead (a spawned job without ULFM's
@@ -524,7 +506,8 @@ static void check_linger (struct run *r, struct launch_result *res)
     if (!r->childless_since)
         r->childless_since = now;
     if (now - r->childless_since < LINGER_GRACE ||
-        (!res->preempt_signal && !log_says_completed (r->lp)))
+        (!res->preempt_signal &&
+         !(r->lp->completed && r->lp->completed (r->lp->completed_arg))))
         return;
     log_warn ("mpirun (pid %d) is still running %.0f s after its last rank exited: "
               "stopping it",

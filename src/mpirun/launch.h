@@ -62,8 +62,10 @@ struct launch_params {
     double suspend_timeout; /* after a preemption signal */
     launch_watch_f watch;   /* NULL: none */
     void *watch_arg;
-    const char *evlog; /* the attempt's event log (from ev_from on), or NULL */
-    off_t ev_from;
+    /* asked once mpirun has stayed childless: 1 if the ranks said the job
+     * completed (NULL: never) */
+    int (*completed) (void *arg);
+    void *completed_arg;
 };
 
 /* Run argv (mpirun ...) to its end.  Returns 0 with res filled, or -1
