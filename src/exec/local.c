@@ -606,7 +606,13 @@ child (struct local *l, int i, char **env, int out_fd, int err_fd, pid_t parent)
     if (getppid () != parent)
         _exit (127); /* the agent died before we got here */
     elastic_agent_child_reset (agent);
-    if (l->wu.ignore_sigpipe)
+    /* an MPI rank (the PMIx backend's, or a wrapper's under mpirun or
+     * srun): Open MPI's TCP transport writes to a peer that went away with
+     * writev, and SIGPIPE's default would kill a survivor (under
+     * elastic-mpirun, when a new process of a growth that was rolled back
+     * exits: t7013 join-dies, ranks 1 and 7 dead of SIGPIPE, the job hung)
+     * where EPIPE reports the peer failed */
+    if (l->wu.ignore_sigpipe || spec->wrapper)
         signal (SIGPIPE, SIG_IGN); /* stays ignored across exec */
     if (out_fd >= 0 && dup2 (out_fd, STDOUT_FILENO) < 0)
         _exit (127);
