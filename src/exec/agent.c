@@ -59,7 +59,7 @@ elastic_agent_t *elastic_agent_create (const elastic_agent_spec_t *spec,
         errprintf (err, "elastic_agent_create: NULL spec");
         return NULL;
     }
-    if (!spec->argv && !spec->fn) {
+    if (!spec->argv && !spec->fn && !(spec->hosting && spec->nproc == 0)) {
         errprintf (err, "no entrypoint: give the program to run and its arguments");
         return NULL;
     }

@@ -92,6 +92,12 @@ void agent_next_rank_at_least (elastic_agent_t *agent, int rank);
  * the value or the live workers may have changed. */
 void agent_capacity_set (elastic_agent_t *agent, int capacity);
 
+/* A hosting agent (spec->hosting: elastic-exec --join) with no live
+ * worker stays healthy, waiting for processes spawned onto it, until its
+ * backend says the job is ending; then it ends (succeeded, unless a
+ * worker failed). */
+void agent_hosting_ends (elastic_agent_t *agent);
+
 /* The capacity last published (0 before any). */
 int agent_capacity (elastic_agent_t *agent);
 

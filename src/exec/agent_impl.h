@@ -58,6 +58,7 @@ struct elastic_agent {
     struct worker *w;
     int next_rank;     /* the global rank the next spawned worker gets */
     int capacity;      /* the spawn capacity last published (agent_capacity_set) */
+    int hosting_ends;  /* agent_hosting_ends was called */
     int nspawned;      /* workers spawned in this attempt */
     int spawned_total; /* ... in every attempt (/metrics; atomics: the
                           metrics thread reads it and capacity) */

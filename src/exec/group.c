@@ -414,10 +414,29 @@ void group_set_state (elastic_agent_t *agent, int state)
                elastic_agent_state_name (state));
 }
 
+void agent_hosting_ends (elastic_agent_t *agent)
+{
+    agent->hosting_ends = 1;
+}
+
 int group_derive_state (elastic_agent_t *agent)
 {
     int failed = 0, failed_alive = 0, succeeded = 0, lost = 0;
     double now = mono_now ();
+
+    if (agent->spec->hosting && !agent->hosting_ends && group_alive (agent) == 0) {
+        int bad = 0;
+        for (int i = 0; i < agent->nworkers; i++)
+            bad |= agent->w[i].failed && !agent->w[i].lost;
+        if (!bad)
+            return ELASTIC_AGENT_HEALTHY; /* waiting for processes spawned here */
+    }
+    if (agent->spec->hosting && group_alive (agent) == 0) {
+        for (int i = 0; i < agent->nworkers; i++)
+            if (agent->w[i].failed && !agent->w[i].lost)
+                failed++;
+        return failed ? ELASTIC_AGENT_FAILED : ELASTIC_AGENT_SUCCEEDED;
+    }
 
     for (int i = 0; i < agent->nworkers; i++) {
         struct worker *w = &agent->w[i];

@@ -40,32 +40,59 @@ static json_t *load (const void *data, size_t len, char *why, size_t whysz)
     return o;
 }
 
-char *growmsg_room_encode (unsigned long long seq, int free_slots)
+char *growmsg_room_encode (unsigned long long seq, int free_slots, const char *host)
 {
+    if (host && host[0])
+        return text_of (json_pack ("{s:I s:i s:s}",
+                                   "seq",
+                                   (json_int_t)seq,
+                                   "free",
+                                   free_slots,
+                                   "host",
+                                   host));
     return text_of (json_pack ("{s:I s:i}", "seq", (json_int_t)seq, "free", free_slots));
+}
+
+/* 1 if h is a host name as Slurm and DNS spell them (1-255 of A-Z a-z 0-9
+ * . - _). */
+static int host_ok (const char *h)
+{
+    size_t n = strlen (h);
+
+    return n >= 1 && n <= GROWMSG_HOST_MAX &&
+           strspn (h,
+                   "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_") ==
+               n;
 }
 
 int growmsg_room_decode (const void *data,
                          size_t len,
                          unsigned long long *seq,
                          int *free_slots,
+                         char *host,
+                         size_t hostsz,
                          char *why,
                          size_t whysz)
 {
     json_t *o = load (data, len, why, whysz);
     json_int_t s;
+    const char *h = NULL;
     int f, rc = -1;
     json_error_t e;
 
     if (!o)
         return -1;
-    if (json_unpack_ex (o, &e, JSON_STRICT, "{s:I s:i}", "seq", &s, "free", &f) < 0)
+    if (json_unpack_ex (
+            o, &e, JSON_STRICT, "{s:I s:i s?s}", "seq", &s, "free", &f, "host", &h) < 0)
         say (why, whysz, e.text);
     else if (s < 1 || f < 0 || f > 65535)
         say (why, whysz, "seq below 1 or free slots out of 0-65535");
+    else if (h && (!host_ok (h) || strlen (h) >= hostsz))
+        say (why, whysz, "host: not a host name (1-255 of A-Z a-z 0-9 . - _)");
     else {
         *seq = (unsigned long long)s;
         *free_slots = f;
+        snprintf (host, hostsz, "%s", h ? h : "");
         rc = 0;
     }
     json_decref (o);
@@ -86,7 +113,7 @@ static json_t *strv_json (char *const *v)
 
 char *growmsg_spawn_encode (const struct growmsg_spawn *s)
 {
-    return text_of (json_pack ("{s:i s:i s:i s:i s:s s:i s:o* s:o* s:s s:s}",
+    return text_of (json_pack ("{s:i s:i s:i s:i s:s s:i s:o* s:o* s:s s:s s:b}",
                                "attempt",
                                s->attempt,
                                "node",
@@ -106,7 +133,9 @@ char *growmsg_spawn_encode (const struct growmsg_spawn *s)
                                "requestor",
                                s->requestor,
                                "wdir",
-                               s->wdir ? s->wdir : ""));
+                               s->wdir ? s->wdir : "",
+                               "joined",
+                               s->joined ? 1 : 0));
 }
 
 static void strv_free (char **v)
@@ -162,7 +191,7 @@ int growmsg_spawn_decode (const void *data,
     json_t *o = load (data, len, why, whysz), *argv, *env;
     const char *pns, *requestor, *wdir;
     json_error_t e;
-    int rc = -1;
+    int rc = -1, joined = 0;
 
     memset (s, 0, sizeof (*s));
     if (!o)
@@ -170,7 +199,7 @@ int growmsg_spawn_decode (const void *data,
     if (json_unpack_ex (o,
                         &e,
                         JSON_STRICT,
-                        "{s:i s:i s:i s:i s:s s:i s:o s:o s:s s:s}",
+                        "{s:i s:i s:i s:i s:s s:i s:o s:o s:s s:s s?b}",
                         "attempt",
                         &s->attempt,
                         "node",
@@ -190,7 +219,9 @@ int growmsg_spawn_decode (const void *data,
                         "requestor",
                         &requestor,
                         "wdir",
-                        &wdir) < 0)
+                        &wdir,
+                        "joined",
+                        &joined) < 0)
         say (why, whysz, e.text);
     else if (s->attempt < 1 || s->node < 0 || s->node >= nmembers || s->k < 1 ||
              s->k > 65535 || s->base < 0 || s->base > 0x7fffffff - s->k || s->prank < 0)
@@ -208,6 +239,7 @@ int growmsg_spawn_decode (const void *data,
         else {
             snprintf (s->pns, sizeof (s->pns), "%s", pns);
             snprintf (s->requestor, sizeof (s->requestor), "%s", requestor);
+            s->joined = joined;
             rc = 0;
         }
     } else if (s->argv && s->env)

@@ -5,11 +5,16 @@
  * Each is a compact JSON object carried by a mesh broadcast (authenticated
  * by the mesh, but decoded as outside bytes: every field is checked, and a
  * message that does not decode is dropped with the reason):
- *   room       MESH_BCAST_ROOM       {"seq":N,"free":F}: a member's free
- *                                    slots, its N-th saying (N >= 1)
+ *   room       MESH_BCAST_ROOM       {"seq":N,"free":F[,"host":H]}: a
+ *                                    member's free slots, its N-th saying
+ *                                    (N >= 1); a member that joined the
+ *                                    running job names its node (H)
  *   spawn      MESH_BCAST_SPAWN      {"attempt","node","k","base","pns",
  *                                    "prank","argv","env","requestor",
- *                                    "wdir"}: a spawn placed on a member
+ *                                    "wdir"[,"joined"]}: a spawn placed on a
+ *                                    member; "joined": true when it is
+ *                                    told again, to a member admitted
+ *                                    later, and had reached its parents
  *   end        MESH_BCAST_SPAWN_END  {"ns","ok","why"}: it joined or failed
  * Encoders return malloc'ed text (NULL: out of memory); decoders return 0,
  * or -1 with why (one line) filled.
@@ -21,6 +26,7 @@
 
 #define GROWMSG_NS_MAX   255 /* PMIx's namespace length */
 #define GROWMSG_ARGS_MAX 4096
+#define GROWMSG_HOST_MAX 255
 
 struct growmsg_spawn {
     int attempt;                  /* the namespace's number (>= 1) */
@@ -33,13 +39,17 @@ struct growmsg_spawn {
     char **env;                   /* NULL-terminated "NAME=value" */
     char requestor[300];          /* "nspace:rank", for messages */
     char *wdir;                   /* NULL: none */
+    int joined;                   /* told again to a newcomer: it had joined */
 };
 
-char *growmsg_room_encode (unsigned long long seq, int free_slots);
+/* host: NULL or "" for none; decoded into host ("" when absent). */
+char *growmsg_room_encode (unsigned long long seq, int free_slots, const char *host);
 int growmsg_room_decode (const void *data,
                          size_t len,
                          unsigned long long *seq,
                          int *free_slots,
+                         char *host,
+                         size_t hostsz,
                          char *why,
                          size_t whysz);
 

@@ -455,8 +455,13 @@ static int binding_prepare (struct local *l, elastic_error_t *err)
     spec_binding_opts (spec, nlocal, l->nslots, &opts);
     if (!(l->plan = binding_plan_create (&opts, nlocal, err)))
         return ELASTIC_ERR_INVAL;
-    note = spec_binding_note (
-        l->plan, agent_worker (l->agent, 0)->local_rank, msg, sizeof (msg));
+    /* (a member that joined a running job has no workers of its own yet) */
+    note = spec_binding_note (l->plan,
+                              elastic_agent_worker_count (l->agent) > 0
+                                  ? agent_worker (l->agent, 0)->local_rank
+                                  : 0,
+                              msg,
+                              sizeof (msg));
     if (note[0] && strcmp (note, l->note) != 0) {
         if (spec->binding.policy != BINDING_NONE)
             log_warn ("binding: %s", note);

@@ -525,6 +525,33 @@ static int set_mesh_rendezvous (elastic_agent_t *agent,
     log_info ("mesh mode: %s", desc);
     return 0;
 }
+
+/* A member that joined the running job (--join): no ranks of its own; the
+ * ranks spawned onto it come after the job's (pmix/pmix_grow.c). */
+static int
+set_join_rendezvous (elastic_agent_t *agent, const struct meshjob *mj, elastic_error_t *err)
+{
+    struct elastic_agent_rdzv_info info = {
+        .group_rank = (int)mj->member,
+        .group_world_size = (int)mj->nslots,
+        .rank_base = mj->map->world_size,
+        .world_size = 0,
+        .local_rank_base = 0,
+        .node_local_size = mj->free_slots,
+        .master_port = -1,
+    };
+
+    if (elastic_agent_set_static_rendezvous (agent, &info, err) != ELASTIC_OK)
+        return -1;
+    log_info ("mesh mode: joined job %s (%d ranks on %d nodes) as member %u, with "
+              "room for %d ranks",
+              mj->map->key,
+              mj->map->world_size,
+              mj->map->nnodes,
+              mj->member,
+              mj->free_slots);
+    return 0;
+}
 #endif
 
 int main (int argc, char **argv)
@@ -564,16 +591,37 @@ int main (int argc, char **argv)
                                    : LOG_DEBUG);
 
 #if HAVE_PMIX && HAVE_SODIUM
-    if (cli.join) { /* a member with no ranks: no program of its own runs */
+    if (cli.join) {
+        /* a member with no ranks of the job: the processes the job spawns
+         * onto it are its workers (meshjoin.c) */
         struct meshjob_join_opts jo = {
             .target = cli.join,
             .nproc_per_node = cli.nproc_given ? spec->nproc : 0,
             .node_timeout = spec->node_timeout,
-            .exit_timeout = spec->exit_barrier_timeout,
-            .status_file = spec->status_file,
         };
-        status = meshjob_join_run (&jo);
-        goto out;
+        char jb[64], st[32];
+
+        if (cli.entry < argc &&
+            meshjob_join_parse (cli.join, jb, sizeof (jb), st, sizeof (st), &err) == 0) {
+            fprintf (stderr,
+                     "%s: --join %s: a joining member runs no program of its own (the "
+                     "job starts its new processes there); drop '%s'\n",
+                     prog,
+                     cli.join,
+                     argv[cli.entry]);
+            goto out;
+        }
+        if (!meshjob_join_admit (&jo, &mj, &status))
+            goto out;
+        status = 1;
+        mesh = 3;
+        spec->nproc = 0;
+        spec->hosting = 1;
+        spec->wireup = WIREUP_PMIX;
+        spec->mesh = mj;
+        spec->max_restarts = 0;
+        if (!cli.run_id_given)
+            elastic_agent_spec_set (spec, "run-id", mj->map->key, NULL);
     }
 #else
     if (cli.join) {
@@ -582,7 +630,7 @@ int main (int argc, char **argv)
         goto out;
     }
 #endif
-    if (cli.entry >= argc && !cli.print_binding) {
+    if (cli.entry >= argc && !cli.print_binding && !mesh) {
         fprintf (stderr,
                  "%s: no program to run (usage: %s [options] program [args...])\n",
                  prog,
@@ -590,13 +638,13 @@ int main (int argc, char **argv)
         goto out;
     }
 #if HAVE_PMIX && HAVE_SODIUM
-    if ((mesh = mesh_mode (spec, &cli, &mj)) < 0)
+    if (!mesh && (mesh = mesh_mode (spec, &cli, &mj)) < 0)
         goto out;
     if (mesh && !meshjob_is_leader (mj)) {
         status = meshjob_follow (mj);
         goto out;
     }
-    if (mesh) {
+    if (mesh == 1 || mesh == 2) {
         const struct jobmap_node *me = &mj->map->node[mj->map->node_id];
         if (meshjob_lead (mj, &err) < 0) {
             fprintf (stderr, "%s: %s\n", prog, err.text);
@@ -617,14 +665,14 @@ int main (int argc, char **argv)
             elastic_agent_spec_set (spec, "run-id", mj->map->key, NULL);
     } else
 #endif
-        if ((wrapper = detect_mode (&cli, &li)) < 0)
+        if (!mesh && (wrapper = detect_mode (&cli, &li)) < 0)
         goto out;
     if (cli.print_binding) {
         status = binding_preflight (spec, wrapper ? &li : NULL, 1);
         goto out;
     }
-    if (elastic_agent_spec_set_entrypoint (
-            spec, argc - cli.entry, argv + cli.entry, &err) != ELASTIC_OK) {
+    if (mesh != 3 && elastic_agent_spec_set_entrypoint (
+                         spec, argc - cli.entry, argv + cli.entry, &err) != ELASTIC_OK) {
         fprintf (stderr, "%s: %s\n", prog, err.text);
         goto out;
     }
@@ -649,6 +697,7 @@ int main (int argc, char **argv)
 #if HAVE_PMIX && HAVE_SODIUM
         (mesh == 1 && set_mesh_rendezvous (agent, mj, &cli, &err) < 0) ||
         (mesh == 2 && set_rdzv_mesh (agent, mj, spec, &err) < 0) ||
+        (mesh == 3 && set_join_rendezvous (agent, mj, &err) < 0) ||
 #endif
         (wrapper && set_wrapper_rendezvous (agent, &li, &cli, &err) < 0)) {
         fprintf (stderr, "%s: %s\n", prog, err.text);

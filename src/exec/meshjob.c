@@ -425,6 +425,11 @@ void meshjob_destroy (struct meshjob *mj)
         free (mj->addrs[i]);
     free (mj->addrs);
     free (mj->admit_info);
+    if (mj->admission) {
+        mesh_admission_free (mj->admission);
+        free (mj->admission);
+    }
+    free (mj->join_ports);
     jobmap_destroy (mj->map);
     pthread_mutex_destroy (&mj->lock);
     free (mj);
@@ -443,6 +448,11 @@ int meshjob_joined (const struct meshjob *mj, uint32_t *member, int *free_slots)
     if (free_slots)
         *free_slots = mj && mj->joined ? mj->free_slots : 0;
     return mj && mj->joined;
+}
+
+const char *meshjob_self_name (const struct meshjob *mj)
+{
+    return mj ? mj->self_name : "";
 }
 
 /* ---- the job's shape (for members joining it) ------------------------- */

@@ -40,6 +40,7 @@
 #include "rdzv_tcp.h"
 
 struct jobmap;
+struct mesh_admission;
 struct pmixhost_mesh;
 
 #define MESHJOB_KEY_SIZE 32
@@ -76,6 +77,10 @@ struct meshjob {
     int joined;
     uint32_t member;
     int free_slots;
+    struct mesh_admission *admission; /* what the admitter said (owned) */
+    int *join_ports;                  /* the step's candidate mesh ports */
+    int njoin_ports;
+    char self_name[256]; /* this node's name (its own step's, else the host's) */
     /* the end of the job, agreed by the members (pmix_backend.c) */
     int agreed;  /* 1: every live member's outcome was heard */
     int decided; /* 1: status and summary are set (agreed or not) */
@@ -166,10 +171,12 @@ char *meshjob_metrics (struct meshjob *mj);
  * step's members (scontrol: its nodes, their NodeAddr, the step's
  * candidate ports), asks them in turn with the mesh's admission handshake
  * (mesh_join_request: munge naming the step's key, or the secret), is
- * admitted into the lowest absent slot and stays a member with no ranks:
- * it takes part in the mesh's fences (empty blobs) and in the end of the
- * job (MESH_BCAST_DONE, meshjob_decide), prints the job's summary and
- * exits with its result.  An srun mesh has MESHJOB_JOIN_SLOTS absent
+ * admitted into the lowest absent slot and runs a member with no ranks of
+ * the job: it takes part in the mesh's fences (empty blobs), offers its
+ * free slots to the job's growth (the processes MPI_Comm_spawn starts
+ * there, pmix/pmix_grow.c), and takes part in the end of the job
+ * (MESH_BCAST_DONE, meshjob_decide), prints the job's summary and exits
+ * with its result.  An srun mesh has MESHJOB_JOIN_SLOTS absent
  * member slots (ELASTIC_MESH_JOIN_SLOTS for the step: another count):
  * that many members can join it over its life. */
 
@@ -182,6 +189,9 @@ char *meshjob_metrics (struct meshjob *mj);
  * NULL.  For the PMIx side (ranks placed on a joined member). */
 int meshjob_joined (const struct meshjob *mj, uint32_t *member, int *free_slots);
 
+/* This node's name as a joined member says it ("" if not known). */
+const char *meshjob_self_name (const struct meshjob *mj);
+
 /* Parse --join's value: "JOBID" or "JOBID.STEP" (digits; STEP default 0)
  * into job and step.  Returns 0, or -1 with err naming the value and the
  * accepted form. */
@@ -192,16 +202,17 @@ int meshjob_join_parse (const char *s,
                         size_t stepsz,
                         elastic_error_t *err);
 
-/* What elastic-exec --join does (meshjoin.c): returns the exit status (the
- * job's result; 2 after a one-line refusal on stderr). */
+/* What elastic-exec --join does first (meshjoin.c): find the step, ask its
+ * members, be admitted.  Returns 1 with *mjp (this task leads its node:
+ * spec->mesh = *mjp, spec->hosting, the agent runs with no workers of
+ * its own), or 0 with *status, the exit status: 2 after a one-line
+ * refusal on stderr, or the node's leader's result for a follower. */
 struct meshjob_join_opts {
     const char *target;  /* --join's value */
     int nproc_per_node;  /* 0: this step's tasks on this node (1 outside Slurm) */
     double node_timeout; /* 0: 2 s */
-    double exit_timeout; /* the wait for the others once the job ends (0: 300 s) */
-    const char *status_file;
 };
-int meshjob_join_run (const struct meshjob_join_opts *o);
+int meshjob_join_admit (const struct meshjob_join_opts *o, struct meshjob **mjp, int *status);
 
 /* The job's shape for a newcomer (malloc'ed text) and back: "elastic-join
  * 1", "job KEY", "world N", then "node NAME NRANKS" per node.  parse

@@ -294,7 +294,7 @@ int spec_check (const struct elastic_agent_spec *s, elastic_error_t *err)
             "the ranks are the launcher's (accepted here: inherit, none)");
         return -1;
     }
-    if (w == WIREUP_PMIX && !s->argv) {
+    if (w == WIREUP_PMIX && !s->argv && !s->hosting) {
         errprintf (err,
                    "wireup: 'pmix' needs a program entrypoint (a function runs in a fork "
                    "of the agent and cannot be its PMIx client; accepted: none)");

@@ -90,6 +90,9 @@ struct elastic_agent_spec {
     double rdzv_last_call;    /* --rdzv-conf last_call_timeout; < 0: 30 s */
     char *status_file;        /* the job's agreed result is written here (mesh) */
     struct meshjob *mesh;     /* set by elastic-exec in mesh mode (borrowed) */
+    int hosting;              /* elastic-exec --join: nproc 0 and no entrypoint;
+                                 the agent runs the processes spawned onto this
+                                 member until the job ends (agent_hosting_ends) */
     char *text[SPEC_NKEYS];   /* the values as set, for elastic_agent_spec_get */
 };
 

@@ -24,7 +24,8 @@ static void check_spawn (const struct growmsg_spawn *s)
     if (growmsg_spawn_decode (text, strlen (text), NMEMBERS, &t, why, sizeof (why)) < 0)
         abort ();
     if (t.attempt != s->attempt || t.node != s->node || t.k != s->k ||
-        t.base != s->base || t.prank != s->prank || strcmp (t.pns, s->pns) ||
+        t.base != s->base || t.prank != s->prank || t.joined != s->joined ||
+        strcmp (t.pns, s->pns) ||
         strcmp (t.requestor, s->requestor) || !t.wdir != !s->wdir ||
         (t.wdir && strcmp (t.wdir, s->wdir)))
         abort ();
@@ -48,14 +49,22 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     unsigned long long seq, seq2;
     int free_slots, free2, ok, ok2;
     char why[160], ns[GROWMSG_NS_MAX + 1], ns2[GROWMSG_NS_MAX + 1], wf[256], wf2[256];
+    char host[GROWMSG_HOST_MAX + 1], host2[GROWMSG_HOST_MAX + 1];
     char *text;
 
     why[0] = '\0';
-    if (growmsg_room_decode (data, size, &seq, &free_slots, why, sizeof (why)) == 0) {
-        if (!(text = growmsg_room_encode (seq, free_slots)) ||
-            growmsg_room_decode (text, strlen (text), &seq2, &free2, why, sizeof (why)) <
-                0 ||
-            seq2 != seq || free2 != free_slots)
+    if (growmsg_room_decode (
+            data, size, &seq, &free_slots, host, sizeof (host), why, sizeof (why)) == 0) {
+        if (!(text = growmsg_room_encode (seq, free_slots, host)) ||
+            growmsg_room_decode (text,
+                                 strlen (text),
+                                 &seq2,
+                                 &free2,
+                                 host2,
+                                 sizeof (host2),
+                                 why,
+                                 sizeof (why)) < 0 ||
+            seq2 != seq || free2 != free_slots || strcmp (host, host2) != 0)
             abort ();
         free (text);
     } else if (!why[0])

@@ -638,12 +638,15 @@ static void self_fence (struct pmixb *pb, const char *reason)
     log_err ("this node was cut off from the job's mesh (%s): killing its ranks "
              "(self-fencing: the other nodes go on without them)",
              reason);
-    eventlog_emit (
-        agent_eventlog (agent),
-        "self_fence",
-        json_pack (
-            "{s:s s:s}", "node", pb->map->node[pb->map->node_id].name, "reason", reason));
-    for (int i = 0; i < pb->nranks; i++) {
+    eventlog_emit (agent_eventlog (agent),
+                   "self_fence",
+                   json_pack ("{s:s s:s}",
+                              "node",
+                              grow_member_name (pb, pb->self),
+                              "reason",
+                              reason));
+    /* (the ranks spawned here too) */
+    for (int i = 0; i < elastic_agent_worker_count (agent); i++) {
         const struct worker *w = agent_worker (agent, i);
         if (w->pid > 0 && !w->exited)
             agent_worker_kill (agent, i, SIGKILL, "self_fence", reason, NULL);
@@ -668,10 +671,14 @@ static void on_mesh_pipe (elastic_agent_t *agent, int fd, int revents, void *arg
         next = n->next;
         switch (n->kind) {
             case NEWS_LOST:
-                if (n->a >= m->nnodes) { /* joined by --join: it had no ranks */
-                    log_warn ("mesh: member %d (joined by --join, no ranks) lost; %d "
-                              "members left",
+                if (n->a >= m->nnodes) { /* joined by --join */
+                    int k = grow_member_ranks (pb, n->a);
+                    log_warn ("mesh: member %d (%s, joined by --join, %d spawned rank%s) "
+                              "lost; %d members left",
                               n->a,
+                              grow_member_name (pb, n->a),
+                              k,
+                              k == 1 ? "" : "s",
                               n->b);
                     eventlog_emit (agent_eventlog (agent),
                                    "node_lost",
@@ -679,11 +686,12 @@ static void on_mesh_pipe (elastic_agent_t *agent, int fd, int revents, void *arg
                                               "member",
                                               n->a,
                                               "node",
-                                              "",
+                                              grow_member_name (pb, n->a),
                                               "ranks",
-                                              0,
+                                              k,
                                               "live",
                                               n->b));
+                    grow_member_lost (pb, n->a);
                     break;
                 }
                 log_warn ("mesh: node %s (member %d) lost; %d of %d members left",
@@ -729,7 +737,7 @@ static void on_mesh_pipe (elastic_agent_t *agent, int fd, int revents, void *arg
                 eventlog_emit (
                     agent_eventlog (agent),
                     "member_joined",
-                    json_pack ("{s:i s:i}", "members", m->nnodes, "self", m->node_id));
+                    json_pack ("{s:i s:i}", "members", m->nnodes, "self", pb->self));
                 break;
             case NEWS_FENCE:
                 self_fence (pb, n->text);
@@ -739,10 +747,11 @@ static void on_mesh_pipe (elastic_agent_t *agent, int fd, int revents, void *arg
                 break;
             case NEWS_ADMITTED:
                 log_info ("mesh: member %d (%s) joined the job (elastic-exec --join); %d "
-                          "members live; it has no ranks",
+                          "members live; it has no ranks yet",
                           n->a,
                           n->text[0] ? n->text : "address not known here yet",
                           n->b);
+                grow_member_admitted (pb, n->a, n->text);
                 eventlog_emit (agent_eventlog (agent),
                                "member_joined",
                                json_pack ("{s:i s:s s:i s:i}",
@@ -785,6 +794,10 @@ mesh_transport (struct pmixb *pb, struct pmixhost_opts *o, elastic_error_t *err)
         .nslots = mj->nslots,
         .admit_info = mj->admit_info,
         .admitted = on_mesh_admitted,
+        /* this member joined by --join */
+        .admission = mj->joined ? mj->admission : NULL,
+        .ports = mj->join_ports,
+        .nports = (uint32_t)mj->njoin_ports,
     };
 
     if (pipe2 (pb->mesh_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
@@ -846,7 +859,7 @@ static void mesh_finish (struct pmixb *pb)
         mm[i].outcome = out.blob[i];
         mm[i].lost = out.state[i] == PMIXHOST_MESH_LOST;
     }
-    if (out.n == 0) /* out of memory: only our own */
+    if (out.n == 0 && pb->map->node_id >= 0) /* out of memory: only our own */
         mm[pb->map->node_id].outcome = blob;
     meshjob_decide (mj, mm, agreed);
     eventlog_emit (agent_eventlog (agent),
@@ -1003,7 +1016,8 @@ static int pmix_start (elastic_agent_t *agent, void *ctx, elastic_error_t *err)
         return local_backend.start_workers (agent, pb->local, err);
     }
 #if HAVE_SODIUM
-    if (pb->tp && !pb->launched)
+    /* (a member that joined the running job starts nothing of its own) */
+    if (pb->tp && !pb->launched && !spec->hosting)
         launch_barrier (pb);
 #endif
     end_job (pb); /* a start without a stop before it */
@@ -1023,10 +1037,11 @@ static int pmix_start (elastic_agent_t *agent, void *ctx, elastic_error_t *err)
     pmixhost_mesh_set_job (pb->tp, pb->job);
 #endif
     memset (pb->connected, 0, (size_t)pb->nranks * sizeof (*pb->connected));
-    for (int i = 0; i < pb->nranks; i++)
-        pb->slot_owner[i] = i;
+    for (int i = 0; i < pb->nslots; i++)
+        pb->slot_owner[i] = i < pb->nranks ? i : -1;
     pb->nconnected = 0;
-    pb->initialized = 0;
+    /* a member that joined the running job: its MPI_Init was long done */
+    pb->initialized = spec->hosting;
     pb->abort_reported = 0;
     pb->abort_ignored = 0;
     pb->init_timeout_fired = 0;
@@ -1157,6 +1172,12 @@ static int pmix_monitor (elastic_agent_t *agent, void *ctx)
     end_retired (pb, 0);
     grow_run (pb);
     grow_check (pb);
+#if HAVE_SODIUM
+    /* a member that joined the running job ends with it */
+    if (agent_spec (agent)->hosting &&
+        (pb->fenced || pmixhost_mesh_job_ending (pb->tp) || !pb->tp))
+        agent_hosting_ends (agent);
+#endif
     return rc;
 }
 
@@ -1281,11 +1302,14 @@ void *pmix_backend_create (elastic_agent_t *agent, elastic_error_t *err)
         .drained = hook_drained,
     };
 
+    const struct elastic_agent_spec *spec = agent_spec (agent);
+    int nw = elastic_agent_worker_count (agent);
+    /* slots: the workers', or a joined member's room (meshjob.h) */
+    int nslots = spec->hosting && spec->mesh ? spec->mesh->free_slots : nw;
+
     if (!(pb = calloc (1, sizeof (*pb))) ||
-        !(pb->connected = calloc ((size_t)elastic_agent_worker_count (agent),
-                                  sizeof (*pb->connected))) ||
-        !(pb->slot_owner = calloc ((size_t)elastic_agent_worker_count (agent),
-                                   sizeof (*pb->slot_owner)))) {
+        !(pb->connected = calloc ((size_t)nw + 1, sizeof (*pb->connected))) ||
+        !(pb->slot_owner = calloc ((size_t)nslots + 1, sizeof (*pb->slot_owner)))) {
         errprintf (err, "out of memory");
         if (pb)
             free (pb->connected);
@@ -1301,13 +1325,15 @@ void *pmix_backend_create (elastic_agent_t *agent, elastic_error_t *err)
         return NULL;
     }
     pb->agent = agent;
-    pb->nranks = elastic_agent_worker_count (agent);
+    pb->nranks = nw;
+    pb->nslots = nslots > nw ? nslots : nw;
     pb->in_place = spec_restart_policy (agent_spec (agent)) == RESTART_IN_PLACE;
 #if HAVE_SODIUM
     if (agent_spec (agent)->mesh) {
         const struct jobmap *m = agent_spec (agent)->mesh->map;
         pb->map = m;
-        pb->rank_base = m->node[m->node_id].ranks[0];
+        pb->rank_base = m->node_id >= 0 ? m->node[m->node_id].ranks[0] : m->world_size;
+        pb->self = m->node_id >= 0 ? m->node_id : (int)agent_spec (agent)->mesh->member;
     }
 #endif
     wu.arg = pb;

@@ -48,6 +48,8 @@ struct pmixb {
     /* mesh mode (spec->mesh): the job's map and the transport to the other
      * nodes' members; workers are this node's ranks of the map */
     const struct jobmap *map;
+    int self;                 /* this member's slot in the mesh (the map's node
+                                 id, or the slot a joined member took) */
     struct pmixhost_mesh *tp; /* owned by the server */
     int rank_base;            /* global rank of worker 0 */
     int mesh_pipe[2];         /* the mesh thread's news for the agent */
@@ -61,14 +63,18 @@ struct pmixb {
     struct bspawn **extra_of; /* worker index - nranks -> its spawn */
     int *extra_rank;          /* ... and its rank in the spawn's namespace */
     int nextra, extra_cap;
-    int *slot_owner;   /* per slot (worker 0..nranks-1's local rank):
-                          the worker index in it */
+    int *slot_owner;   /* per slot (worker 0..nranks-1's local rank, then
+                          a joined member's room): the worker index in it,
+                          -1 for none yet */
+    int nslots;        /* nranks, or a joined member's room */
     int spawning;      /* a spawn is on its way: capacity 0 */
     int last_capacity; /* logged when it changes (-1: never) */
     int told_btl;      /* said once that --mpi-btl sm cannot grow */
     /* growth across the mesh (pmix_grow.c) */
-    int *room;                    /* [nnodes] free slots each member last said it has */
-    unsigned long long *room_seq; /* [nnodes] the number of that saying */
+    int nmembers;                 /* the mesh's member slots */
+    int *room;                    /* [nmembers] free slots each member last said */
+    unsigned long long *room_seq; /* [nmembers] the number of that saying */
+    char **member_name;           /* [nmembers] the node names of joined members */
     int room_said;                /* what this member last said (-1: nothing yet) */
     unsigned long long room_next; /* the number of its last saying */
     int next_global;              /* the global rank a spawn's first child gets */
@@ -155,5 +161,16 @@ void grow_mesh_broadcast (
 void grow_member_lost (struct pmixb *pb, int member);
 void grow_remote_failed (struct pmixb *pb, const char *nspace, int rank, int signaled);
 void grow_finishing (struct pmixb *pb);
+
+/* A member admitted into the running job (elastic-exec --join; addr: its
+ * "host:port", may be empty): its name until it says its own, and the
+ * spawns this member asked for that still run, told again (the newcomer
+ * registers their namespaces: its ranks will reach them). */
+void grow_member_admitted (struct pmixb *pb, int member, const char *addr);
+
+/* A member's node name (the map's, or what a joined member said), "?"
+ * when not known; the ranks spawned onto it that still run. */
+const char *grow_member_name (struct pmixb *pb, int member);
+int grow_member_ranks (struct pmixb *pb, int member);
 
 #endif /* ELASTIC_EXEC_PMIX_BACKEND_IMPL_H */

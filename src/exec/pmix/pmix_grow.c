@@ -69,6 +69,7 @@
 #include "exec/growmsg.h"
 #include "exec/jobmap.h"
 #include "exec/mesh/mesh.h"
+#include "exec/meshjob.h"
 #include "exec/mesh/proto.h"
 #include "pmix_transport_mesh.h"
 #endif
@@ -91,6 +92,10 @@ struct bspawn {
     int base;
     char **argv, **app_env, *wdir;
     char requestor[300];
+    /* the namespace's number and its parent (told again to a newcomer) */
+    int attempt;
+    char pns[256]; /* (growmsg.h's GROWMSG_NS_MAX + 1) */
+    int prank;
 };
 
 static char *const *bs_argv (struct bspawn *bs)
@@ -137,7 +142,11 @@ static void strv_free (char **v)
 
 static int slot_free (struct pmixb *pb, int s)
 {
-    const struct worker *w = agent_worker (pb->agent, pb->slot_owner[s]);
+    const struct worker *w;
+
+    if (pb->slot_owner[s] < 0)
+        return 1; /* a joined member's slot, never used */
+    w = agent_worker (pb->agent, pb->slot_owner[s]);
 
     return !w || w->exited || w->pid <= 0;
 }
@@ -158,7 +167,7 @@ static int local_room (struct pmixb *pb)
 
     if (!can_serve (pb))
         return 0;
-    for (int s = 0; s < pb->nranks; s++)
+    for (int s = 0; s < pb->nslots; s++)
         n += slot_free (pb, s);
     /* and only where the transport reaches a spawned job (pmixb_btl) */
     if (n > 0 && !strstr (pmixb_btl (pb), "tcp")) {
@@ -189,8 +198,8 @@ static int capacity (struct pmixb *pb)
     if (spawn_pending (pb) || !can_serve (pb))
         return 0;
     c = local_room (pb);
-    for (int m = 0; pb->map && pb->room && m < pb->map->nnodes; m++)
-        if (m != pb->map->node_id && pb->room[m] > c)
+    for (int m = 0; pb->map && pb->room && m < pb->nmembers; m++)
+        if (m != pb->self && pb->room[m] > c)
             c = pb->room[m];
     return c;
 }
@@ -199,15 +208,25 @@ static int capacity (struct pmixb *pb)
 /* The per-member room table (a mesh only).  Returns 0 or -1. */
 static int room_alloc (struct pmixb *pb)
 {
-    int n = pb->map->nnodes;
+    int n = (int)pmixhost_mesh_nmembers (pb->tp);
 
     if (pb->room)
         return 0;
+    if (n < pb->map->nnodes)
+        n = pb->map->nnodes;
     if (!(pb->room = calloc ((size_t)n, sizeof (*pb->room))) ||
-        !(pb->room_seq = calloc ((size_t)n, sizeof (*pb->room_seq)))) {
+        !(pb->room_seq = calloc ((size_t)n, sizeof (*pb->room_seq))) ||
+        !(pb->member_name = calloc ((size_t)n, sizeof (*pb->member_name)))) {
         free (pb->room);
+        free (pb->room_seq);
         pb->room = NULL;
+        pb->room_seq = NULL;
         return -1;
+    }
+    pb->nmembers = n;
+    if (pb->self >= pb->map->nnodes && pb->self < n) { /* joined: our own name */
+        const char *me = meshjob_self_name (agent_spec (pb->agent)->mesh);
+        pb->member_name[pb->self] = strdup (me[0] ? me : "?");
     }
     pb->room_said = -1;
     if (pb->next_global < pb->map->world_size)
@@ -223,8 +242,12 @@ static void say_room (struct pmixb *pb)
 
     if (!pb->tp || room_alloc (pb) < 0 || r == pb->room_said)
         return;
-    pb->room[pb->map->node_id] = r;
-    msg = growmsg_room_encode (++pb->room_next, r);
+    pb->room[pb->self] = r;
+    /* a joined member names its node: the others' map does not have it */
+    msg = growmsg_room_encode (++pb->room_next,
+                               r,
+                               pb->self >= pb->map->nnodes ? grow_member_name (pb, pb->self)
+                                                           : NULL);
     if (msg &&
         pmixhost_mesh_broadcast (pb->tp, MESH_BCAST_ROOM, msg, strlen (msg)) == 0) {
         log_debug ("mesh: told the others %d free slot%s here", r, r == 1 ? "" : "s");
@@ -398,8 +421,8 @@ make_job (struct pmixb *pb, struct bspawn *bs, int attempt, const char *pns, int
     jo.spawned_by = bs->sp;
     if (bs->node >= 0) {
         jo.spawn_node = bs->node;
-        jo.spawn_host = pb->map->node[bs->node].name;
-        jo.remote_ranks = bs->node != pb->map->node_id;
+        jo.spawn_host = grow_member_name (pb, bs->node);
+        jo.remote_ranks = bs->node != pb->self;
         if (!bs->sp) {
             jo.parent_nspace = pns;
             jo.parent_rank = prank;
@@ -410,6 +433,14 @@ make_job (struct pmixb *pb, struct bspawn *bs, int attempt, const char *pns, int
         log_err ("MPI_Comm_spawn: hosted PMIx server: %s", err.text);
         return -1;
     }
+    bs->attempt = attempt;
+    if (bs->sp) {
+        const struct pmixhost_spawn_req *req = pmixhost_spawn_request (bs->sp);
+        pns = req->parent ? pmixhost_job_nspace (req->parent) : "";
+        prank = req->parent_rank;
+    }
+    snprintf (bs->pns, sizeof (bs->pns), "%s", pns ? pns : "");
+    bs->prank = prank;
     if (pb->njobs <= attempt)
         pb->njobs = attempt + 1;
 #if HAVE_SODIUM
@@ -436,8 +467,12 @@ static int start_child (struct pmixb *pb, struct bspawn *bs, int r, int s)
     }
     if (bs->node >= 0)
         agent_next_rank_at_least (agent, bs->base + r);
-    if ((i = agent_worker_add (
-             agent, agent_worker (agent, s)->local_rank, bs_argv (bs), &err)) < 0) {
+    if ((i = agent_worker_add (agent,
+                               pb->slot_owner[s] >= 0
+                                   ? agent_worker (agent, pb->slot_owner[s])->local_rank
+                                   : s,
+                               bs_argv (bs),
+                               &err)) < 0) {
         log_err ("MPI_Comm_spawn: %s", err.text);
         return -1;
     }
@@ -498,7 +533,7 @@ static void spawn_failed (
     if (bs->state != PMIXHOST_SPAWN_PENDING)
         return;
     bs->state = PMIXHOST_SPAWN_FAILED;
-    if (!bs->sp && bs->node >= 0 && bs->node != pb->map->node_id) {
+    if (!bs->sp && bs->node >= 0 && bs->node != pb->self) {
         publish_capacity (pb); /* neither asked nor started here */
         return;
     }
@@ -552,9 +587,11 @@ static int launch_here (struct pmixb *pb, struct bspawn *bs)
 
     if (!slots || !old || !ranks || !pids)
         goto out;
-    for (int s = 0; s < pb->nranks && n < k; s++) {
+    for (int s = 0; s < pb->nslots && n < k; s++) {
         if (slot_free (pb, s)) {
-            old[n] = agent_worker (pb->agent, pb->slot_owner[s])->rank;
+            old[n] = pb->slot_owner[s] >= 0
+                         ? agent_worker (pb->agent, pb->slot_owner[s])->rank
+                         : -1;
             slots[n++] = s;
         }
     }
@@ -570,13 +607,20 @@ static int launch_here (struct pmixb *pb, struct bspawn *bs)
         goto out;
     int_list (l_ranks, sizeof (l_ranks), ranks, started);
     int_list (l_old, sizeof (l_old), old, k);
-    log_info ("spawning %d rank%s (%s) into the slots of rank%s %s for %s",
-              k,
-              k == 1 ? "" : "s",
-              l_ranks,
-              k == 1 ? "" : "s",
-              l_old,
-              bs_requestor (bs));
+    if (old[0] < 0) /* a joined member's slots */
+        log_info ("spawning %d rank%s (%s) into this member's free slots for %s",
+                  k,
+                  k == 1 ? "" : "s",
+                  l_ranks,
+                  bs_requestor (bs));
+    else
+        log_info ("spawning %d rank%s (%s) into the slots of rank%s %s for %s",
+                  k,
+                  k == 1 ? "" : "s",
+                  l_ranks,
+                  k == 1 ? "" : "s",
+                  l_old,
+                  bs_requestor (bs));
     jr = json_array ();
     jp = json_array ();
     js = json_array ();
@@ -693,19 +737,18 @@ static void spawn_one (struct pmixb *pb, struct bspawn *bs)
 static void mesh_spawn_one (struct pmixb *pb, struct bspawn *bs)
 {
     const struct pmixhost_spawn_req *req = pmixhost_spawn_request (bs->sp);
-    const struct jobmap *m = pb->map;
-    int k = req->nprocs, self = m->node_id, best = self, most, attempt, pend;
+    int k = req->nprocs, self = pb->self, best = self, most, attempt, pend;
     uint8_t *live = NULL;
     struct growmsg_spawn gm = {0};
     char *msg = NULL;
 
-    if (room_alloc (pb) < 0 || !(live = calloc ((size_t)m->nnodes, 1))) {
+    if (room_alloc (pb) < 0 || !(live = calloc ((size_t)pb->nmembers, 1))) {
         refuse (pb, bs, 0, "out of memory");
         return;
     }
     most = local_room (pb);
-    mesh_get_live (pmixhost_mesh_get (pb->tp), live, (uint32_t)m->nnodes);
-    for (int n = 0; n < m->nnodes; n++)
+    mesh_get_live (pmixhost_mesh_get (pb->tp), live, (uint32_t)pb->nmembers);
+    for (int n = 0; n < pb->nmembers; n++)
         if (n != self && live[n] && pb->room[n] > most)
             most = pb->room[n], best = n;
     free (live);
@@ -762,7 +805,7 @@ static void mesh_spawn_one (struct pmixb *pb, struct bspawn *bs)
             k == 1 ? "" : "s",
             bs->base,
             bs->base + k - 1,
-            m->node[best].name,
+            grow_member_name (pb, best),
             best,
             most,
             most == 1 ? "" : "s",
@@ -773,7 +816,7 @@ static void mesh_spawn_one (struct pmixb *pb, struct bspawn *bs)
                                   "member",
                                   best,
                                   "node",
-                                  m->node[best].name,
+                                  grow_member_name (pb, best),
                                   "ranks",
                                   k,
                                   "first_rank",
@@ -788,21 +831,32 @@ static void mesh_spawn_one (struct pmixb *pb, struct bspawn *bs)
 
 /* Another member's spawn: register its namespace; start it if it is
  * placed here. */
+static struct bspawn *find_nspace (struct pmixb *pb, const char *nspace);
+static void tell_running (struct pmixb *pb, int newcomer);
+
 static void on_spawn (struct pmixb *pb, int origin, const void *data, size_t len)
 {
-    const struct jobmap *m = pb->map;
     struct growmsg_spawn gm;
     struct bspawn *bs;
-    char why[160];
+    char why[160], ns[GROWMSG_NS_MAX + 32];
     int node, k;
 
-    if (growmsg_spawn_decode (data, len, m->nnodes, &gm, why, sizeof (why)) < 0) {
-        log_warn (
-            "mesh: member %d sent a spawn this member cannot read (%s)", origin, why);
+    if (room_alloc (pb) < 0 ||
+        growmsg_spawn_decode (data, len, pb->nmembers, &gm, why, sizeof (why)) < 0) {
+        log_warn ("mesh: member %d sent a spawn this member cannot read (%s)",
+                  origin,
+                  pb->room ? why : "out of memory");
         return;
     }
     node = gm.node;
     k = gm.k;
+    /* told again for a member admitted since (grow_member_admitted): the
+     * others know it already */
+    snprintf (ns, sizeof (ns), "elastic.%s.%d", pb->run_id, gm.attempt);
+    if (gm.joined && (find_nspace (pb, ns) || node == pb->self)) {
+        growmsg_spawn_clear (&gm);
+        return;
+    }
     if (!(bs = calloc (1, sizeof (*bs))) || bspawn_size (bs, k) < 0) {
         log_err ("mesh: a spawn from member %d: out of memory", origin);
         if (bs)
@@ -825,18 +879,27 @@ static void on_spawn (struct pmixb *pb, int origin, const void *data, size_t len
     pb->spawns = bs;
     if (make_job (pb, bs, gm.attempt, gm.pns, gm.prank) < 0) {
         /* (the requestor's --spawn-timeout ends it: no namespace to name) */
-        if (node == m->node_id)
+        if (node == pb->self)
             spawn_failed (pb, bs, 0, "the namespace could not be registered", 1);
         bs->state = PMIXHOST_SPAWN_FAILED;
         publish_capacity (pb);
         return;
     }
-    if (node != m->node_id) {
+    if (gm.joined) { /* running before this member joined */
+        bs->state = PMIXHOST_SPAWN_JOINED;
+        log_debug ("mesh: ranks %d..%d (%s) run on node %s",
+                   bs->base,
+                   bs->base + k - 1,
+                   pmixhost_job_nspace (bs->job),
+                   grow_member_name (pb, node));
+        return;
+    }
+    if (node != pb->self) {
         log_debug ("mesh: %s spawns %d rank%s on node %s",
                    bs->requestor,
                    k,
                    k == 1 ? "" : "s",
-                   m->node[node].name);
+                   grow_member_name (pb, node));
         publish_capacity (pb);
         return;
     }
@@ -844,7 +907,7 @@ static void on_spawn (struct pmixb *pb, int origin, const void *data, size_t len
         snprintf (why,
                   sizeof (why),
                   "node %s has %d free slot%s, not %d",
-                  m->node[node].name,
+                  grow_member_name (pb, node),
                   local_room (pb),
                   local_room (pb) == 1 ? "" : "s",
                   k);
@@ -885,7 +948,7 @@ static void on_spawn_end (struct pmixb *pb, int origin, const void *data, size_t
         return;
     }
     bs->state = PMIXHOST_SPAWN_JOINED;
-    if (bs->node == pb->map->node_id)
+    if (bs->node == pb->self)
         log_info ("spawned ranks %d..%d reached %s",
                   bs->base,
                   bs->base + bs->k - 1,
@@ -897,12 +960,13 @@ static void on_room (struct pmixb *pb, int origin, const void *data, size_t len)
 {
     unsigned long long seq;
     int free_slots;
-    char why[160];
+    char why[160], host[GROWMSG_HOST_MAX + 1];
+    int first;
 
-    if (origin < 0 || origin >= pb->map->nnodes || origin == pb->map->node_id ||
-        room_alloc (pb) < 0)
+    if (room_alloc (pb) < 0 || origin < 0 || origin >= pb->nmembers || origin == pb->self)
         return;
-    if (growmsg_room_decode (data, len, &seq, &free_slots, why, sizeof (why)) < 0) {
+    if (growmsg_room_decode (
+            data, len, &seq, &free_slots, host, sizeof (host), why, sizeof (why)) < 0) {
         log_warn ("mesh: member %d sent its room in a form this member cannot read (%s)",
                   origin,
                   why);
@@ -910,13 +974,24 @@ static void on_room (struct pmixb *pb, int origin, const void *data, size_t len)
     }
     if (seq <= pb->room_seq[origin])
         return; /* an older saying, overtaken */
+    first = pb->room_seq[origin] == 0;
     pb->room_seq[origin] = seq;
     pb->room[origin] = free_slots;
+    if (host[0] && origin >= pb->map->nnodes &&
+        (!pb->member_name[origin] || strcmp (pb->member_name[origin], host))) {
+        char *h = strdup (host);
+        if (h) {
+            free (pb->member_name[origin]);
+            pb->member_name[origin] = h;
+        }
+    }
     log_debug ("mesh: node %s (member %d) has %d free slot%s",
-               pb->map->node[origin].name,
+               grow_member_name (pb, origin),
                origin,
                free_slots,
                free_slots == 1 ? "" : "s");
+    if (first && origin >= pb->map->nnodes) /* a joined member, linked now */
+        tell_running (pb, origin);
     publish_capacity (pb);
 }
 
@@ -927,7 +1002,7 @@ void grow_mesh_broadcast (
         return;
     if (kind == MESH_BCAST_ROOM)
         on_room (pb, origin, data, len);
-    else if (kind == MESH_BCAST_SPAWN && origin != pb->map->node_id)
+    else if (kind == MESH_BCAST_SPAWN && origin != pb->self)
         on_spawn (pb, origin, data, len);
     else if (kind == MESH_BCAST_SPAWN_END)
         on_spawn_end (pb, origin, data, len);
@@ -937,14 +1012,13 @@ void grow_member_lost (struct pmixb *pb, int member)
 {
     char why[160];
 
-    if (!pb->map || member < 0 || member >= pb->map->nnodes)
+    if (!pb->map || room_alloc (pb) < 0 || member < 0 || member >= pb->nmembers)
         return;
-    if (pb->room)
-        pb->room[member] = 0;
+    pb->room[member] = 0;
     snprintf (why,
               sizeof (why),
               "node %s (member %d), where its processes ran, was lost",
-              pb->map->node[member].name,
+              grow_member_name (pb, member),
               member);
     for (struct bspawn *bs = pb->spawns; bs; bs = bs->next)
         if (bs->sp && bs->node == member)
@@ -954,7 +1028,7 @@ void grow_member_lost (struct pmixb *pb, int member)
     snprintf (why,
               sizeof (why),
               "node %s (member %d), which asked for it, was lost",
-              pb->map->node[member].name,
+              grow_member_name (pb, member),
               member);
     for (struct bspawn *bs = pb->spawns; bs; bs = bs->next)
         if (!bs->sp && bs->origin == member)
@@ -962,12 +1036,100 @@ void grow_member_lost (struct pmixb *pb, int member)
     publish_capacity (pb);
 }
 
+/* Tell again the spawns whose processes run here and reached their
+ * parents: a member admitted since (it just said its room for the first
+ * time) registers their namespaces, so that the processes the job spawns
+ * onto it reach them (direct modex, failures).  The member that runs a
+ * spawn's processes tells it: if that member is lost, so are they. */
+static void tell_running (struct pmixb *pb, int newcomer)
+{
+    int told = 0;
+
+    for (struct bspawn *bs = pb->spawns; bs; bs = bs->next) {
+        struct growmsg_spawn gm = {0};
+        int alive = 0;
+        char *msg;
+
+        if (bs->node != pb->self || bs->state != PMIXHOST_SPAWN_JOINED || !bs->job)
+            continue;
+        for (int r = 0; r < bs->k; r++) {
+            const struct worker *w =
+                bs->index[r] >= 0 ? agent_worker (pb->agent, bs->index[r]) : NULL;
+            alive += w && w->pid > 0 && !w->exited;
+        }
+        if (!alive || !bs->pns[0])
+            continue;
+        gm.attempt = bs->attempt;
+        gm.node = bs->node;
+        gm.k = bs->k;
+        gm.base = bs->base;
+        snprintf (gm.pns, sizeof (gm.pns), "%s", bs->pns);
+        gm.prank = bs->prank;
+        gm.argv = (char **)bs_argv (bs);
+        gm.env = bs_app_env (bs);
+        snprintf (gm.requestor, sizeof (gm.requestor), "%s", bs_requestor (bs));
+        gm.wdir = (char *)bs_wdir (bs);
+        gm.joined = 1;
+        if (!(msg = growmsg_spawn_encode (&gm)) ||
+            pmixhost_mesh_broadcast (pb->tp, MESH_BCAST_SPAWN, msg, strlen (msg)) < 0)
+            log_warn ("mesh: could not tell member %d of ranks %d..%d (%s)",
+                      newcomer,
+                      bs->base,
+                      bs->base + bs->k - 1,
+                      pmixhost_job_nspace (bs->job));
+        else
+            told++;
+        free (msg);
+    }
+    if (told)
+        log_debug ("mesh: told member %d (%s) of %d running spawn%s",
+                   newcomer,
+                   grow_member_name (pb, newcomer),
+                   told,
+                   told == 1 ? "" : "s");
+}
+
+void grow_member_admitted (struct pmixb *pb, int member, const char *addr)
+{
+    size_t n;
+
+    if (!pb->map || room_alloc (pb) < 0 || member < pb->map->nnodes ||
+        member >= pb->nmembers || pb->member_name[member] || !addr || !addr[0])
+        return;
+    /* its address until it names its node ("host:port", "[v6]:port") */
+    n = strcspn (addr, "]");
+    if (addr[0] == '[' && addr[n] == ']')
+        pb->member_name[member] = strndup (addr + 1, n - 1);
+    else
+        pb->member_name[member] = strndup (addr, strcspn (addr, ":"));
+}
+
+const char *grow_member_name (struct pmixb *pb, int member)
+{
+    if (pb->map && member >= 0 && member < pb->map->nnodes)
+        return pb->map->node[member].name;
+    if (room_alloc (pb) == 0 && member >= 0 && member < pb->nmembers &&
+        pb->member_name[member])
+        return pb->member_name[member];
+    return "?";
+}
+
+int grow_member_ranks (struct pmixb *pb, int member)
+{
+    int n = 0;
+
+    for (struct bspawn *bs = pb->spawns; bs; bs = bs->next)
+        if (bs->node == member && bs->state == PMIXHOST_SPAWN_JOINED)
+            n += bs->k;
+    return n;
+}
+
 void grow_remote_failed (struct pmixb *pb, const char *nspace, int rank, int signaled)
 {
     struct bspawn *bs = find_nspace (pb, nspace);
     char why[200];
     int global = bs ? bs->base + rank : rank;
-    const char *node = bs && bs->node >= 0 ? pb->map->node[bs->node].name : "?";
+    const char *node = bs && bs->node >= 0 ? grow_member_name (pb, bs->node) : "?";
 
     log_info ("mesh: spawned rank %d (%s:%d, node %s) failed; told this node's ranks",
               global,
@@ -1005,6 +1167,17 @@ void grow_member_lost (struct pmixb *pb, int member)
 }
 void grow_remote_failed (struct pmixb *pb, const char *nspace, int rank, int signaled)
 {
+}
+void grow_member_admitted (struct pmixb *pb, int member, const char *addr)
+{
+}
+const char *grow_member_name (struct pmixb *pb, int member)
+{
+    return "?";
+}
+int grow_member_ranks (struct pmixb *pb, int member)
+{
+    return 0;
 }
 #endif
 
@@ -1194,6 +1367,10 @@ void grow_end (struct pmixb *pb)
 
 void grow_free (struct pmixb *pb)
 {
+    for (int i = 0; pb->member_name && i < pb->nmembers; i++)
+        free (pb->member_name[i]);
+    free (pb->member_name);
+    pb->member_name = NULL;
     free (pb->room);
     free (pb->room_seq);
     pb->room = NULL;

@@ -529,7 +529,8 @@ static int job_map_check (const struct pmixhost_job_opts *opts, elastic_error_t 
                           opts->nranks,
                           m->world_size,
                           m->world_size);
-    if (m->node_id < 0 || m->node_id >= m->nnodes)
+    /* (-1: a member that joined the running job, with none of its ranks) */
+    if (m->node_id < -1 || m->node_id >= m->nnodes)
         return errprintf (
             err, "job map: node %d is not one of its %d nodes", m->node_id, m->nnodes);
     if (!m->leader)

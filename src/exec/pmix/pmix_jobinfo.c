@@ -269,7 +269,7 @@ static void multi_job (struct builder *b,
 {
     const struct jobmap *m = p->map;
     uint32_t n = (uint32_t)m->world_size, nn = (uint32_t)m->nnodes, zero32 = 0, one32 = 1;
-    uint32_t nlocal = (uint32_t)m->node[m->node_id].nranks;
+    uint32_t nlocal = m->node_id >= 0 ? (uint32_t)m->node[m->node_id].nranks : 0;
     pmix_rank_t rank0 = 0;
     bool osub = p->oversubscribed ? true : false;
     void *sub;
@@ -382,7 +382,8 @@ static int build_multi_node (const struct jobinfo_params *p,
     pmix_status_t rc;
     int ret = -1;
 
-    if (m->node_id < 0 || m->node_id >= m->nnodes || m->world_size != p->nranks) {
+    /* node_id -1: a member that joined the running job (none of its ranks) */
+    if (m->node_id < -1 || m->node_id >= m->nnodes || m->world_size != p->nranks) {
         errprintf (err,
                    "job map: node %d of %d, %d ranks, does not fit a job of %d ranks",
                    m->node_id,
@@ -393,7 +394,8 @@ static int build_multi_node (const struct jobinfo_params *p,
     }
     if (multi_maps (m, &nodemap, &procmap, err) < 0)
         goto out;
-    if (append_ranks (&mypeers, &plen, &m->node[m->node_id], 0) < 0 ||
+    if ((m->node_id >= 0 ? append_ranks (&mypeers, &plen, &m->node[m->node_id], 0) < 0
+                         : !(mypeers = strdup (""))) ||
         !(b.list = PMIx_Info_list_start ())) {
         errprintf (err, "out of memory building the job data");
         goto out;

@@ -43,6 +43,8 @@ struct pmixhost_mesh {
     char **done_blob; /* [nmembers] what it said */
     size_t *done_len; /* [nmembers] */
     int idle_fence;   /* an empty fence of ours is pending */
+    int hosting;      /* joined by --join: no ranks of the job here, an
+                         empty fence always pending (idle_arm) */
     int fenced;       /* the mesh stopped this member */
     /* the launch barrier (pmixhost_mesh_launch_barrier), under lock: 0
      * pending, 1 made, -1 failed; how many members were in it */
@@ -169,13 +171,14 @@ on_lost (void *arg, const uint32_t *members, size_t count, uint32_t epoch, uint3
 
     pthread_mutex_lock (&t->lock);
     for (size_t i = 0; i < count; i++) {
-        const struct jobmap_node *n;
-
-        if (members[i] >= (uint32_t)t->map->nnodes || t->done[members[i]])
+        if (members[i] >= t->nmembers || t->done[members[i]])
             continue; /* a member that said its ranks were gone left */
-        n = &t->map->node[members[i]];
-        for (int k = 0; k < n->nranks; k++)
-            report_locked (t, n->ranks[k], 0);
+        if (members[i] < (uint32_t)t->map->nnodes) {
+            const struct jobmap_node *n = &t->map->node[members[i]];
+            for (int k = 0; k < n->nranks; k++)
+                report_locked (t, n->ranks[k], 0);
+        }
+        /* (and the ranks spawned onto it: a joined member has only those) */
         for (struct spawned *sp = t->spawned; sp; sp = sp->next)
             for (int r = 0; sp->node == (int)members[i] && r < sp->nranks; r++)
                 report_spawned_locked (t, sp, r, 0);
@@ -465,11 +468,11 @@ static pmix_status_t mesh_tp_direct_modex (void *ctx,
     node = rank_node (t, proc->nspace, (int)proc->rank);
     if (node < 0 || node == (int)t->self)
         return PMIX_ERR_NOT_FOUND;
-    if (t->map->nnodes > 0) {
-        uint8_t *all = calloc ((size_t)t->map->nnodes, 1);
+    if ((uint32_t)node < t->nmembers) {
+        uint8_t *all = calloc (t->nmembers, 1);
         if (!all)
             return PMIX_ERR_NOMEM;
-        mesh_get_live (t->mesh, all, (uint32_t)t->map->nnodes);
+        mesh_get_live (t->mesh, all, t->nmembers);
         live = all[node];
         free (all);
     }
@@ -602,15 +605,23 @@ struct pmixhost_mesh *pmixhost_mesh_create (const struct pmixhost_mesh_opts *opt
     uint8_t *slots = NULL;
     uint32_t nmembers;
 
-    if (!opts || !opts->map || !opts->addrs || !opts->key || opts->map->nnodes < 1 ||
-        opts->map->node_id < 0 || opts->map->node_id >= opts->map->nnodes) {
+    const struct mesh_admission *a = opts ? opts->admission : NULL;
+
+    if (!opts || !opts->map || !(opts->addrs || a) || !opts->key ||
+        opts->map->nnodes < 1 ||
+        (a ? opts->map->node_id != -1 || a->n <= (uint32_t)opts->map->nnodes ||
+                 a->slot < (uint32_t)opts->map->nnodes || a->slot >= a->n || !a->slots ||
+                 !a->addrs || !opts->ports || opts->nports < 1
+           : opts->map->node_id < 0 || opts->map->node_id >= opts->map->nnodes)) {
         errprintf (err,
-                   "PMIx mesh transport: a job map (with this node in it), the "
-                   "members' addresses and a key are required");
+                   "PMIx mesh transport: a job map (with this node in it, or the "
+                   "admission of a member joining the job), the members' addresses "
+                   "and a key are required");
         return NULL;
     }
-    nmembers = opts->nslots > (uint32_t)opts->map->nnodes ? opts->nslots
-                                                          : (uint32_t)opts->map->nnodes;
+    nmembers = a ? a->n
+               : opts->nslots > (uint32_t)opts->map->nnodes ? opts->nslots
+                                                            : (uint32_t)opts->map->nnodes;
     if (!(t = calloc (1, sizeof (*t))) ||
         !(t->reported = calloc ((size_t)opts->map->world_size + 1, 1)) ||
         !(t->done = calloc (nmembers, 1)) ||
@@ -629,10 +640,17 @@ struct pmixhost_mesh *pmixhost_mesh_create (const struct pmixhost_mesh_opts *opt
     pthread_cond_init (&t->cond, NULL);
     t->opts = *opts;
     t->map = opts->map;
-    t->self = (uint32_t)opts->map->node_id;
+    t->self = a ? a->slot : (uint32_t)opts->map->node_id;
     t->nmembers = nmembers;
+    t->hosting = a != NULL;
     cfg.nmembers = nmembers;
-    if (nmembers > (uint32_t)opts->map->nnodes) { /* joins: absent slots */
+    if (a) { /* joined: the admitter's view */
+        cfg.slots = a->slots;
+        cfg.base = a->base;
+        cfg.joining = 1;
+        cfg.admit_info = opts->admit_info; /* it admits newcomers too */
+        cfg.admit_info_len = opts->admit_info ? strlen (opts->admit_info) : 0;
+    } else if (nmembers > (uint32_t)opts->map->nnodes) { /* joins: absent slots */
         if (!(slots = malloc (nmembers))) {
             errprintf (err, "PMIx mesh transport: out of memory");
             pmixhost_mesh_destroy (t);
@@ -647,9 +665,12 @@ struct pmixhost_mesh *pmixhost_mesh_create (const struct pmixhost_mesh_opts *opt
         cfg.admit_info_len = opts->admit_info ? strlen (opts->admit_info) : 0;
     }
     cfg.self = t->self;
-    cfg.addrs = opts->addrs;
+    cfg.addrs = a ? (const char *const *)a->addrs : opts->addrs;
     cfg.listen_fd = opts->listen_fd;
-    if (opts->listen_fd < 0) { /* the job map's candidate ports (jobmap.h) */
+    if (a) {
+        cfg.ports = opts->ports;
+        cfg.nports = opts->nports;
+    } else if (opts->listen_fd < 0) { /* the job map's candidate ports (jobmap.h) */
         cfg.ports = opts->map->port;
         cfg.nports = (uint32_t)opts->map->nports;
     }
@@ -676,11 +697,43 @@ struct pmixhost_mesh *pmixhost_mesh_create (const struct pmixhost_mesh_opts *opt
     return t;
 }
 
+static void idle_arm (struct pmixhost_mesh *t);
+
 int pmixhost_mesh_start (struct pmixhost_mesh *t, elastic_error_t *err)
 {
     if (!t || !t->mesh)
         return errprintf (err, "PMIx mesh transport: no mesh to start");
-    return mesh_start (t->mesh, err);
+    if (mesh_start (t->mesh, err) < 0)
+        return -1;
+    idle_arm (t);
+    return 0;
+}
+
+uint32_t pmixhost_mesh_self (const struct pmixhost_mesh *t)
+{
+    return t ? t->self : 0;
+}
+
+uint32_t pmixhost_mesh_nmembers (const struct pmixhost_mesh *t)
+{
+    return t ? t->nmembers : 0;
+}
+
+int pmixhost_mesh_job_ending (struct pmixhost_mesh *t)
+{
+    uint8_t *live;
+    int ending = 1;
+
+    if (!t || !t->mesh || !(live = calloc (t->nmembers, 1)))
+        return 0;
+    mesh_get_live (t->mesh, live, t->nmembers);
+    pthread_mutex_lock (&t->lock);
+    for (int i = 0; i < t->map->nnodes; i++)
+        if (live[i] && !t->done[i])
+            ending = 0;
+    pthread_mutex_unlock (&t->lock);
+    free (live);
+    return ending;
 }
 
 void pmixhost_mesh_set_job (struct pmixhost_mesh *t, struct pmixhost_job *job)
@@ -839,12 +892,33 @@ static void idle_fence_done (void *arg, int status, const struct mesh_fence_resu
 {
     struct pmixhost_mesh *t = arg;
 
-    (void)status;
     (void)res;
     pthread_mutex_lock (&t->lock);
     t->idle_fence = 0;
     pthread_cond_broadcast (&t->cond);
     pthread_mutex_unlock (&t->lock);
+    if (status != MESH_ECANCEL)
+        idle_arm (t); /* (mesh thread: mesh_fence only queues) */
+}
+
+/* A member with no ranks of the job (joined by --join): an empty
+ * contribution pending in the mesh's next fence at all times, so that the
+ * job's fences (MPI_Finalize's) never wait for it.  Its own ranks are
+ * spawned ones, whose fences are this member's alone (fence_scope). */
+static void idle_arm (struct pmixhost_mesh *t)
+{
+    pthread_mutex_lock (&t->lock);
+    if (!t->hosting || t->idle_fence || t->fenced || !t->mesh) {
+        pthread_mutex_unlock (&t->lock);
+        return;
+    }
+    t->idle_fence = 1;
+    pthread_mutex_unlock (&t->lock);
+    if (mesh_fence (t->mesh, "", 0, idle_fence_done, t) < 0) {
+        pthread_mutex_lock (&t->lock);
+        t->idle_fence = 0;
+        pthread_mutex_unlock (&t->lock);
+    }
 }
 
 /* 1 when every live member has said it is done (caller holds t->lock). */

@@ -95,6 +95,18 @@ struct pmixhost_mesh_opts {
     uint32_t nslots;
     const char *admit_info;
     void (*admitted) (void *arg, uint32_t member, const char *addr, uint32_t nlive);
+    /* --- this member joined the running job itself (elastic-exec --join):
+     * the admission it got (mesh_join_request: the slots, their base, its
+     * slot, the live members' addresses; addrs and nslots are then not
+     * used), the step's candidate ports (the members look for each other
+     * there; listen_fd is bound on one).  map is the job's, with node_id -1
+     * (none of its nodes).  Such a member has no ranks of the job: it keeps
+     * an empty contribution pending in the mesh's next fence at all times
+     * (the job's fences never wait for it), and the ranks spawned onto it
+     * (pmixhost_mesh_add_spawn with its slot) are its own. */
+    const struct mesh_admission *admission;
+    const int *ports;
+    uint32_t nports;
 };
 
 extern const struct pmixhost_transport pmixhost_transport_mesh;
@@ -124,6 +136,17 @@ int pmixhost_mesh_launch_barrier (struct pmixhost_mesh *t,
                                   uint32_t *members);
 
 void pmixhost_mesh_set_job (struct pmixhost_mesh *t, struct pmixhost_job *job);
+
+/* This member's slot in the mesh (the map's node id, or the slot a
+ * joined member was admitted into) and the number of slots. */
+uint32_t pmixhost_mesh_self (const struct pmixhost_mesh *t);
+uint32_t pmixhost_mesh_nmembers (const struct pmixhost_mesh *t);
+
+/* For a member that joined the running job (opts.admission): 1 when the
+ * job is ending, that is every live member that started with the job
+ * (the map's nodes) has said it is done (MESH_BCAST_DONE), or none of
+ * them is live; else 0. */
+int pmixhost_mesh_job_ending (struct pmixhost_mesh *t);
 
 /* A namespace spawned into the mesh (registered on every member): its
  * nranks ranks all run on member `node`.  Fences of its ranks alone are
