@@ -459,7 +459,9 @@ int elastic_config_validate (const elastic_config_t *cfg,
  * ELASTIC_ERR_RELAUNCH when a process failed before the manager was made
  * (nothing to recover from yet: exit with elastic_exit_code(), 76, and the
  * supervisor relaunches); the outcome is the same on every live process.
- * *mp is set on success. */
+ * *mp is set on success.  SIGPIPE, where its action is the default, is
+ * ignored from then on: a write to a dead peer's socket (Open MPI's tcp
+ * BTL) must be an error the recovery handles, not a death of this rank. */
 int elastic_manager_create (MPI_Comm comm,
                             const elastic_config_t *cfg,
                             elastic_manager_t **mp,
