@@ -19,14 +19,24 @@
 #               written right after the deaths) to reshard_up's end (the
 #               world of 8 computing): the wait for the next agreement and
 #               check step, and the growth
+#   protect_bg_ms  the protecting snapshot's L2 exchange, which overlaps the
+#               steps after the growth (libelastic's "protecting snapshot of
+#               the new layout ... committed N ms after it began"): until it
+#               commits, the snapshot the growth took in the old layout is
+#               the committed one (the same step)
 # Baseline, run right after each growth run (interleaved): the same job
 # relaunched at 8 ranks from the newest L3 file that the shrunk job wrote
 # (8 - k ranks, the ballast included), as a batch script requeueing the job
 # would:
 #   relaunch_ms  elastic-exec started -> libelastic's resume event (every
 #                rank has its block and the handler ran: computing again);
-#                the old job's teardown is not counted
-# Rows: grow,8,MIB,VARIANT,TRIAL,METRIC,MS,ms with VARIANT grow-kK or
+#                the old job's teardown is not counted; the L3 file in the
+#                page cache (it was just written)
+#   relaunch_cold_ms  the same again from the same file, its pages dropped
+#                from the page cache first (posix_fadvise DONTNEED after
+#                fsync; fincore checks it): read from the disk, as a job
+#                relaunched on other nodes reads it from storage
+# Rows: grow,8,MIB,VARIANT,TRIAL,METRIC,MS,ms with VARIANT grow-kK, grow-sync-kK or
 # relaunch-kK.  A summary (medians, min..max, the ratio relaunch/grow per k)
 # goes to OUT/grow.md.  Goal (#15): >= 3x faster than the relaunch.
 # Quick: 8 ranks x 8 MiB, k = 1 and 2, 1 trial.  Full: 8 x 64 MiB, 3 trials.
@@ -45,67 +55,94 @@ heat=("$HEAT2D" --nx 512 --ny 512 --ballast "$mib")
 export ELASTIC_SNAPSHOT_PERIOD=50 ELASTIC_SIGNAL_CHECK_PERIOD=1 ELASTIC_RESHARD_CHECK_PERIOD=1
 bench_log "8 ranks x $mib MiB, k in $ks, $trials trial(s)"
 
-# one_grow K TRIAL: the growth run; its rows
+# one_grow K TRIAL [sync]: the growth run; its rows (sync: the protecting
+# snapshot's L2 exchange inside the growth, ELASTIC_GROW_PROTECT_OVERLAP=0,
+# as before 2026-12-07; variant grow-sync-kK)
 one_grow() {
-    local k=$1 t=$2 d=$OUT/scratch/b16/grow-$1-$2 fails=() v
+    local k=$1 t=$2 d=$OUT/scratch/b16/grow-$1-$2 fails=() v variant=grow-k$1 ov=1
+    [ "${3:-}" = sync ] && variant=grow-sync-k$1 ov=0
     rm -rf "$d" && mkdir -p "$d"
     for v in $(victims "$k"); do fails+=(--fail "$v:100"); done
-    (cd "$d" && ELASTIC_EVENT_LOG=$d/lev ELASTIC_SNAPSHOT_DIR=$d timeout 600 "$ELASTIC_EXEC" \
+    (cd "$d" && ELASTIC_GROW_PROTECT_OVERLAP=$ov ELASTIC_LOG=info ELASTIC_EVENT_LOG=$d/lev ELASTIC_SNAPSHOT_DIR=$d timeout 600 "$ELASTIC_EXEC" \
         --nproc-per-node 8 --mpi-btl sm,tcp --run-id "b16-$k-$t" --event-log "$d/ev" -- \
         "${heat[@]}" --steps 300 "${fails[@]}" > "$d/out" 2> "$d/err")
-    cp "$d/err" "$LOGDIR/grow-$k-$t.err" 2> /dev/null
-    "$PY" - "$d/lev" "$k" "$t" "$mib" << 'PYEOF' >> "$CSV"
-import datetime, json, sys
-path, k, t, mib = sys.argv[1:5]
+    cp "$d/err" "$LOGDIR/$variant-$t.err" 2> /dev/null
+    "$PY" - "$d/lev" "$k" "$t" "$mib" "$d/err" "$variant" << 'PYEOF' >> "$CSV"
+import datetime, json, re, sys
+path, k, t, mib, errf, variant = sys.argv[1:7]
 evs = [json.loads(l) for l in open(path)]
 down = [e for e in evs if e["event"] == "reshard_down"]
 up = [e for e in evs if e["event"] == "reshard_up" and e.get("new_ranks")]
 if not down or not up or up[0]["new_size"] != 8:
-    print("grow,8,%s,grow-k%s,%s,failed,1,flag" % (mib, k, t))
+    print("grow,8,%s,%s,%s,failed,1,flag" % (mib, variant, t))
     sys.exit(0)
 u = up[0]
 ts = lambda e: datetime.datetime.fromisoformat(e["time"].replace("Z", "+00:00")).timestamp()
-p = "grow,8,%s,grow-k%s,%s," % (mib, k, t)
+p = "grow,8,%s,%s,%s," % (mib, variant, t)
 print(p + "grow_ms,%.3f,ms" % u["t_total_ms"])
 for m in ("spawn", "merge", "restore", "handler", "protect"):
     print(p + "%s_ms,%.3f,ms" % (m, u["t_%s_ms" % m]))
 print(p + "e2e_ms,%.3f,ms" % ((ts(u) - ts(down[0])) * 1e3))
+bg = re.findall(r"protecting snapshot of the new layout \(step \d+\) committed ([0-9.]+) ms",
+                open(errf, errors="replace").read())
+if bg:
+    print(p + "protect_bg_ms,%s,ms" % bg[0])
+PYEOF
+}
+
+# relaunch_once D K TRIAL NAME: the job relaunched at 8 ranks from D's
+# newest L3 file; its rows as relaunch-kK metric NAME
+relaunch_once() {
+    local d=$1 k=$2 t=$3 name=$4 t0
+    rm -f "$d/lev"
+    t0=$(date +%s.%N)
+    (cd "$d" && ELASTIC_RESUME=1 ELASTIC_EVENT_LOG=$d/lev ELASTIC_SNAPSHOT_DIR=$d timeout 600 \
+        "$ELASTIC_EXEC" --nproc-per-node 8 --run-id "b16r-$k-$t" --event-log "$d/ev" -- \
+        "${heat[@]}" --steps 152 > "$d/out" 2> "$d/err")
+    cp "$d/err" "$LOGDIR/$name-$k-$t.err" 2> /dev/null
+    "$PY" - "$d/lev" "$k" "$t" "$mib" "$t0" "$name" << 'PYEOF' >> "$CSV"
+import datetime, json, sys
+path, k, t, mib, t0, name = sys.argv[1:7]
+evs = [json.loads(l) for l in open(path)] if path else []
+r = [e for e in evs if e["event"] == "resume"]
+p = "grow,8,%s,relaunch-k%s,%s," % (mib, k, t)
+if not r or r[0]["old_size"] != 8 - int(k) or r[0]["new_size"] != 8:
+    print(p + "failed_%s,1,flag" % name)
+    sys.exit(0)
+ts = datetime.datetime.fromisoformat(r[0]["time"].replace("Z", "+00:00")).timestamp()
+print(p + "%s_ms,%.3f,ms" % (name, (ts - float(t0)) * 1e3))
+print(p + "%s_restore_ms,%.3f,ms" % (name, r[0]["t_restore_ms"]))
 PYEOF
 }
 
 # one_relaunch K TRIAL: the shrunk job writes L3 and stops; the relaunch at
-# 8 ranks resumes from it; its row
+# 8 ranks resumes from it (the file in the page cache), then again with the
+# file's pages dropped; their rows
 one_relaunch() {
-    local k=$1 t=$2 d=$OUT/scratch/b16/relaunch-$1-$2 fails=() v t0
+    local k=$1 t=$2 d=$OUT/scratch/b16/relaunch-$1-$2 fails=() v f
     rm -rf "$d" && mkdir -p "$d"
     for v in $(victims "$k"); do fails+=(--fail "$v:100"); done
     (cd "$d" && ELASTIC_GROW_POLICY=never ELASTIC_SNAPSHOT_DIR=$d timeout 600 "$ELASTIC_EXEC" \
         --nproc-per-node 8 --run-id "b16r-$k-$t" --event-log "$d/ev0" -- \
         "${heat[@]}" --steps 151 --persist-period 150 "${fails[@]}" > "$d/out0" 2> "$d/err0")
-    t0=$(date +%s.%N)
-    (cd "$d" && ELASTIC_RESUME=1 ELASTIC_EVENT_LOG=$d/lev ELASTIC_SNAPSHOT_DIR=$d timeout 600 \
-        "$ELASTIC_EXEC" --nproc-per-node 8 --run-id "b16r-$k-$t" --event-log "$d/ev" -- \
-        "${heat[@]}" --steps 152 > "$d/out" 2> "$d/err")
-    cp "$d/err" "$LOGDIR/relaunch-$k-$t.err" 2> /dev/null
-    "$PY" - "$d/lev" "$k" "$t" "$mib" "$t0" << 'PYEOF' >> "$CSV"
-import datetime, json, sys
-path, k, t, mib, t0 = sys.argv[1:6]
-evs = [json.loads(l) for l in open(path)] if path else []
-r = [e for e in evs if e["event"] == "resume"]
-p = "grow,8,%s,relaunch-k%s,%s," % (mib, k, t)
-if not r or r[0]["old_size"] != 8 - int(k) or r[0]["new_size"] != 8:
-    print(p + "failed,1,flag")
-    sys.exit(0)
-ts = datetime.datetime.fromisoformat(r[0]["time"].replace("Z", "+00:00")).timestamp()
-print(p + "relaunch_ms,%.3f,ms" % ((ts - float(t0)) * 1e3))
-print(p + "restore_ms,%.3f,ms" % r[0]["t_restore_ms"])
-PYEOF
+    relaunch_once "$d" "$k" "$t" relaunch
+    # the same file, read from the disk (the relaunch only reads it: it
+    # stops at step 152 with no L3 step of its own)
+    for f in $(find "$d" -name '*.h5'); do
+        "$PY" -c 'import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY); os.fsync(fd)
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED); os.close(fd)' "$f"
+        bench_log "cold: $(fincore --noheadings --output RES,FILE "$f" 2> /dev/null || echo "$f")"
+    done
+    relaunch_once "$d" "$k" "$t" relaunch_cold
 }
 
 for t in $(seq 1 "$trials"); do
     for k in $ks; do
         bench_log "trial $t, k=$k: growth"
         one_grow "$k" "$t"
+        bench_log "trial $t, k=$k: growth, every snapshot synchronous"
+        one_grow "$k" "$t" sync
         bench_log "trial $t, k=$k: relaunch from L3"
         one_relaunch "$k" "$t"
     done
@@ -119,22 +156,39 @@ v = collections.defaultdict(list)
 for r in rows:
     if r["bench"] == "grow" and r["mib"] == mib and r["unit"] == "ms":
         v[(r["variant"], r["metric"])].append(float(r["value"]))
-fails = [r for r in rows if r["bench"] == "grow" and r["metric"] == "failed"]
+fails = [r for r in rows if r["bench"] == "grow" and r["metric"].startswith("failed")]
 def cell(x):
     return "%.0f (%.0f..%.0f, n=%d)" % (statistics.median(x), min(x), max(x), len(x)) if x else "-"
 out = ["# B16: growing back into new processes vs relaunching from L3",
        "", "8 ranks x %s MiB ballast (heat2d 512x512), elastic-exec --nproc-per-node 8;" % mib,
-       "medians (min..max, trials) in ms; ratio = relaunch / e2e (goal >= 3).", "",
-       "| k | grow_ms | spawn | merge | restore | handler | protect | e2e_ms | relaunch_ms | ratio |",
-       "|---|---|---|---|---|---|---|---|---|---|"]
+       "medians (min..max, trials) in ms; ratio = relaunch / e2e (goal >= 3);",
+       "protect: the protecting snapshot's L1 copy and posting; protect_bg: its L2",
+       "exchange, overlapped with the next steps; relaunch: the L3 file in the page",
+       "cache; cold: the same file read from the disk.", "",
+       "| k | grow_ms | spawn | merge | restore | handler | protect | protect_bg | e2e_ms | relaunch_ms | ratio | relaunch_cold_ms | ratio |",
+       "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
 ks = sorted({r["variant"].split("-k")[1] for r in rows if r["variant"].startswith("grow-k")}, key=int)
+sync = []
+for k in ks:
+    g = lambda m: v[("grow-sync-k" + k, m)]
+    e = g("e2e_ms")
+    if e:
+        sync.append("| %s | %s | %s | %s | %s |" % (k, cell(g("grow_ms")), cell(g("protect_ms")),
+                    cell(e), "%.1fx" % (statistics.median(v[("relaunch-k" + k, "relaunch_ms")]) /
+                                        statistics.median(e)) if v[("relaunch-k" + k, "relaunch_ms")] else "-"))
 for k in ks:
     g = lambda m: v[("grow-k" + k, m)]
     e, rl = g("e2e_ms"), v[("relaunch-k" + k, "relaunch_ms")]
-    ratio = "%.1fx" % (statistics.median(rl) / statistics.median(e)) if e and rl else "-"
-    out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+    rc = v[("relaunch-k" + k, "relaunch_cold_ms")]
+    ratio = lambda b: "%.1fx" % (statistics.median(b) / statistics.median(e)) if e and b else "-"
+    out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
         k, cell(g("grow_ms")), cell(g("spawn_ms")), cell(g("merge_ms")), cell(g("restore_ms")),
-        cell(g("handler_ms")), cell(g("protect_ms")), cell(e), cell(rl), ratio))
+        cell(g("handler_ms")), cell(g("protect_ms")), cell(g("protect_bg_ms")), cell(e),
+        cell(rl), ratio(rl), cell(rc), ratio(rc)))
+if sync:
+    out += ["", "The same growth with the protecting snapshot's L2 exchange inside it",
+            "(ELASTIC_GROW_PROTECT_OVERLAP=0, as before 2026-12-07), interleaved:", "",
+            "| k | grow_ms | protect | e2e_ms | relaunch ÷ e2e |", "|---|---|---|---|---|"] + sync
 if fails:
     out += ["", "failed runs: " + ", ".join("%s trial %s" % (r["variant"], r["trial"]) for r in fails)]
 open(sys.argv[2], "w").write("\n".join(out) + "\n")

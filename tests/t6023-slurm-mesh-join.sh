@@ -30,26 +30,14 @@
 mesh_prelude t6023
 HEAT_ARGS="--nx 64 --ny 48"
 STEPS=6000
-ref=$("$HEAT" $HEAT_ARGS --steps $STEPS 2>&1 | sed -n 's/^checksum //p')
-[ -n "$ref" ] || {
-    echo "not ok 1 - heat2d runs as a singleton"
-    exit 1
-}
+mesh_reference
 # the members authenticate with munge (the cluster's munged)
 unset ELASTIC_MESH_SECRET ELASTIC_MESH_SECRET_FILE
 mesh_cluster_up 3
 COMMON=(--oversubscribe --node-timeout 1)
 
 # the allocation: 3 nodes, no shell; its steps are numbered 0, 1, ...
-run_in_ctl salloc -N3 --ntasks-per-node=2 --no-shell --job-name t6023 > "$tmp/salloc" 2>&1
-J=$(sed -n 's/.*Granted job allocation \([0-9]*\).*/\1/p' "$tmp/salloc")
-[ -n "$J" ]
-ok $? "salloc -N3 --no-shell: job ${J:-?}" || {
-    diag "$(cat "$tmp/salloc")"
-    done_testing
-    exit 1
-}
-trap 'run_in_ctl scancel "$J" > /dev/null 2>&1; cluster_down > /dev/null; [ "$tap_failed" -eq 0 ] && rm -rf "$tmp"' EXIT
+mesh_salloc t6023
 
 # base NAME [ENV...]: a step of job J on n1, n2 (2 x 2 heat2d ranks);
 # STEP its id (from its members' "mesh mode: slurm.J.S" line)

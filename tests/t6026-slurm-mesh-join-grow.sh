@@ -28,23 +28,11 @@
 mesh_prelude t6026
 HEAT_ARGS="--nx 64 --ny 48"
 STEPS=12000
-ref=$("$HEAT" $HEAT_ARGS --steps $STEPS 2>&1 | sed -n 's/^checksum //p')
-[ -n "$ref" ] || {
-    echo "not ok 1 - heat2d runs as a singleton"
-    exit 1
-}
+mesh_reference
 mesh_cluster_up 3
 COMMON=(--oversubscribe --mpi-btl tcp --node-timeout 1)
 
-run_in_ctl salloc -N3 --ntasks-per-node=2 --no-shell --job-name t6026 > "$tmp/salloc" 2>&1
-J=$(sed -n 's/.*Granted job allocation \([0-9]*\).*/\1/p' "$tmp/salloc")
-[ -n "$J" ]
-ok $? "salloc -N3 --no-shell: job ${J:-?}" || {
-    diag "$(cat "$tmp/salloc")"
-    done_testing
-    exit 1
-}
-trap 'run_in_ctl scancel "$J" > /dev/null 2>&1; cluster_down > /dev/null; [ "$tap_failed" -eq 0 ] && rm -rf "$tmp"' EXIT
+mesh_salloc t6026
 
 checksum_of() { tr -d '\0' < "$tmp/$1.out" | sed -n 's/^checksum //p'; }
 # n1's and n2's events (the nodes share /tmp: one file)

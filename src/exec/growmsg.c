@@ -43,13 +43,8 @@ static json_t *load (const void *data, size_t len, char *why, size_t whysz)
 char *growmsg_room_encode (unsigned long long seq, int free_slots, const char *host)
 {
     if (host && host[0])
-        return text_of (json_pack ("{s:I s:i s:s}",
-                                   "seq",
-                                   (json_int_t)seq,
-                                   "free",
-                                   free_slots,
-                                   "host",
-                                   host));
+        return text_of (json_pack (
+            "{s:I s:i s:s}", "seq", (json_int_t)seq, "free", free_slots, "host", host));
     return text_of (json_pack ("{s:I s:i}", "seq", (json_int_t)seq, "free", free_slots));
 }
 

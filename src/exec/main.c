@@ -528,8 +528,9 @@ static int set_mesh_rendezvous (elastic_agent_t *agent,
 
 /* A member that joined the running job (--join): no ranks of its own; the
  * ranks spawned onto it come after the job's (pmix/pmix_grow.c). */
-static int
-set_join_rendezvous (elastic_agent_t *agent, const struct meshjob *mj, elastic_error_t *err)
+static int set_join_rendezvous (elastic_agent_t *agent,
+                                const struct meshjob *mj,
+                                elastic_error_t *err)
 {
     struct elastic_agent_rdzv_info info = {
         .group_rank = (int)mj->member,

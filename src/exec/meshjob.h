@@ -212,7 +212,9 @@ struct meshjob_join_opts {
     int nproc_per_node;  /* 0: this step's tasks on this node (1 outside Slurm) */
     double node_timeout; /* 0: 2 s */
 };
-int meshjob_join_admit (const struct meshjob_join_opts *o, struct meshjob **mjp, int *status);
+int meshjob_join_admit (const struct meshjob_join_opts *o,
+                        struct meshjob **mjp,
+                        int *status);
 
 /* The job's shape for a newcomer (malloc'ed text) and back: "elastic-join
  * 1", "job KEY", "world N", then "node NAME NRANKS" per node.  parse

@@ -30,15 +30,12 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "common/clock.h"
 #include "common/log.h"
 #include "jobmap.h"
 #include "mesh/mesh.h"
@@ -283,7 +280,9 @@ static int refuse (struct meshjob *mj, const char *text)
     return 2;
 }
 
-int meshjob_join_admit (const struct meshjob_join_opts *o, struct meshjob **mjp, int *status)
+int meshjob_join_admit (const struct meshjob_join_opts *o,
+                        struct meshjob **mjp,
+                        int *status)
 {
     struct target t = {0};
     struct meshjob *mj = calloc (1, sizeof (*mj));

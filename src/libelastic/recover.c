@@ -828,7 +828,7 @@ phase_protect (struct elastic_manager *m, struct ev *ev, elastic_error_t *err)
     recwatch_phase (m->watch, "protecting snapshot");
     rc = snapshot_adopt (m, err);
     if (rc == ELASTIC_ERR_STATE && !ev->kind_failure && m->nwork > ev->old_size &&
-        snapshot_overlap ())
+        snapshot_overlap_growth ())
         rc = snapshot_begin_deferred (m, m->step, err);
     else if (rc == ELASTIC_ERR_STATE)
         rc = snapshot_take (m, m->step, err);

@@ -943,6 +943,16 @@ int snapshot_overlap (void)
     return on;
 }
 
+int snapshot_overlap_growth (void)
+{
+    static int on = -1;
+    if (on < 0) {
+        const char *v = getenv ("ELASTIC_GROW_PROTECT_OVERLAP");
+        on = snapshot_overlap () && !(v && !strcmp (v, "0"));
+    }
+    return on;
+}
+
 int64_t snapshot_in_flight (struct snapstore *s)
 {
     return s->fl.active ? s->fl.step : -1;

@@ -25,9 +25,8 @@ static void check_spawn (const struct growmsg_spawn *s)
         abort ();
     if (t.attempt != s->attempt || t.node != s->node || t.k != s->k ||
         t.base != s->base || t.prank != s->prank || t.joined != s->joined ||
-        strcmp (t.pns, s->pns) ||
-        strcmp (t.requestor, s->requestor) || !t.wdir != !s->wdir ||
-        (t.wdir && strcmp (t.wdir, s->wdir)))
+        strcmp (t.pns, s->pns) || strcmp (t.requestor, s->requestor) ||
+        !t.wdir != !s->wdir || (t.wdir && strcmp (t.wdir, s->wdir)))
         abort ();
     for (i = 0; s->argv[i]; i++)
         if (!t.argv[i] || strcmp (t.argv[i], s->argv[i]))

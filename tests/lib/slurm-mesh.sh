@@ -13,6 +13,12 @@
 #                                 $tmp/NAME.out, exit status in $SRUN_RC
 #   srun_bg NAME ARGS...          the same in the background; the status
 #                                 appears in $tmp/NAME.rc
+#   mesh_reference                ref: heat2d's failure-free checksum of
+#                                 $HEAT_ARGS --steps $STEPS (exits the test
+#                                 when heat2d does not run)
+#   mesh_salloc NAME              an allocation of the 3 nodes, no shell
+#                                 (salloc -N3 --no-shell): J, its steps
+#                                 J.0, J.1, ...; cancelled at exit
 #   show NAME [N]                 the last N lines of NAME's output (NULs out)
 #   summaries NAME                the members' "elastic-exec: job ..." lines
 #   kill_one_rank NODE            SIGKILL one heat2d process of NODE
@@ -48,6 +54,26 @@ mesh_cluster_up() {
         done_testing
         exit 0
     }
+}
+
+mesh_reference() {
+    ref=$("$HEAT" $HEAT_ARGS --steps $STEPS 2>&1 | sed -n 's/^checksum //p')
+    [ -n "$ref" ] || {
+        echo "not ok 1 - heat2d runs as a singleton"
+        exit 1
+    }
+}
+
+mesh_salloc() {
+    run_in_ctl salloc -N3 --ntasks-per-node=2 --no-shell --job-name "$1" > "$tmp/salloc" 2>&1
+    J=$(sed -n 's/.*Granted job allocation \([0-9]*\).*/\1/p' "$tmp/salloc")
+    [ -n "$J" ]
+    ok $? "salloc -N3 --no-shell: job ${J:-?}" || {
+        diag "$(cat "$tmp/salloc")"
+        done_testing
+        exit 1
+    }
+    trap 'run_in_ctl scancel "$J" > /dev/null 2>&1; cluster_down > /dev/null; [ "$tap_failed" -eq 0 ] && rm -rf "$tmp"' EXIT
 }
 
 srun_fg() {

@@ -638,13 +638,11 @@ static void self_fence (struct pmixb *pb, const char *reason)
     log_err ("this node was cut off from the job's mesh (%s): killing its ranks "
              "(self-fencing: the other nodes go on without them)",
              reason);
-    eventlog_emit (agent_eventlog (agent),
-                   "self_fence",
-                   json_pack ("{s:s s:s}",
-                              "node",
-                              grow_member_name (pb, pb->self),
-                              "reason",
-                              reason));
+    eventlog_emit (
+        agent_eventlog (agent),
+        "self_fence",
+        json_pack (
+            "{s:s s:s}", "node", grow_member_name (pb, pb->self), "reason", reason));
     /* (the ranks spawned here too) */
     for (int i = 0; i < elastic_agent_worker_count (agent); i++) {
         const struct worker *w = agent_worker (agent, i);

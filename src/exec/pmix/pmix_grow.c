@@ -244,10 +244,10 @@ static void say_room (struct pmixb *pb)
         return;
     pb->room[pb->self] = r;
     /* a joined member names its node: the others' map does not have it */
-    msg = growmsg_room_encode (++pb->room_next,
-                               r,
-                               pb->self >= pb->map->nnodes ? grow_member_name (pb, pb->self)
-                                                           : NULL);
+    msg = growmsg_room_encode (
+        ++pb->room_next,
+        r,
+        pb->self >= pb->map->nnodes ? grow_member_name (pb, pb->self) : NULL);
     if (msg &&
         pmixhost_mesh_broadcast (pb->tp, MESH_BCAST_ROOM, msg, strlen (msg)) == 0) {
         log_debug ("mesh: told the others %d free slot%s here", r, r == 1 ? "" : "s");

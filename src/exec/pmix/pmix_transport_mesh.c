@@ -619,7 +619,7 @@ struct pmixhost_mesh *pmixhost_mesh_create (const struct pmixhost_mesh_opts *opt
                    "and a key are required");
         return NULL;
     }
-    nmembers = a ? a->n
+    nmembers = a                                            ? a->n
                : opts->nslots > (uint32_t)opts->map->nnodes ? opts->nslots
                                                             : (uint32_t)opts->map->nnodes;
     if (!(t = calloc (1, sizeof (*t))) ||
@@ -901,6 +901,21 @@ static void idle_fence_done (void *arg, int status, const struct mesh_fence_resu
         idle_arm (t); /* (mesh thread: mesh_fence only queues) */
 }
 
+/* Put an empty contribution into the mesh's next fence (t->idle_fence
+ * while it is pending).  Returns 0, or -1 with errno (mesh_fence's). */
+static int idle_submit (struct pmixhost_mesh *t)
+{
+    pthread_mutex_lock (&t->lock);
+    t->idle_fence = 1;
+    pthread_mutex_unlock (&t->lock);
+    if (mesh_fence (t->mesh, "", 0, idle_fence_done, t) == 0)
+        return 0;
+    pthread_mutex_lock (&t->lock);
+    t->idle_fence = 0;
+    pthread_mutex_unlock (&t->lock);
+    return -1;
+}
+
 /* A member with no ranks of the job (joined by --join): an empty
  * contribution pending in the mesh's next fence at all times, so that the
  * job's fences (MPI_Finalize's) never wait for it.  Its own ranks are
@@ -912,13 +927,8 @@ static void idle_arm (struct pmixhost_mesh *t)
         pthread_mutex_unlock (&t->lock);
         return;
     }
-    t->idle_fence = 1;
     pthread_mutex_unlock (&t->lock);
-    if (mesh_fence (t->mesh, "", 0, idle_fence_done, t) < 0) {
-        pthread_mutex_lock (&t->lock);
-        t->idle_fence = 0;
-        pthread_mutex_unlock (&t->lock);
-    }
+    idle_submit (t);
 }
 
 /* 1 when every live member has said it is done (caller holds t->lock). */
@@ -1005,19 +1015,9 @@ int pmixhost_mesh_finish (struct pmixhost_mesh *t,
                             timeout);
             break;
         }
-        if (!busy) {
-            pthread_mutex_lock (&t->lock);
-            t->idle_fence = 1;
-            pthread_mutex_unlock (&t->lock);
-            if (mesh_fence (t->mesh, "", 0, idle_fence_done, t) < 0) {
-                pthread_mutex_lock (&t->lock);
-                t->idle_fence = 0;
-                pthread_mutex_unlock (&t->lock);
-                if (errno == ECANCELED) {
-                    rc = errprintf (err, "mesh: end of job: the mesh stopped");
-                    break;
-                }
-            }
+        if (!busy && idle_submit (t) < 0 && errno == ECANCELED) {
+            rc = errprintf (err, "mesh: end of job: the mesh stopped");
+            break;
         }
         until = now + 0.05 < deadline ? now + 0.05 : deadline;
         clock_gettime (CLOCK_REALTIME, &ts);
