@@ -19,11 +19,6 @@
 #               written right after the deaths) to reshard_up's end (the
 #               world of 8 computing): the wait for the next agreement and
 #               check step, and the growth
-#   protect_bg_ms  the protecting snapshot's L2 exchange, which overlaps the
-#               steps after the growth (libelastic's "protecting snapshot of
-#               the new layout ... committed N ms after it began"): until it
-#               commits, the snapshot the growth took in the old layout is
-#               the committed one (the same step)
 # Baseline, run right after each growth run (interleaved): the same job
 # relaunched at 8 ranks from the newest L3 file that the shrunk job wrote
 # (8 - k ranks, the ballast included), as a batch script requeueing the job
@@ -36,7 +31,7 @@
 #                from the page cache first (posix_fadvise DONTNEED after
 #                fsync; fincore checks it): read from the disk, as a job
 #                relaunched on other nodes reads it from storage
-# Rows: grow,8,MIB,VARIANT,TRIAL,METRIC,MS,ms with VARIANT grow-kK, grow-sync-kK or
+# Rows: grow,8,MIB,VARIANT,TRIAL,METRIC,MS,ms with VARIANT grow-kK or
 # relaunch-kK.  A summary (medians, min..max, the ratio relaunch/grow per k)
 # goes to OUT/grow.md.  Goal (#15): >= 3x faster than the relaunch.
 # Quick: 8 ranks x 8 MiB, k = 1 and 2, 1 trial.  Full: 8 x 64 MiB, 3 trials.
@@ -55,21 +50,18 @@ heat=("$HEAT2D" --nx 512 --ny 512 --ballast "$mib")
 export ELASTIC_SNAPSHOT_PERIOD=50 ELASTIC_SIGNAL_CHECK_PERIOD=1 ELASTIC_RESHARD_CHECK_PERIOD=1
 bench_log "8 ranks x $mib MiB, k in $ks, $trials trial(s)"
 
-# one_grow K TRIAL [sync]: the growth run; its rows (sync: the protecting
-# snapshot's L2 exchange inside the growth, ELASTIC_GROW_PROTECT_OVERLAP=0,
-# as before 2026-12-07; variant grow-sync-kK)
+# one_grow K TRIAL: the growth run; its rows
 one_grow() {
-    local k=$1 t=$2 d=$OUT/scratch/b16/grow-$1-$2 fails=() v variant=grow-k$1 ov=1
-    [ "${3:-}" = sync ] && variant=grow-sync-k$1 ov=0
+    local k=$1 t=$2 d=$OUT/scratch/b16/grow-$1-$2 fails=() v variant=grow-k$1
     rm -rf "$d" && mkdir -p "$d"
     for v in $(victims "$k"); do fails+=(--fail "$v:100"); done
-    (cd "$d" && ELASTIC_GROW_PROTECT_OVERLAP=$ov ELASTIC_LOG=info ELASTIC_EVENT_LOG=$d/lev ELASTIC_SNAPSHOT_DIR=$d timeout 600 "$ELASTIC_EXEC" \
+    (cd "$d" && ELASTIC_EVENT_LOG=$d/lev ELASTIC_SNAPSHOT_DIR=$d timeout 600 "$ELASTIC_EXEC" \
         --nproc-per-node 8 --mpi-btl sm,tcp --run-id "b16-$k-$t" --event-log "$d/ev" -- \
         "${heat[@]}" --steps 300 "${fails[@]}" > "$d/out" 2> "$d/err")
     cp "$d/err" "$LOGDIR/$variant-$t.err" 2> /dev/null
-    "$PY" - "$d/lev" "$k" "$t" "$mib" "$d/err" "$variant" << 'PYEOF' >> "$CSV"
-import datetime, json, re, sys
-path, k, t, mib, errf, variant = sys.argv[1:7]
+    "$PY" - "$d/lev" "$k" "$t" "$mib" "$variant" << 'PYEOF' >> "$CSV"
+import datetime, json, sys
+path, k, t, mib, variant = sys.argv[1:6]
 evs = [json.loads(l) for l in open(path)]
 down = [e for e in evs if e["event"] == "reshard_down"]
 up = [e for e in evs if e["event"] == "reshard_up" and e.get("new_ranks")]
@@ -83,10 +75,6 @@ print(p + "grow_ms,%.3f,ms" % u["t_total_ms"])
 for m in ("spawn", "merge", "restore", "handler", "protect"):
     print(p + "%s_ms,%.3f,ms" % (m, u["t_%s_ms" % m]))
 print(p + "e2e_ms,%.3f,ms" % ((ts(u) - ts(down[0])) * 1e3))
-bg = re.findall(r"protecting snapshot of the new layout \(step \d+\) committed ([0-9.]+) ms",
-                open(errf, errors="replace").read())
-if bg:
-    print(p + "protect_bg_ms,%s,ms" % bg[0])
 PYEOF
 }
 
@@ -141,8 +129,6 @@ for t in $(seq 1 "$trials"); do
     for k in $ks; do
         bench_log "trial $t, k=$k: growth"
         one_grow "$k" "$t"
-        bench_log "trial $t, k=$k: growth, every snapshot synchronous"
-        one_grow "$k" "$t" sync
         bench_log "trial $t, k=$k: relaunch from L3"
         one_relaunch "$k" "$t"
     done
@@ -162,33 +148,20 @@ def cell(x):
 out = ["# B16: growing back into new processes vs relaunching from L3",
        "", "8 ranks x %s MiB ballast (heat2d 512x512), elastic-exec --nproc-per-node 8;" % mib,
        "medians (min..max, trials) in ms; ratio = relaunch / e2e (goal >= 3);",
-       "protect: the protecting snapshot's L1 copy and posting; protect_bg: its L2",
-       "exchange, overlapped with the next steps; relaunch: the L3 file in the page",
-       "cache; cold: the same file read from the disk.", "",
-       "| k | grow_ms | spawn | merge | restore | handler | protect | protect_bg | e2e_ms | relaunch_ms | ratio | relaunch_cold_ms | ratio |",
-       "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+       "relaunch: the L3 file in the page cache; cold: the same file read from the",
+       "disk.", "",
+       "| k | grow_ms | spawn | merge | restore | handler | protect | e2e_ms | relaunch_ms | ratio | relaunch_cold_ms | ratio |",
+       "|---|---|---|---|---|---|---|---|---|---|---|---|"]
 ks = sorted({r["variant"].split("-k")[1] for r in rows if r["variant"].startswith("grow-k")}, key=int)
-sync = []
-for k in ks:
-    g = lambda m: v[("grow-sync-k" + k, m)]
-    e = g("e2e_ms")
-    if e:
-        sync.append("| %s | %s | %s | %s | %s |" % (k, cell(g("grow_ms")), cell(g("protect_ms")),
-                    cell(e), "%.1fx" % (statistics.median(v[("relaunch-k" + k, "relaunch_ms")]) /
-                                        statistics.median(e)) if v[("relaunch-k" + k, "relaunch_ms")] else "-"))
 for k in ks:
     g = lambda m: v[("grow-k" + k, m)]
     e, rl = g("e2e_ms"), v[("relaunch-k" + k, "relaunch_ms")]
     rc = v[("relaunch-k" + k, "relaunch_cold_ms")]
     ratio = lambda b: "%.1fx" % (statistics.median(b) / statistics.median(e)) if e and b else "-"
-    out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+    out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
         k, cell(g("grow_ms")), cell(g("spawn_ms")), cell(g("merge_ms")), cell(g("restore_ms")),
-        cell(g("handler_ms")), cell(g("protect_ms")), cell(g("protect_bg_ms")), cell(e),
-        cell(rl), ratio(rl), cell(rc), ratio(rc)))
-if sync:
-    out += ["", "The same growth with the protecting snapshot's L2 exchange inside it",
-            "(ELASTIC_GROW_PROTECT_OVERLAP=0, as before 2026-12-07), interleaved:", "",
-            "| k | grow_ms | protect | e2e_ms | relaunch ÷ e2e |", "|---|---|---|---|---|"] + sync
+        cell(g("handler_ms")), cell(g("protect_ms")), cell(e), cell(rl), ratio(rl), cell(rc),
+        ratio(rc)))
 if fails:
     out += ["", "failed runs: " + ", ".join("%s trial %s" % (r["variant"], r["trial"]) for r in fails)]
 open(sys.argv[2], "w").write("\n".join(out) + "\n")

@@ -814,11 +814,8 @@ static enum step phase_handler (struct elastic_manager *m, struct ev *ev)
 
 /* 6. Protect the restored state in the new layout: adopt it as the
  * snapshot of its step where the layout is the snapshot's and the arrays
- * were restored in place, else take a snapshot.  A growth (no failure, a
- * bigger world) takes it in the background (snapshot_begin_deferred): its
- * L2 exchange overlaps the next steps, and until it commits, the snapshot
- * the growth took of the same step in the old layout stays committed, so
- * a failure meanwhile loses nothing more.  STEP_RETRY: not protected. */
+ * were restored in place, else take a snapshot.  STEP_RETRY: not
+ * protected. */
 static enum step
 phase_protect (struct elastic_manager *m, struct ev *ev, elastic_error_t *err)
 {
@@ -827,10 +824,7 @@ phase_protect (struct elastic_manager *m, struct ev *ev, elastic_error_t *err)
 
     recwatch_phase (m->watch, "protecting snapshot");
     rc = snapshot_adopt (m, err);
-    if (rc == ELASTIC_ERR_STATE && !ev->kind_failure && m->nwork > ev->old_size &&
-        snapshot_overlap_growth ())
-        rc = snapshot_begin_deferred (m, m->step, err);
-    else if (rc == ELASTIC_ERR_STATE)
+    if (rc == ELASTIC_ERR_STATE)
         rc = snapshot_take (m, m->step, err);
     ev->t_protect += mono_now () - t;
     if (rc == ELASTIC_ERR_PROC_FAILED) {

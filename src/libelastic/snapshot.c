@@ -36,9 +36,6 @@ static void membuf_free (struct membuf *b);
 /* A snapshot whose L2 exchange is in flight (snapshot_begin). */
 struct inflight {
     int active;
-    int deferred;   /* snapshot_begin_deferred: completed at a snapshot
-                       step, not at the next one (manager.c) */
-    double t_begin; /* ... when it began */
     int64_t step;
     int k, pend, ward, L, X;
     int failure, any_bad, bad_rank;
@@ -744,7 +741,6 @@ static void snap_free (struct inflight *f)
     f->reqs = NULL;
     f->nr = 0;
     f->active = 0;
-    f->deferred = 0;
 }
 
 /* Complete the L2 exchange of f, agree and commit.  Returns as
@@ -803,12 +799,6 @@ snap_finish (struct elastic_manager *m, struct inflight *f, elastic_error_t *err
         s->diff_base = 1;
         s->diff_gen = m->generation;
         elastic_progress_snapshot (step);
-        if (f->deferred && me == 0)
-            el_log (EL_INFO,
-                    "the protecting snapshot of the new layout (step %lld) committed "
-                    "%.1f ms after it began (its L2 exchange overlapped the steps)",
-                    (long long)step,
-                    (mono_now () - f->t_begin) * 1e3);
         {
             uint64_t hashed, copied, skipped;
             diff_stats (s->diff, &hashed, &copied, &skipped);
@@ -914,41 +904,12 @@ int snapshot_complete (struct elastic_manager *m, elastic_error_t *err)
     return snap_finish (m, &s->fl, err);
 }
 
-int snapshot_begin_deferred (struct elastic_manager *m,
-                             int64_t step,
-                             elastic_error_t *err)
-{
-    struct snapstore *s = m->store;
-    int rc = snapshot_begin (m, step, err);
-
-    if (rc == ELASTIC_OK && s->fl.active) {
-        s->fl.deferred = 1;
-        s->fl.t_begin = mono_now ();
-    }
-    return rc;
-}
-
-int snapshot_deferred (struct snapstore *s)
-{
-    return s->fl.active && s->fl.deferred;
-}
-
 int snapshot_overlap (void)
 {
     static int on = -1;
     if (on < 0) {
         const char *v = getenv ("ELASTIC_SNAPSHOT_OVERLAP");
         on = !(v && !strcmp (v, "0"));
-    }
-    return on;
-}
-
-int snapshot_overlap_growth (void)
-{
-    static int on = -1;
-    if (on < 0) {
-        const char *v = getenv ("ELASTIC_GROW_PROTECT_OVERLAP");
-        on = snapshot_overlap () && !(v && !strcmp (v, "0"));
     }
     return on;
 }

@@ -85,29 +85,10 @@ int snapshot_begin (struct elastic_manager *m, int64_t step, elastic_error_t *er
  * snapshot_take; ELASTIC_OK when none is in flight. */
 int snapshot_complete (struct elastic_manager *m, elastic_error_t *err);
 
-/* snapshot_begin for the protecting snapshot of a growth (recover.c): its
- * L2 exchange overlaps the steps until the next step that takes a
- * snapshot or persists (maybe_snapshot completes it there;
- * snapshot_begin/_take/_complete anywhere).  Until then the
- * snapshot taken at the growth step in the old layout stays committed: a
- * failure meanwhile recovers the same step from it, as the growth's own
- * restore did.  snapshot_deferred: 1 while such a snapshot is in flight
- * (the same on every working rank). */
-int snapshot_begin_deferred (struct elastic_manager *m,
-                             int64_t step,
-                             elastic_error_t *err);
-int snapshot_deferred (struct snapstore *s);
-
 /* 1 if periodic snapshots overlap their L2 exchange with the next step
  * (snapshot_begin), 0 with ELASTIC_SNAPSHOT_OVERLAP=0 (synchronous, for
  * comparisons).  Never fails. */
 int snapshot_overlap (void);
-
-/* 1 if a growth's protecting snapshot overlaps the next steps
- * (snapshot_begin_deferred); 0 with ELASTIC_GROW_PROTECT_OVERLAP=0 or
- * ELASTIC_SNAPSHOT_OVERLAP=0 (inside the growth, for comparisons: B16).
- * Never fails. */
-int snapshot_overlap_growth (void);
 
 /* The step of the snapshot in flight, or -1. */
 int64_t snapshot_in_flight (struct snapstore *s);
