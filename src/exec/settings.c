@@ -840,7 +840,8 @@ const struct setting settings_table[] = {
      .arg = SETTING_VALUE,
      .env = "ELASTIC_JOIN",
      .help = "multi-node (mesh): join the running job step JOBID[.STEP] as a member "
-             "with no ranks (another step or allocation of the same user)"},
+             "with no ranks of its own, where the job grows into new processes "
+             "(another step or allocation of the same user; no program)"},
     {.name = "status-file",
      .arg = SETTING_VALUE,
      .env = "ELASTIC_STATUS_FILE",
