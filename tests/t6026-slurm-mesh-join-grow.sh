@@ -35,14 +35,6 @@ COMMON=(--oversubscribe --mpi-btl tcp --node-timeout 1)
 mesh_salloc t6026
 
 checksum_of() { tr -d '\0' < "$tmp/$1.out" | sed -n 's/^checksum //p'; }
-# n1's and n2's events (the nodes share /tmp: one file)
-ev_both() {
-    local n
-    for n in n1 n2; do
-        grep "\"event\":\"$2\"" "$tmp/ev.$1" 2> /dev/null | grep "\"host\":\"$n\"" |
-            grep -q "$3" || return 1
-    done
-}
 # kill_step_on NODE: SIGKILL the step's elastic-exec and heat2d on NODE
 kill_step_on() {
     local p n=0

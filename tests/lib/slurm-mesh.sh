@@ -95,6 +95,15 @@ srun_bg() {
     ) &
 }
 
+# ev_both NAME EVENT PATTERN: n1's and n2's members both logged EVENT
+# matching PATTERN in $tmp/ev.NAME (the nodes share /tmp: one file)
+ev_both() {
+    local n
+    for n in n1 n2; do
+        grep "\"event\":\"$2\"" "$tmp/ev.$1" 2> /dev/null | grep "\"host\":\"$n\"" |
+            grep -q "$3" || return 1
+    done
+}
 show() { tr -d '\0' < "$tmp/$1.out" | tail -n "${2:-25}"; }
 summaries() { grep -a '^elastic-exec: job slurm\.' "$tmp/$1.out"; }
 
