@@ -16,7 +16,8 @@
 #      summary line as the two members;
 #   2. the joined member lost: its elastic-exec SIGKILLed on n3: n1 and n2
 #      log node_lost for member 2, the job goes on and ends with the
-#      failure-free checksum, exit 0; a second joiner is then refused (the
+#      failure-free checksum, exit 0 (the summary names the joined
+#      member lost, with no rank); a second joiner is then refused (the
 #      step was started with ELASTIC_MESH_JOIN_SLOTS=1: the one absent
 #      slot was taken, and a lost slot is never given again): exit 2, one
 #      line saying there is no room;
@@ -114,8 +115,8 @@ is "$(cat "$tmp/joinB.rc" 2> /dev/null)" 0 "join: the joiner exits 0" || diag "$
 sums=$( (summaries join && summaries joinB) | tr -d '\0')
 is "$(echo "$sums" | sort -u | wc -l) $(echo "$sums" | wc -l)" "1 4" \
     "join: the two members and the joiner's two tasks print one and the same summary line" || diag "$sums"
-echo "$sums" | head -n 1 | grep -q "job slurm\.$J\.$STEP: 4 ranks on 2 nodes; 0 nodes lost, 0 ranks lost; completed (exit 0)$"
-ok $? "join: it says 4 ranks on 2 nodes, completed (exit 0)" || diag "$sums"
+echo "$sums" | head -n 1 | grep -q "job slurm\.$J\.$STEP: 4 ranks on 2 nodes, 1 node joined; 0 nodes lost, 0 ranks lost; completed (exit 0)$"
+ok $? "join: it says 4 ranks on 2 nodes, 1 node joined, completed (exit 0)" || diag "$sums"
 n=$(grep -c '"event":"node_lost"' "$tmp/ev.join" 2> /dev/null)
 is "$n" 0 "join: nobody was lost (the garbage and the stranger harmed nothing)"
 
@@ -145,6 +146,9 @@ is "$(cat "$tmp/lost.rc" 2> /dev/null)" 0 "lost: the job goes on: srun exit 0" |
 is "$(checksum lost)" "$ref" "lost: the failure-free checksum"
 is "$(summaries lost | sort -u | wc -l) $(summaries lost | wc -l)" "1 2" "lost: the two members print one summary line" ||
     diag "$(summaries lost)"
+# (named by its node once it said its room, by its address before)
+summaries lost | head -n 1 | grep -Eq "job slurm\.$J\.$STEP: 4 ranks on 2 nodes, 1 node joined; 1 node lost \(joined: (n3|[0-9.]+)\), 0 ranks lost; completed \(exit 0\)$"
+ok $? "lost: it says the joined member on n3 was lost, with no rank (exit 0)" || diag "$(summaries lost)"
 
 # 3. refusals
 "$EXEC" --join 12x ./app > "$tmp/bad.out" 2>&1

@@ -17,11 +17,12 @@
 #   3. the joined member lost: its elastic-exec and its 2 ranks SIGKILLed
 #      once the 6 ranks compute: n1's and n2's ranks recover (6 -> 4) and
 #      the job ends with the failure-free checksum in a world of 4 (the
-#      members' result: exit 0); n1 and n2 logged node_lost for member 3
-#      with its 2 spawned ranks.
+#      members' result: exit 0; their summary counts n3 lost twice, as
+#      a node of the job and as the joined member, 4 ranks lost); n1 and
+#      n2 logged node_lost for member 3 with its 2 spawned ranks.
 #   4. a joiner that is never used: the same job with no loss, a joiner
 #      on n3: nothing is spawned there, and the joiner ends with the job
-#      (exit 0, the members' summary line).
+#      (exit 0, the members' summary line: "1 node joined").
 . "${srcdir:-.}/lib/slurm.sh"
 . "${srcdir:-.}/lib/slurm-mesh.sh"
 
@@ -97,8 +98,8 @@ grep '"event":"node_lost"' "$tmp/ev.grow" | grep '"member":3,' | grep -q '"ranks
 ok $? "... with its 2 spawned ranks" || diag "$(grep node_lost "$tmp/ev.grow")"
 wait_for_file "$tmp/grow.rc" 300
 # (srun's own status is n3's killed task's: the members agree on 0)
-summaries grow | head -n 1 | grep -q "job slurm\.$J\.$STEP: 6 ranks on 3 nodes; 1 node lost (n3), 2 ranks lost; completed after in-place recovery (exit 0)$"
-ok $? "the members' result: completed after in-place recovery (exit 0)" || diag "$(summaries grow)" "$(show grow 20)"
+summaries grow | head -n 1 | grep -q "job slurm\.$J\.$STEP: 6 ranks on 3 nodes, 1 node joined; 2 nodes lost (n3; joined: n3), 4 ranks lost; completed after in-place recovery (exit 0)$"
+ok $? "the members' result: n3 lost twice (as a node of the job, then as the joined member), 4 ranks lost, completed after in-place recovery (exit 0)" || diag "$(summaries grow)" "$(show grow 20)"
 is "$(checksum_of grow)" "$ref" "the failure-free checksum ($ref)"
 grep -aq '^final world 4,' "$tmp/grow.out"
 ok $? "the job finished in a world of 4" || diag "$(grep -a 'resharded\|final' "$tmp/grow.out")"
@@ -121,6 +122,8 @@ ok $? "idle: nothing was spawned on the joiner"
 sums=$( (summaries idle && summaries idleB) | tr -d '\0')
 is "$(echo "$sums" | sort -u | wc -l) $(echo "$sums" | wc -l)" "1 4" \
     "idle: the three members and the joiner print one and the same summary line" || diag "$sums"
+echo "$sums" | head -n 1 | grep -q "job slurm\.$J\.$STEP: 6 ranks on 3 nodes, 1 node joined; 0 nodes lost, 0 ranks lost; completed (exit 0)$"
+ok $? "idle: it says 6 ranks on 3 nodes, 1 node joined, completed (exit 0)" || diag "$sums"
 
 run_in_ctl scancel "$J" > /dev/null 2>&1
 done_testing

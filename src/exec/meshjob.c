@@ -840,15 +840,30 @@ static int parse_outcome (const char *s, int v[5])
     return 0;
 }
 
-void meshjob_decide (struct meshjob *mj, const struct meshjob_member *mm, int agreed)
+/* Append name to list (comma-separated, bounded). */
+static void name_add (char *list, size_t size, size_t *off, const char *name)
+{
+    if (*off < size - 1)
+        *off +=
+            (size_t)snprintf (list + *off, size - *off, "%s%s", *off ? "," : "", name);
+}
+
+void meshjob_decide (struct meshjob *mj,
+                     const struct meshjob_member *mm,
+                     int n,
+                     int agreed)
 {
     const struct jobmap *m = mj->map;
     int failed_status = -1, suspended = 0, ranks_lost = 0, nlost = 0, unknown = 0;
-    char lostnames[256] = "", how[128];
-    size_t off = 0;
+    int njoined = 0;
+    char lostnames[128] = "", joinednames[128] = "", names[272], how[128], more[48] = "";
+    size_t off = 0, joff = 0;
 
-    for (int i = 0; i < m->nnodes; i++) {
-        int v[5];
+    for (int i = 0; i < n; i++) {
+        int v[5], joined = i >= m->nnodes;
+        if (joined && mm[i].absent)
+            continue;
+        njoined += joined;
         if (mm[i].outcome && parse_outcome (mm[i].outcome, v) == 0) {
             ranks_lost += v[2];
             if ((v[3] > 0 || (v[0] != 0 && v[0] != 75)) && failed_status < 0)
@@ -858,16 +873,27 @@ void meshjob_decide (struct meshjob *mj, const struct meshjob_member *mm, int ag
         }
         if (mm[i].lost) {
             nlost++;
-            ranks_lost += m->node[i].nranks;
-            if (off < sizeof (lostnames) - 1)
-                off += (size_t)snprintf (lostnames + off,
-                                         sizeof (lostnames) - off,
-                                         "%s%s",
-                                         off ? "," : "",
-                                         m->node[i].name);
+            ranks_lost += (joined ? 0 : m->node[i].nranks) + mm[i].spawned;
+            if (joined)
+                name_add (joinednames,
+                          sizeof (joinednames),
+                          &joff,
+                          mm[i].name ? mm[i].name : "?");
+            else
+                name_add (lostnames, sizeof (lostnames), &off, m->node[i].name);
         } else
             unknown++;
     }
+    snprintf (names,
+              sizeof (names),
+              "%s%s%s%s",
+              lostnames,
+              off && joff ? "; " : "",
+              joff ? "joined: " : "",
+              joinednames);
+    if (njoined)
+        snprintf (
+            more, sizeof (more), ", %d node%s joined", njoined, njoined == 1 ? "" : "s");
     if (failed_status >= 0)
         mj->status = failed_status, snprintf (how, sizeof (how), "FAILED");
     else if (unknown || !agreed)
@@ -883,15 +909,16 @@ void meshjob_decide (struct meshjob *mj, const struct meshjob_member *mm, int ag
                   ranks_lost ? "completed after in-place recovery" : "completed");
     snprintf (mj->summary,
               sizeof (mj->summary),
-              "job %s: %d ranks on %d nodes; %d node%s lost%s%s%s, %d rank%s lost; %s "
+              "job %s: %d ranks on %d nodes%s; %d node%s lost%s%s%s, %d rank%s lost; %s "
               "(exit %d)",
               m->key,
               m->world_size,
               m->nnodes,
+              more,
               nlost,
               nlost == 1 ? "" : "s",
               nlost ? " (" : "",
-              lostnames,
+              names,
               nlost ? ")" : "",
               ranks_lost,
               ranks_lost == 1 ? "" : "s",

@@ -147,14 +147,23 @@ void meshjob_publish (struct meshjob *mj, int status, const char *status_file);
  * exit status (1 when the leader ended without one). */
 int meshjob_follow (struct meshjob *mj);
 
-/* The job's agreed result from each member's outcome line (mk_outcome's
- * format; NULL: the member was lost, or never answered when running[i]).
- * Fills mj->status, mj->summary, mj->decided. */
+/* The job's agreed result from each member's outcome line (meshjob_outcome's
+ * format; NULL: the member was lost, never answered, or never joined).
+ * m[0..n-1] by mesh slot: the job's nodes first (the map's), then the
+ * members that joined the running job (elastic-exec --join).  A lost
+ * member's ranks count as lost: its nodes' ranks of the start and the
+ * ones spawned onto it.  Fills mj->status, mj->summary, mj->decided. */
 struct meshjob_member {
     const char *outcome; /* NULL if none */
     int lost;            /* the mesh lost it before it was done */
+    int absent;          /* a slot past the map's nodes no member took */
+    int spawned;         /* ranks spawned onto it that reached the job */
+    const char *name;    /* a joined member's node (NULL: "?") */
 };
-void meshjob_decide (struct meshjob *mj, const struct meshjob_member *m, int agreed);
+void meshjob_decide (struct meshjob *mj,
+                     const struct meshjob_member *m,
+                     int n,
+                     int agreed);
 
 /* The transport /metrics reads (NULL: none from now on). */
 void meshjob_set_transport (struct meshjob *mj, struct pmixhost_mesh *tp);

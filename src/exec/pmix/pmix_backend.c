@@ -728,15 +728,20 @@ static void on_mesh_pipe (elastic_agent_t *agent, int fd, int revents, void *arg
                                           "signaled",
                                           n->b));
                 break;
-            case NEWS_JOINED:
+            case NEWS_JOINED: {
+                /* the job's nodes, or more once members joined it */
+                int live = (int)pmixhost_mesh_nlive (pb->tp);
+                if (live < 1)
+                    live = m->nnodes;
                 log_info (
                     "mesh: joined (linked with its neighbours in the tree of %d members)",
-                    m->nnodes);
+                    live);
                 eventlog_emit (
                     agent_eventlog (agent),
                     "member_joined",
-                    json_pack ("{s:i s:i}", "members", m->nnodes, "self", pb->self));
+                    json_pack ("{s:i s:i}", "members", live, "self", pb->self));
                 break;
+            }
             case NEWS_FENCE:
                 self_fence (pb, n->text);
                 break;
@@ -819,13 +824,14 @@ static void mesh_finish (struct pmixb *pb)
     struct meshjob *mj = agent_spec (agent)->mesh;
     struct pmixhost_mesh_outcomes out = {0};
     struct meshjob_member *mm;
-    int status = 0, lost = 0, failed = 0, suspended = 0, agreed;
+    int status = 0, lost = 0, failed = 0, suspended = 0, agreed, n;
     char blob[256];
     elastic_error_t err = {{0}};
     double t0 = mono_now ();
 
     grow_finishing (pb);
-    for (int i = 0; i < pb->nranks; i++) {
+    /* the ranks it started with and the ones spawned onto it */
+    for (int i = 0; i < elastic_agent_worker_count (agent); i++) {
         const struct worker *w = agent_worker (agent, i);
         if (w->lost)
             lost++;
@@ -842,9 +848,13 @@ static void mesh_finish (struct pmixb *pb)
         status = status ? status : 1, failed = failed ? failed : 1;
     else if (!failed && suspended)
         status = 75;
-    meshjob_outcome (blob, sizeof (blob), status, pb->nranks, lost, failed, suspended);
-    if (!(mm = calloc ((size_t)pb->map->nnodes, sizeof (*mm))))
-        return;
+    meshjob_outcome (blob,
+                     sizeof (blob),
+                     status,
+                     elastic_agent_worker_count (agent),
+                     lost,
+                     failed,
+                     suspended);
     agreed = pmixhost_mesh_finish (pb->tp,
                                    blob,
                                    strlen (blob),
@@ -853,13 +863,24 @@ static void mesh_finish (struct pmixb *pb)
                                    &err) == 0;
     if (!agreed)
         log_warn ("%s", err.text);
-    for (int i = 0; i < out.n && i < pb->map->nnodes; i++) {
+    n = out.n > pb->map->nnodes ? out.n : pb->map->nnodes;
+    if (!(mm = calloc ((size_t)n, sizeof (*mm)))) {
+        pmixhost_mesh_outcomes_free (&out);
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        mm[i].absent = i >= pb->map->nnodes;
+        if (i >= out.n)
+            continue;
         mm[i].outcome = out.blob[i];
         mm[i].lost = out.state[i] == PMIXHOST_MESH_LOST;
+        mm[i].absent = out.state[i] == PMIXHOST_MESH_ABSENT;
+        mm[i].spawned = grow_member_ranks (pb, i);
+        mm[i].name = i >= pb->map->nnodes ? grow_member_name (pb, i) : NULL;
     }
-    if (out.n == 0 && pb->map->node_id >= 0) /* out of memory: only our own */
-        mm[pb->map->node_id].outcome = blob;
-    meshjob_decide (mj, mm, agreed);
+    if (out.n == 0 && pb->self >= 0 && pb->self < n) /* out of memory: only our own */
+        mm[pb->self].outcome = blob;
+    meshjob_decide (mj, mm, n, agreed);
     eventlog_emit (agent_eventlog (agent),
                    "mesh_end",
                    json_pack ("{s:b s:i s:s s:f}",

@@ -75,6 +75,8 @@ struct pmixb {
     int *room;                    /* [nmembers] free slots each member last said */
     unsigned long long *room_seq; /* [nmembers] the number of that saying */
     char **member_name;           /* [nmembers] the node names of joined members */
+    int *member_ranks;            /* [nmembers] ranks spawned onto each that
+                                     reached the job (kept past grow_end) */
     int room_said;                /* what this member last said (-1: nothing yet) */
     unsigned long long room_next; /* the number of its last saying */
     int next_global;              /* the global rank a spawn's first child gets */

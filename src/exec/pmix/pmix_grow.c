@@ -216,11 +216,14 @@ static int room_alloc (struct pmixb *pb)
         n = pb->map->nnodes;
     if (!(pb->room = calloc ((size_t)n, sizeof (*pb->room))) ||
         !(pb->room_seq = calloc ((size_t)n, sizeof (*pb->room_seq))) ||
-        !(pb->member_name = calloc ((size_t)n, sizeof (*pb->member_name)))) {
+        !(pb->member_name = calloc ((size_t)n, sizeof (*pb->member_name))) ||
+        !(pb->member_ranks = calloc ((size_t)n, sizeof (*pb->member_ranks)))) {
         free (pb->room);
         free (pb->room_seq);
+        free (pb->member_name);
         pb->room = NULL;
         pb->room_seq = NULL;
+        pb->member_name = NULL;
         return -1;
     }
     pb->nmembers = n;
@@ -232,6 +235,15 @@ static int room_alloc (struct pmixb *pb)
     if (pb->next_global < pb->map->world_size)
         pb->next_global = pb->map->world_size;
     return 0;
+}
+
+/* A spawn reached its parents: count its ranks on the member that runs
+ * them (the job's summary counts them with that member if it is lost). */
+static void spawn_reached (struct pmixb *pb, struct bspawn *bs)
+{
+    bs->state = PMIXHOST_SPAWN_JOINED;
+    if (pb->member_ranks && bs->node >= 0 && bs->node < pb->nmembers)
+        pb->member_ranks[bs->node] += bs->k;
 }
 
 /* Tell the other members this one's room when it changed. */
@@ -886,7 +898,7 @@ static void on_spawn (struct pmixb *pb, int origin, const void *data, size_t len
         return;
     }
     if (gm.joined) { /* running before this member joined */
-        bs->state = PMIXHOST_SPAWN_JOINED;
+        spawn_reached (pb, bs);
         log_debug ("mesh: ranks %d..%d (%s) run on node %s",
                    bs->base,
                    bs->base + k - 1,
@@ -947,7 +959,7 @@ static void on_spawn_end (struct pmixb *pb, int origin, const void *data, size_t
         spawn_failed (pb, bs, 0, failed, 0);
         return;
     }
-    bs->state = PMIXHOST_SPAWN_JOINED;
+    spawn_reached (pb, bs);
     if (bs->node == pb->self)
         log_info ("spawned ranks %d..%d reached %s",
                   bs->base,
@@ -1116,12 +1128,9 @@ const char *grow_member_name (struct pmixb *pb, int member)
 
 int grow_member_ranks (struct pmixb *pb, int member)
 {
-    int n = 0;
-
-    for (struct bspawn *bs = pb->spawns; bs; bs = bs->next)
-        if (bs->node == member && bs->state == PMIXHOST_SPAWN_JOINED)
-            n += bs->k;
-    return n;
+    return pb->member_ranks && member >= 0 && member < pb->nmembers
+               ? pb->member_ranks[member]
+               : 0;
 }
 
 void grow_remote_failed (struct pmixb *pb, const char *nspace, int rank, int signaled)
@@ -1214,7 +1223,7 @@ void grow_joined (struct pmixb *pb, struct pmixhost_spawn *sp)
 
     if (!bs || bs->state != PMIXHOST_SPAWN_PENDING)
         return;
-    bs->state = PMIXHOST_SPAWN_JOINED;
+    spawn_reached (pb, bs);
     pb->spawning = 0;
     for (int r = 0; r < bs->k && n < 64; r++)
         rk[n++] = bs->index[r] >= 0 ? agent_worker (pb->agent, bs->index[r])->rank
@@ -1371,6 +1380,8 @@ void grow_free (struct pmixb *pb)
         free (pb->member_name[i]);
     free (pb->member_name);
     pb->member_name = NULL;
+    free (pb->member_ranks);
+    pb->member_ranks = NULL;
     free (pb->room);
     free (pb->room_seq);
     pb->room = NULL;

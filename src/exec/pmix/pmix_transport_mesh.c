@@ -719,6 +719,16 @@ uint32_t pmixhost_mesh_nmembers (const struct pmixhost_mesh *t)
     return t ? t->nmembers : 0;
 }
 
+uint32_t pmixhost_mesh_nlive (struct pmixhost_mesh *t)
+{
+    struct mesh_stats st = {0};
+
+    if (!t || !t->mesh)
+        return 0;
+    mesh_get_stats (t->mesh, &st);
+    return st.nlive;
+}
+
 int pmixhost_mesh_job_ending (struct pmixhost_mesh *t)
 {
     uint8_t *live;
@@ -955,14 +965,16 @@ int pmixhost_mesh_finish (struct pmixhost_mesh *t,
                           elastic_error_t *err)
 {
     int n = (int)t->nmembers, rc = 0;
-    uint8_t *live = calloc ((size_t)n, 1);
+    uint8_t *live = calloc ((size_t)n, 1), *cause = calloc ((size_t)n, 1);
     double deadline = mono () + timeout;
     char *copy = malloc (len + 1);
 
-    if (!live || !copy || !(out->blob = calloc ((size_t)n, sizeof (*out->blob))) ||
+    if (!live || !cause || !copy ||
+        !(out->blob = calloc ((size_t)n, sizeof (*out->blob))) ||
         !(out->len = calloc ((size_t)n, sizeof (*out->len))) ||
         !(out->state = calloc ((size_t)n, sizeof (*out->state)))) {
         free (live);
+        free (cause);
         free (copy);
         pmixhost_mesh_outcomes_free (out);
         return errprintf (err, "mesh: end of job: out of memory");
@@ -970,6 +982,7 @@ int pmixhost_mesh_finish (struct pmixhost_mesh *t,
     out->n = n;
     if (!t->mesh) {
         free (live);
+        free (cause);
         free (copy);
         pmixhost_mesh_outcomes_free (out);
         return errprintf (err, "mesh: end of job: the mesh is stopped");
@@ -1029,11 +1042,14 @@ int pmixhost_mesh_finish (struct pmixhost_mesh *t,
         pthread_mutex_unlock (&t->lock);
     }
     mesh_get_live (t->mesh, live, (uint32_t)n);
+    mesh_get_causes (t->mesh, cause, (uint32_t)n);
     pthread_mutex_lock (&t->lock);
     for (int i = 0; i < n; i++) {
+        /* neither live nor lost for a reason: never taken */
         out->state[i] = t->done[i] ? PMIXHOST_MESH_DONE
                         : live[i]  ? PMIXHOST_MESH_RUNNING
-                                   : PMIXHOST_MESH_LOST;
+                        : cause[i] ? PMIXHOST_MESH_LOST
+                                   : PMIXHOST_MESH_ABSENT;
         if (t->done[i] && (out->blob[i] = malloc (t->done_len[i] + 1))) {
             memcpy (out->blob[i], t->done_blob[i], t->done_len[i] + 1);
             out->len[i] = t->done_len[i];
@@ -1041,6 +1057,7 @@ int pmixhost_mesh_finish (struct pmixhost_mesh *t,
     }
     pthread_mutex_unlock (&t->lock);
     free (live);
+    free (cause);
     return rc;
 }
 

@@ -141,6 +141,8 @@ void pmixhost_mesh_set_job (struct pmixhost_mesh *t, struct pmixhost_job *job);
  * joined member was admitted into) and the number of slots. */
 uint32_t pmixhost_mesh_self (const struct pmixhost_mesh *t);
 uint32_t pmixhost_mesh_nmembers (const struct pmixhost_mesh *t);
+/* Members live now (this one included).  Thread-safe. */
+uint32_t pmixhost_mesh_nlive (struct pmixhost_mesh *t);
 
 /* For a member that joined the running job (opts.admission): 1 when the
  * job is ending, that is every live member that started with the job
@@ -198,7 +200,13 @@ void pmixhost_mesh_counts (struct pmixhost_mesh *t, struct pmixhost_mesh_counts 
  * this member was cut off); either way out holds, per member, its state
  * and blob (NUL-terminated copies; free with pmixhost_mesh_outcomes_free).
  * From the caller's thread, once no local rank is left. */
-enum { PMIXHOST_MESH_DONE = 1, PMIXHOST_MESH_RUNNING, PMIXHOST_MESH_LOST };
+/* ABSENT: a slot for a member joining the running job that none took */
+enum {
+    PMIXHOST_MESH_DONE = 1,
+    PMIXHOST_MESH_RUNNING,
+    PMIXHOST_MESH_LOST,
+    PMIXHOST_MESH_ABSENT
+};
 struct pmixhost_mesh_outcomes {
     int n;
     int *state;  /* [n] PMIXHOST_MESH_* */
