@@ -21,7 +21,11 @@
 #      step was started with ELASTIC_MESH_JOIN_SLOTS=1: the one absent
 #      slot was taken, and a lost slot is never given again): exit 2, one
 #      line saying there is no room;
-#   3. refusals: a --join value that does not parse (exit 2, naming it
+#   3. a member done before the joiner came: n2's ranks
+#      SIGKILLed, n2's member says it is done and waits; the joiner,
+#      linked after that, is told again by n2's member; the job, the
+#      joiner and both members end with exit 0 and one summary line;
+#   4. refusals: a --join value that does not parse (exit 2, naming it
 #      and the accepted form), a job that does not exist (exit 2, "no such
 #      running job step"), a step that does not run elastic-exec in mesh
 #      mode (exit 2, "no member of the step listens").
@@ -150,7 +154,38 @@ is "$(summaries lost | sort -u | wc -l) $(summaries lost | wc -l)" "1 2" "lost: 
 summaries lost | head -n 1 | grep -Eq "job slurm\.$J\.$STEP: 4 ranks on 2 nodes, 1 node joined; 1 node lost \(joined: (n3|[0-9.]+)\), 0 ranks lost; completed \(exit 0\)$"
 ok $? "lost: it says the joined member on n3 was lost, with no rank (exit 0)" || diag "$(summaries lost)"
 
-# 3. refusals
+# 3. a member done before the joiner came: n2's two ranks SIGKILLed (n1's
+# recover 4 -> 2 in place; n2's member, its ranks gone, says it is done
+# and waits); the joiner links after that saying went round, so n2's
+# member says it again to the newcomer; every member, the joiner
+# included, ends with one summary line.  (Here the mesh's re-flood of
+# its last 64 broadcasts at link-up brings the first saying too; the
+# retelling is what still works when more than 64 came in between.)
+base late
+ok $? "late: the job (step $J.$STEP) computes" || diag "$(show late)"
+killed=0
+for p in $("$SLURM_CLUSTER_SH" pids "$CLUSTER_DIR" n2); do
+    [ "$(cat "/proc/$p/comm" 2> /dev/null)" = heat2d ] && kill -KILL "$p" && killed=$((killed + 1))
+done
+is "$killed" 2 "late: n2's two ranks SIGKILLed"
+wait_for_grep "mesh 1: this member's ranks are gone (2 lost, 0 failed)" "$tmp/late.out" 60
+ok $? "late: n2's member says its ranks are gone and waits" || diag "$(show late)"
+joiner lateB "$STEP" --ntasks-per-node=1
+wait_for_grep 'mesh 1: member 2 joined after this member was done: told it again' "$tmp/late.out" 120
+ok $? "late: n2's member tells the joiner (member 2) again that it is done" ||
+    diag "$(show late)" "$(show lateB)"
+wait_for_file "$tmp/late.rc" 300
+is "$(cat "$tmp/late.rc" 2> /dev/null)" 0 "late: the job's srun exit 0" || diag "$(show late 30)"
+is "$(checksum late)" "$ref" "late: the failure-free checksum"
+wait_for_file "$tmp/lateB.rc" 120
+is "$(cat "$tmp/lateB.rc" 2> /dev/null)" 0 "late: the joiner exits 0" || diag "$(show lateB 30)"
+sums=$( (summaries late && summaries lateB) | tr -d '\0')
+is "$(echo "$sums" | sort -u | wc -l) $(echo "$sums" | wc -l)" "1 3" \
+    "late: the two members and the joiner print one and the same summary line" || diag "$sums"
+echo "$sums" | head -n 1 | grep -q "job slurm\.$J\.$STEP: 4 ranks on 2 nodes, 1 node joined; 0 nodes lost, 2 ranks lost; completed after in-place recovery (exit 0)$"
+ok $? "late: ... 2 ranks lost, completed after in-place recovery (exit 0)" || diag "$sums"
+
+# 4. refusals
 "$EXEC" --join 12x ./app > "$tmp/bad.out" 2>&1
 is "$?" 2 "refusal: --join 12x: exit 2"
 grep -q "^elastic-exec: --join: '12x' is not a job step (expected JOBID or JOBID.STEP, e.g. 1234 or 1234.0)$" "$tmp/bad.out"

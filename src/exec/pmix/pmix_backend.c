@@ -855,6 +855,11 @@ static void mesh_finish (struct pmixb *pb)
                      lost,
                      failed,
                      suspended);
+    log_info ("mesh %d: this member's ranks are gone (%d lost, %d failed): telling the "
+              "others, waiting for theirs",
+              pb->self,
+              lost,
+              failed);
     agreed = pmixhost_mesh_finish (pb->tp,
                                    blob,
                                    strlen (blob),

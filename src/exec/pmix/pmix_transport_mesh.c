@@ -19,6 +19,7 @@
 #include <pmix_server.h>
 
 #include "common/bytes.h"
+#include "common/log.h"
 #include "exec/jobmap.h"
 #include "exec/mesh/proto.h"
 #include "exec/pmix/pmix_host.h"
@@ -42,6 +43,7 @@ struct pmixhost_mesh {
     uint8_t *done;    /* [nmembers] the member said its ranks are gone */
     char **done_blob; /* [nmembers] what it said */
     size_t *done_len; /* [nmembers] */
+    uint8_t *heard;   /* [nmembers] a broadcast came from it (retell_done) */
     int idle_fence;   /* an empty fence of ours is pending */
     int hosting;      /* joined by --join: no ranks of the job here, an
                          empty fence always pending (idle_arm) */
@@ -255,6 +257,34 @@ static void on_publish (struct pmixhost_mesh *t, const void *data, size_t len)
     PMIX_DATA_BUFFER_DESTRUCT (&buf); /* frees copy */
 }
 
+/* The first broadcast from a member that joined the running job (its
+ * room, said as it starts) shows it linked into the tree: if this member
+ * is done already, say so again.  Its first saying may have gone round
+ * before the newcomer linked, and a newcomer that never hears it counts
+ * this member lost when it leaves (a summary unlike the others'). */
+static void retell_done (struct pmixhost_mesh *t, uint32_t origin)
+{
+    char *again = NULL;
+    size_t len = 0;
+
+    if (origin >= t->nmembers || origin < (uint32_t)t->map->nnodes || origin == t->self)
+        return;
+    pthread_mutex_lock (&t->lock);
+    if (!t->heard[origin]) {
+        t->heard[origin] = 1;
+        if (t->done[t->self] && (again = malloc (t->done_len[t->self] + 1))) {
+            len = t->done_len[t->self];
+            memcpy (again, t->done_blob[t->self], len + 1);
+        }
+    }
+    pthread_mutex_unlock (&t->lock);
+    if (again && t->mesh && mesh_broadcast (t->mesh, MESH_BCAST_DONE, again, len) == 0)
+        log_info ("mesh %u: member %u joined after this member was done: told it again",
+                  t->self,
+                  origin);
+    free (again);
+}
+
 static void
 on_broadcast (void *arg, uint32_t origin, int kind, const void *data, size_t len)
 {
@@ -263,8 +293,10 @@ on_broadcast (void *arg, uint32_t origin, int kind, const void *data, size_t len
     uint32_t rank;
     int32_t status;
 
+    retell_done (t, origin);
     if (kind == MESH_BCAST_DONE) {
         char *copy = malloc (len + 1);
+        int first = 0;
         pthread_mutex_lock (&t->lock);
         if (copy && origin < t->nmembers && !t->done[origin]) {
             memcpy (copy, data, len);
@@ -273,10 +305,14 @@ on_broadcast (void *arg, uint32_t origin, int kind, const void *data, size_t len
             t->done_blob[origin] = copy;
             t->done_len[origin] = len;
             copy = NULL;
+            first = 1;
             pthread_cond_broadcast (&t->cond);
         }
         pthread_mutex_unlock (&t->lock);
         free (copy);
+        if (first)
+            log_debug (
+                "mesh %u: member %u is done (its ranks are gone)", t->self, origin);
         return;
     }
     if (kind == MESH_BCAST_PUBLISH) {
@@ -626,11 +662,13 @@ struct pmixhost_mesh *pmixhost_mesh_create (const struct pmixhost_mesh_opts *opt
         !(t->reported = calloc ((size_t)opts->map->world_size + 1, 1)) ||
         !(t->done = calloc (nmembers, 1)) ||
         !(t->done_blob = calloc (nmembers, sizeof (*t->done_blob))) ||
-        !(t->done_len = calloc (nmembers, sizeof (*t->done_len)))) {
+        !(t->done_len = calloc (nmembers, sizeof (*t->done_len))) ||
+        !(t->heard = calloc (nmembers, 1))) {
         if (t) {
             free (t->reported);
             free (t->done);
             free (t->done_blob);
+            free (t->done_len);
         }
         free (t);
         errprintf (err, "PMIx mesh transport: out of memory");
@@ -846,6 +884,7 @@ void pmixhost_mesh_destroy (struct pmixhost_mesh *t)
     free (t->done_blob);
     free (t->done_len);
     free (t->done);
+    free (t->heard);
     free (t->reported);
     free (t);
     errno = saved_errno;
