@@ -70,6 +70,21 @@ joiner() {
 joined() { ev_both "$1" member_joined '"member":2,'; }
 lost2() { ev_both "$1" node_lost '"member":2,'; }
 checksum() { tr -d '\0' < "$tmp/$1.out" | sed -n 's/^checksum //p'; }
+# ended NAME COUNT WHO SUMMARY: the job NAME and its joiner NAMEB end
+# with exit 0 and the failure-free checksum; COUNT summary lines (WHO's)
+# are one and the same: "elastic-exec: job slurm.J.S: SUMMARY"
+ended() {
+    local name=$1 sums
+    wait_for_file "$tmp/$name.rc" 300
+    is "$(cat "$tmp/$name.rc" 2> /dev/null)" 0 "$name: the job's srun exit 0" || diag "$(show "$name" 30)"
+    is "$(checksum "$name")" "$ref" "$name: the failure-free checksum ($ref)"
+    wait_for_file "$tmp/${name}B.rc" 120
+    is "$(cat "$tmp/${name}B.rc" 2> /dev/null)" 0 "$name: the joiner exits 0" || diag "$(show "${name}B" 30)"
+    sums=$( (summaries "$name" && summaries "${name}B") | tr -d '\0')
+    is "$(echo "$sums" | sort -u | wc -l) $(echo "$sums" | wc -l)" "1 $2" \
+        "$name: $3 print one and the same summary line" || diag "$sums"
+    is "$(echo "$sums" | head -n 1)" "elastic-exec: job slurm.$J.$STEP: $4" "$name: it says $4"
+}
 metrics() {
     nsenter --net="/run/netns/$(sed -n 's/^PREFIX=//p' "$CLUSTER_DIR/cluster.env")-n1" \
         curl -s --max-time 10 http://127.0.0.1:29556/metrics 2> /dev/null
@@ -111,16 +126,8 @@ if [ "$CLUSTER_MODE" = netns ] && command -v curl > /dev/null; then
 else
     skip "join: /metrics of a node needs the netns cluster and curl"
 fi
-wait_for_file "$tmp/join.rc" 300
-is "$(cat "$tmp/join.rc" 2> /dev/null)" 0 "join: the job's srun exit 0" || diag "$(show join 30)"
-is "$(checksum join)" "$ref" "join: the failure-free checksum ($ref)"
-wait_for_file "$tmp/joinB.rc" 120
-is "$(cat "$tmp/joinB.rc" 2> /dev/null)" 0 "join: the joiner exits 0" || diag "$(show joinB 30)"
-sums=$( (summaries join && summaries joinB) | tr -d '\0')
-is "$(echo "$sums" | sort -u | wc -l) $(echo "$sums" | wc -l)" "1 4" \
-    "join: the two members and the joiner's two tasks print one and the same summary line" || diag "$sums"
-echo "$sums" | head -n 1 | grep -q "job slurm\.$J\.$STEP: 4 ranks on 2 nodes, 1 node joined; 0 nodes lost, 0 ranks lost; completed (exit 0)$"
-ok $? "join: it says 4 ranks on 2 nodes, 1 node joined, completed (exit 0)" || diag "$sums"
+ended join 4 "the two members and the joiner's two tasks" \
+    "4 ranks on 2 nodes, 1 node joined; 0 nodes lost, 0 ranks lost; completed (exit 0)"
 n=$(grep -c '"event":"node_lost"' "$tmp/ev.join" 2> /dev/null)
 is "$n" 0 "join: nobody was lost (the garbage and the stranger harmed nothing)"
 
@@ -174,16 +181,8 @@ joiner lateB "$STEP" --ntasks-per-node=1
 wait_for_grep 'mesh 1: member 2 joined after this member was done: told it again' "$tmp/late.out" 120
 ok $? "late: n2's member tells the joiner (member 2) again that it is done" ||
     diag "$(show late)" "$(show lateB)"
-wait_for_file "$tmp/late.rc" 300
-is "$(cat "$tmp/late.rc" 2> /dev/null)" 0 "late: the job's srun exit 0" || diag "$(show late 30)"
-is "$(checksum late)" "$ref" "late: the failure-free checksum"
-wait_for_file "$tmp/lateB.rc" 120
-is "$(cat "$tmp/lateB.rc" 2> /dev/null)" 0 "late: the joiner exits 0" || diag "$(show lateB 30)"
-sums=$( (summaries late && summaries lateB) | tr -d '\0')
-is "$(echo "$sums" | sort -u | wc -l) $(echo "$sums" | wc -l)" "1 3" \
-    "late: the two members and the joiner print one and the same summary line" || diag "$sums"
-echo "$sums" | head -n 1 | grep -q "job slurm\.$J\.$STEP: 4 ranks on 2 nodes, 1 node joined; 0 nodes lost, 2 ranks lost; completed after in-place recovery (exit 0)$"
-ok $? "late: ... 2 ranks lost, completed after in-place recovery (exit 0)" || diag "$sums"
+ended late 3 "the two members and the joiner" \
+    "4 ranks on 2 nodes, 1 node joined; 0 nodes lost, 2 ranks lost; completed after in-place recovery (exit 0)"
 
 # 4. refusals
 "$EXEC" --join 12x ./app > "$tmp/bad.out" 2>&1
