@@ -14,6 +14,9 @@
 # was lost); T7008_NP, _NX, _NY,
 # _STEPS, _SLEEP (ms per step) and _AT (the step after which the signal is
 # sent) size the job; bench/preempt-signals.sh repeats it at the issue's size.
+# Then mpirun itself misbehaving: killed by SIGABRT after the ranks
+# suspended (still 75), and ending the job for a lost node with SIGTERM
+# to the ranks (they suspend; not a preemption: relaunched, exit 0).
 . "${srcdir:-.}/lib/tap.sh"
 
 heat2d=$(cd "${top_builddir:-..}/examples" 2> /dev/null && pwd)/heat2d
@@ -144,5 +147,68 @@ timeout 300 "$empirun" --run-dir "$tmp/run.abort.fatal" --max-relaunches 0 --exe
     --mca btl self,sm,tcp -n "$np" "$heat2d" "${grid[@]}" --steps 50 "${fails[@]}" \
     --snapshot-dir "$tmp/snap.abort.fatal" > "$tmp/out.abort.fatal" 2>&1
 is "$?" 1 "the same mpirun after a job that failed: a failure (exit 1), neither completed nor suspended"
+
+# mpirun ending the job for a lost node: PRRTE prints "lost communication
+# with a remote daemon" and stops every rank with SIGTERM; the ranks take
+# it for a preemption and suspend, but nobody preempted the job (seen in
+# t6011 B, a node SIGKILLed under Slurm: elastic-mpirun then exited 75).
+# It must count as a failure and relaunch, the relaunch resuming from the
+# ranks' snapshot.  The real mpirun; on SIGUSR2 the wrapper prints PRRTE's
+# lines (naming this host: the only one, so it is not excluded) and sends
+# SIGTERM to mpirun's children, the ranks' wrappers, as PRRTE does.
+host=$(hostname)
+cat > "$tmp/bin/mpirun" << EOF2
+#!/bin/bash
+[ "\$1" = --version ] && exec "$real_mpirun" "\$@"
+echo \$\$ >> "$tmp/lost.pids"
+"$real_mpirun" "\$@" &
+child=\$!
+lose() {
+    printf '%s\n' '--------------------------------------------------------------------------' \
+        'PRTE has lost communication with a remote daemon.' '' \
+        '  HNP daemon   : [prterun-$host-1@0,0] on node $host' \
+        '  Remote daemon: [prterun-$host-1@0,1] on node $host' '' \
+        'This is usually due to either a failure of the TCP network' \
+        'connection to the node, or possibly an internal failure of' \
+        'the daemon itself. We cannot recover from this failure, and' \
+        'therefore will terminate the job.' \
+        '--------------------------------------------------------------------------' >&2
+    pkill -TERM -P \$child
+}
+trap lose USR2
+trap 'kill -TERM \$child' TERM INT HUP
+while :; do
+    wait \$child
+    rc=\$?
+    kill -0 \$child 2> /dev/null || break
+done
+exit \$rc
+EOF2
+rm -f "$tmp/lost.pids"
+setsid "$empirun" --run-dir "$tmp/run.lost" --exec "$exec_bin" --mca btl self,sm,tcp -n "$np" \
+    "$heat2d" "${grid[@]}" --steps $steps --progress 10 --sleep "$sleep_ms" --snapshot-dir "$tmp/snap.lost" \
+    > "$tmp/out.lost" 2>&1 &
+pid=$!
+wait_for_grep "^step $at\$" "$tmp/out.lost" 240
+ok $? "lost node: the job computes (step $at)" || diag "$(tail -n 20 "$tmp/out.lost")"
+kill -USR2 "$(head -n 1 "$tmp/lost.pids" 2> /dev/null)" 2> /dev/null
+if ! wait_for_exit "$pid" 300; then
+    diag "lost node: still running 300 s after the loss; killing it"
+    kill -KILL -- "-$pid" 2> /dev/null
+fi
+wait "$pid"
+rc=$?
+step=$(tr -d '\0' < "$tmp/out.lost" | sed -n 's/^suspended at step \([0-9]*\)$/\1/p' | head -n 1)
+is "$rc" 0 "lost node: relaunched and completed (exit 0), not suspended (75)" ||
+    tr -d '\0' < "$tmp/out.lost" | grep -a -v '^step ' | tail -n 25 | sed 's/^/# /'
+[ -n "$step" ]
+ok $? "lost node: the ranks suspended first (at step ${step:-?})"
+grep -a -q "mpirun lost the daemon on $host and ended the job; the ranks took its SIGTERM for a preemption and suspended.*: the attempt counts as failed" "$tmp/out.lost"
+ok $? "lost node: elastic-mpirun says why it counts as a failure" ||
+    tr -d '\0' < "$tmp/out.lost" | grep -a 'elastic-mpirun.*: \(warn\|error\):' | sed 's/^/# /'
+tr -d '\0' < "$tmp/out.lost" | grep -a -q "resumed from step ${step:-x}"
+ok $? "lost node: the relaunch resumed from the ranks' snapshot (step ${step:-?})"
+is "$(checksum_of "$tmp/out.lost")" "$ref" "lost node: the failure-free checksum"
+is "$(job_procs)" "" "lost node: no process of the job is left"
 unset ELASTIC_MPIRUN
 done_testing

@@ -619,19 +619,43 @@ static int unexplained_exit (const struct events *ev, const struct report *rep)
     return 0;
 }
 
+/* The host of mpirun's report whose daemon was lost, or NULL. */
+static const char *node_lost (const struct report *rep)
+{
+    for (int i = 0; i < rep->n; i++)
+        if (rep->f[i].kind == FAIL_NODE_LOST)
+            return rep->f[i].host[0] ? rep->f[i].host : "?";
+    return NULL;
+}
+
 /* Whether the ranks suspended: by mpirun's code or by the ranks' account
  * (mpirun's code can be lost after they suspended: mpirun killed, or
  * crashed in its teardown); but when nobody preempted this job and no rank
  * wrote a suspend snapshot, the 75s came from ranks' wrappers that took the
- * SIGTERM of Open MPI's own abort for a preemption. */
+ * SIGTERM of Open MPI's own abort for a preemption.  When they did write
+ * one and mpirun had lost a node's daemon, that SIGTERM was PRRTE ending
+ * the job for the lost node ("lost communication with a remote daemon"):
+ * a failure like any lost node, relaunched (the relaunch resumes from the
+ * snapshot they wrote), not a preemption to end the job with 75. */
 static int
 ranks_suspended (const struct launch_result *res, const struct events *ev, int np)
 {
-    char evidence[4200];
+    char evidence[4200] = "";
     int suspended = res->exit_code == ELASTIC_EXIT_SUSPENDED ||
                     events_suspended (ev, np, evidence, sizeof (evidence));
+    const char *lost = node_lost (&res->rep);
 
-    if (suspended && !res->preempt_signal && !(ev->nsuspend && ev->suspend_file[0])) {
+    if (suspended && !res->preempt_signal && lost) {
+        log_warn ("mpirun lost the daemon on %s and ended the job; the ranks took its "
+                  "SIGTERM for a preemption and suspended%s%s, but this job was not "
+                  "preempted: the attempt counts as failed (a relaunch resumes from "
+                  "the newest L3 snapshot)",
+                  lost,
+                  evidence[0] ? ": " : "",
+                  evidence);
+        suspended = 0;
+    } else if (suspended && !res->preempt_signal &&
+               !(ev->nsuspend && ev->suspend_file[0])) {
         log_warn ("mpirun exited %d and ranks exited %d, but this job was not "
                   "preempted and no rank suspended to an L3 snapshot (Open MPI stops "
                   "the ranks with SIGTERM when it aborts a job): the attempt counts "
