@@ -12,9 +12,11 @@
 # writes the room the dead ranks left, and libelastic grows back to 8 with k
 # new processes (MPI_Comm_spawn served by elastic-exec, merge, re-shard,
 # restore, handler, protecting snapshot).  Per run (libelastic's events):
-#   grow_ms     the growth itself: reshard_up's t_total_ms (spawn + merge +
-#               agreement + shrink + restore + handler + protect), and its
-#               phases spawn_ms, merge_ms, restore_ms, handler_ms, protect_ms
+#   grow_ms     the growth itself: reshard_up's t_total_ms (snapshot + spawn
+#               + merge + agreement + shrink + restore + handler + protect),
+#               and its phases snapshot_ms (the snapshot of the current step
+#               taken before the spawn), spawn_ms, merge_ms, restore_ms,
+#               handler_ms, protect_ms
 #   e2e_ms      reshard_down's end (the world of 8 - k computing, the room
 #               written right after the deaths) to reshard_up's end (the
 #               world of 8 computing): the wait for the next agreement and
@@ -72,8 +74,9 @@ u = up[0]
 ts = lambda e: datetime.datetime.fromisoformat(e["time"].replace("Z", "+00:00")).timestamp()
 p = "grow,8,%s,%s,%s," % (mib, variant, t)
 print(p + "grow_ms,%.3f,ms" % u["t_total_ms"])
-for m in ("spawn", "merge", "restore", "handler", "protect"):
-    print(p + "%s_ms,%.3f,ms" % (m, u["t_%s_ms" % m]))
+for m in ("snapshot", "spawn", "merge", "restore", "handler", "protect"):
+    if "t_%s_ms" % m in u:
+        print(p + "%s_ms,%.3f,ms" % (m, u["t_%s_ms" % m]))
 print(p + "e2e_ms,%.3f,ms" % ((ts(u) - ts(down[0])) * 1e3))
 PYEOF
 }
@@ -150,16 +153,17 @@ out = ["# B16: growing back into new processes vs relaunching from L3",
        "medians (min..max, trials) in ms; ratio = relaunch / e2e (goal >= 3);",
        "relaunch: the L3 file in the page cache; cold: the same file read from the",
        "disk.", "",
-       "| k | grow_ms | spawn | merge | restore | handler | protect | e2e_ms | relaunch_ms | ratio | relaunch_cold_ms | ratio |",
-       "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+       "| k | grow_ms | snapshot | spawn | merge | restore | handler | protect | e2e_ms | relaunch_ms | ratio | relaunch_cold_ms | ratio |",
+       "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
 ks = sorted({r["variant"].split("-k")[1] for r in rows if r["variant"].startswith("grow-k")}, key=int)
 for k in ks:
     g = lambda m: v[("grow-k" + k, m)]
     e, rl = g("e2e_ms"), v[("relaunch-k" + k, "relaunch_ms")]
     rc = v[("relaunch-k" + k, "relaunch_cold_ms")]
     ratio = lambda b: "%.1fx" % (statistics.median(b) / statistics.median(e)) if e and b else "-"
-    out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-        k, cell(g("grow_ms")), cell(g("spawn_ms")), cell(g("merge_ms")), cell(g("restore_ms")),
+    out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        k, cell(g("grow_ms")), cell(g("snapshot_ms")), cell(g("spawn_ms")), cell(g("merge_ms")),
+        cell(g("restore_ms")),
         cell(g("handler_ms")), cell(g("protect_ms")), cell(e), cell(rl), ratio(rl), cell(rc),
         ratio(rc)))
 if fails:

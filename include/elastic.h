@@ -302,7 +302,11 @@ int elastic_record_error (const char *fmt, ...) __attribute__ ((format (printf, 
  * failure detection latency; t_revoke_agree the revoke and the agreement on
  * the repair; t_shrink MPIX_Comm_shrink; t_restore the state exchange and the
  * new working communicator; t_handler the application's handler; t_protect
- * the snapshot of the restored state in the new layout.
+ * the snapshot of the restored state in the new layout.  A growth into new
+ * processes (reshard_up with "new_ranks":[..]) adds "t_snapshot_ms" (the
+ * snapshot of the current step taken before the spawn; 0 when the step's
+ * snapshot was already taken), "t_spawn_ms" (MPI_Comm_spawn) and
+ * "t_merge_ms" (the merge), all three counted in its t_total.
  *
  * Environment (overrides the config given to elastic_manager_create):
  *   ELASTIC_SNAPSHOT_PERIOD, ELASTIC_SNAPSHOT_BUFFER_SIZE,

@@ -86,6 +86,7 @@ int event_format (const struct event_rec *e, char *buf, size_t size)
     put_ints (&b, "spares_used", e->used, e->nused);
     if (e->nspawned > 0) {
         put_ints (&b, "new_ranks", e->spawned, e->nspawned);
+        put_ms (&b, "t_snapshot_ms", e->t_snapshot);
         put_ms (&b, "t_spawn_ms", e->t_spawn);
         put_ms (&b, "t_merge_ms", e->t_merge);
     }

@@ -23,6 +23,7 @@ struct event_rec {
     const int *spawned; /* a growth: the new processes (original ranks) */
     int nspawned;
     double t_spawn, t_merge; /* ... its MPI_Comm_spawn and merge, seconds */
+    double t_snapshot;       /* ... the snapshot it took before, seconds */
     int attempts;
     int handler_tries;
     /* phase durations, seconds */

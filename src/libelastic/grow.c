@@ -278,6 +278,7 @@ static void emit_failed (struct elastic_manager *m, const char *why)
         .new_size = m->nwork,
         .spawned = m->grow_new,
         .nspawned = m->grow_nnew,
+        .t_snapshot = m->grow_t_snapshot,
         .t_spawn = m->grow_t_spawn,
         .t_merge = m->grow_t_merge,
         .attempts = 1,

@@ -931,9 +931,12 @@ int elastic_maybe_reshard_up (elastic_manager_t *m,
     }
     if (rc != ELASTIC_OK)
         return rc;
+    m->grow_t_snapshot = 0;
     if (snapstore_meta (m->store)->step != step) {
+        double t0 = mono_now ();
         persist_bg_hold_l1 (m);
         rc = snapshot_take (m, step, err);
+        m->grow_t_snapshot = mono_now () - t0;
         if (rc == ELASTIC_ERR_PROC_FAILED) {
             if (resharded)
                 *resharded = 1;

@@ -134,10 +134,11 @@ struct elastic_manager {
     int grow_numbered; /* the next number a new process gets (0: norig) */
     int grow_nnew;
     double grow_t_spawn, grow_t_merge;
-    int joined;          /* started by a growth: joins at elastic_manager_start */
-    uint64_t join_sig;   /* the job's registry signature, to check against */
-    uint64_t join_place; /* ... and its snapshot directory's and run id's */
-    int join_offer;      /* the job agrees on room to grow */
+    double grow_t_snapshot; /* the growth's snapshot before it spawned, s (0: none) */
+    int joined;             /* started by a growth: joins at elastic_manager_start */
+    uint64_t join_sig;      /* the job's registry signature, to check against */
+    uint64_t join_place;    /* ... and its snapshot directory's and run id's */
+    int join_offer;         /* the job agrees on room to grow */
 
     /* preemption (preempt.c) */
     struct preempt *pre;

@@ -427,7 +427,8 @@ static void ev_emit (struct elastic_manager *m,
         if (!contains (m->grow_new, m->grow_nnew, ev->used[i]))
             ev->used[nused++] = ev->used[i];
     ev->nused = nused;
-    double t_grow = m->grow_nnew > 0 ? m->grow_t_spawn + m->grow_t_merge : 0;
+    double t_grow =
+        m->grow_nnew > 0 ? m->grow_t_snapshot + m->grow_t_spawn + m->grow_t_merge : 0;
     struct event_rec e = {
         .kind = kind,
         .step = snapstore_meta (m->store)->step,
@@ -439,6 +440,7 @@ static void ev_emit (struct elastic_manager *m,
         .nused = ev->nused,
         .spawned = m->grow_new,
         .nspawned = m->grow_nnew,
+        .t_snapshot = m->grow_t_snapshot,
         .t_spawn = m->grow_t_spawn,
         .t_merge = m->grow_t_merge,
         .attempts = ev->attempts,
