@@ -68,13 +68,20 @@ preempt() {
         group) kill -TERM -- "-$pid" ;;
         *) kill -TERM "$pid" ;;
     esac
-    if ! wait_for_exit "$pid" 240; then
-        diag "$id: still running 240 s after the signal; killing it"
-        kill -KILL -- "-$pid" 2> /dev/null
+    job_end "$pid" "$id"
+}
+
+# job_end PID ID: wait for the job PID (its output $tmp/out.ID) to end,
+# killing its process group after 300 s; sets rc and step (where the
+# ranks suspended, if they did)
+job_end() {
+    if ! wait_for_exit "$1" 300; then
+        diag "$2: still running 300 s after the signal; killing it"
+        kill -KILL -- "-$1" 2> /dev/null
     fi
-    wait "$pid"
+    wait "$1"
     rc=$?
-    step=$(tr -d '\0' < "$tmp/out.$id" | sed -n 's/^suspended at step \([0-9]*\)$/\1/p' | head -n 1)
+    step=$(tr -d '\0' < "$tmp/out.$2" | sed -n 's/^suspended at step \([0-9]*\)$/\1/p' | head -n 1)
 }
 
 for way in ${T7008_WAYS:-alone group timeout}; do
@@ -192,13 +199,7 @@ pid=$!
 wait_for_grep "^step $at\$" "$tmp/out.lost" 240
 ok $? "lost node: the job computes (step $at)" || diag "$(tail -n 20 "$tmp/out.lost")"
 kill -USR2 "$(head -n 1 "$tmp/lost.pids" 2> /dev/null)" 2> /dev/null
-if ! wait_for_exit "$pid" 300; then
-    diag "lost node: still running 300 s after the loss; killing it"
-    kill -KILL -- "-$pid" 2> /dev/null
-fi
-wait "$pid"
-rc=$?
-step=$(tr -d '\0' < "$tmp/out.lost" | sed -n 's/^suspended at step \([0-9]*\)$/\1/p' | head -n 1)
+job_end "$pid" lost
 is "$rc" 0 "lost node: relaunched and completed (exit 0), not suspended (75)" ||
     tr -d '\0' < "$tmp/out.lost" | grep -a -v '^step ' | tail -n 25 | sed 's/^/# /'
 [ -n "$step" ]
