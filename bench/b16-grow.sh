@@ -11,7 +11,9 @@
 # together) SIGKILL themselves; libelastic shrinks to 8 - k, elastic-exec
 # writes the room the dead ranks left, and libelastic grows back to 8 with k
 # new processes (MPI_Comm_spawn served by elastic-exec, merge, re-shard,
-# restore, handler, protecting snapshot).  Per run (libelastic's events):
+# restore, handler; the new layout protected at the next snapshot step, the
+# default, or, variant eager-kK, by a protecting snapshot inside the growth,
+# ELASTIC_GROW_PROTECT=1; the two interleaved).  Per run (libelastic's events):
 #   grow_ms     the growth itself: reshard_up's t_total_ms (snapshot + spawn
 #               + merge + agreement + shrink + restore + handler + protect),
 #               and its phases snapshot_ms (the snapshot of the current step
@@ -33,8 +35,8 @@
 #                from the page cache first (posix_fadvise DONTNEED after
 #                fsync; fincore checks it): read from the disk, as a job
 #                relaunched on other nodes reads it from storage
-# Rows: grow,8,MIB,VARIANT,TRIAL,METRIC,MS,ms with VARIANT grow-kK or
-# relaunch-kK.  A summary (medians, min..max, the ratio relaunch/grow per k)
+# Rows: grow,8,MIB,VARIANT,TRIAL,METRIC,MS,ms with VARIANT grow-kK,
+# eager-kK or relaunch-kK.  A summary (medians, min..max, the ratio relaunch/grow per k)
 # goes to OUT/grow.md.  Goal (#15): >= 3x faster than the relaunch.
 # Quick: 8 ranks x 8 MiB, k = 1 and 2, 1 trial.  Full: 8 x 64 MiB, 3 trials.
 . "$(dirname "$0")/lib.sh"
@@ -52,12 +54,16 @@ heat=("$HEAT2D" --nx 512 --ny 512 --ballast "$mib")
 export ELASTIC_SNAPSHOT_PERIOD=50 ELASTIC_SIGNAL_CHECK_PERIOD=1 ELASTIC_RESHARD_CHECK_PERIOD=1
 bench_log "8 ranks x $mib MiB, k in $ks, $trials trial(s)"
 
-# one_grow K TRIAL: the growth run; its rows
+# one_grow K TRIAL [eager]: the growth run (eager: ELASTIC_GROW_PROTECT=1,
+# the protecting snapshot inside the growth); its rows
 one_grow() {
-    local k=$1 t=$2 d=$OUT/scratch/b16/grow-$1-$2 fails=() v variant=grow-k$1
+    local k=$1 t=$2 d=$OUT/scratch/b16/grow-$1-$2 fails=() v variant=grow-k$1 protect=0
+    if [ "${3:-}" = eager ]; then
+        variant=eager-k$1 protect=1 d=$d-eager
+    fi
     rm -rf "$d" && mkdir -p "$d"
     for v in $(victims "$k"); do fails+=(--fail "$v:100"); done
-    (cd "$d" && ELASTIC_EVENT_LOG=$d/lev ELASTIC_SNAPSHOT_DIR=$d timeout 600 "$ELASTIC_EXEC" \
+    (cd "$d" && ELASTIC_GROW_PROTECT=$protect ELASTIC_EVENT_LOG=$d/lev ELASTIC_SNAPSHOT_DIR=$d timeout 600 "$ELASTIC_EXEC" \
         --nproc-per-node 8 --mpi-btl sm,tcp --run-id "b16-$k-$t" --event-log "$d/ev" -- \
         "${heat[@]}" --steps 300 "${fails[@]}" > "$d/out" 2> "$d/err")
     cp "$d/err" "$LOGDIR/$variant-$t.err" 2> /dev/null
@@ -132,6 +138,8 @@ for t in $(seq 1 "$trials"); do
     for k in $ks; do
         bench_log "trial $t, k=$k: growth"
         one_grow "$k" "$t"
+        bench_log "trial $t, k=$k: growth, protecting snapshot inside it"
+        one_grow "$k" "$t" eager
         bench_log "trial $t, k=$k: relaunch from L3"
         one_relaunch "$k" "$t"
     done
@@ -157,15 +165,19 @@ out = ["# B16: growing back into new processes vs relaunching from L3",
        "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
 ks = sorted({r["variant"].split("-k")[1] for r in rows if r["variant"].startswith("grow-k")}, key=int)
 for k in ks:
-    g = lambda m: v[("grow-k" + k, m)]
-    e, rl = g("e2e_ms"), v[("relaunch-k" + k, "relaunch_ms")]
+    rl = v[("relaunch-k" + k, "relaunch_ms")]
     rc = v[("relaunch-k" + k, "relaunch_cold_ms")]
-    ratio = lambda b: "%.1fx" % (statistics.median(b) / statistics.median(e)) if e and b else "-"
-    out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-        k, cell(g("grow_ms")), cell(g("snapshot_ms")), cell(g("spawn_ms")), cell(g("merge_ms")),
-        cell(g("restore_ms")),
-        cell(g("handler_ms")), cell(g("protect_ms")), cell(e), cell(rl), ratio(rl), cell(rc),
-        ratio(rc)))
+    for name, label in (("grow", k), ("eager", k + ", protect inside")):
+        g = lambda m: v[(name + "-k" + k, m)]
+        e = g("e2e_ms")
+        if not e:
+            continue
+        ratio = lambda b: "%.1fx" % (statistics.median(b) / statistics.median(e)) if e and b else "-"
+        out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            label, cell(g("grow_ms")), cell(g("snapshot_ms")), cell(g("spawn_ms")),
+            cell(g("merge_ms")), cell(g("restore_ms")),
+            cell(g("handler_ms")), cell(g("protect_ms")), cell(e), cell(rl), ratio(rl), cell(rc),
+            ratio(rc)))
 if fails:
     out += ["", "failed runs: " + ", ".join("%s trial %s" % (r["variant"], r["trial"]) for r in fails)]
 open(sys.argv[2], "w").write("\n".join(out) + "\n")

@@ -306,7 +306,10 @@ int elastic_record_error (const char *fmt, ...) __attribute__ ((format (printf, 
  * processes (reshard_up with "new_ranks":[..]) adds "t_snapshot_ms" (the
  * snapshot of the current step taken before the spawn; 0 when the step's
  * snapshot was already taken), "t_spawn_ms" (MPI_Comm_spawn) and
- * "t_merge_ms" (the merge), all three counted in its t_total.
+ * "t_merge_ms" (the merge), all three counted in its t_total.  A growth
+ * (new processes or idle spares) whose protecting snapshot waits for the
+ * next snapshot step (grow_protect 0, the default) has "t_protect_ms":0 and
+ * "protect_deferred":true.
  *
  * Environment (overrides the config given to elastic_manager_create):
  *   ELASTIC_SNAPSHOT_PERIOD, ELASTIC_SNAPSHOT_BUFFER_SIZE,
@@ -322,6 +325,8 @@ int elastic_record_error (const char *fmt, ...) __attribute__ ((format (printf, 
  *   ELASTIC_PERSIST_DIRECT (0: the background writer goes through the page
  *   cache; default: O_DIRECT for the 4 KiB-aligned part, where it can),
  *   ELASTIC_SNAPSHOT_OVERLAP (1, the default: see above; 0: synchronous),
+ *   ELASTIC_GROW_POLICY (at-once|original|never), ELASTIC_MAX_WORLD_SIZE,
+ *   ELASTIC_GROW_MIN_BATCH, ELASTIC_GROW_PROTECT (0 or 1: grow_protect),
  *   ELASTIC_RECOVERY_TIMEOUT (seconds, 600; 0: no limit: a process whose
  *   in-place recovery has not ended this long after it started, the
  *   handler's time not counted, logs the phase it is stuck in, appends a
@@ -404,6 +409,12 @@ typedef struct {
                               * working size at creation; 0) */
     int grow_min_batch;      /* grow by at least this many new processes, or by
                               * all that is left to the limit (>= 1; 1) */
+    int grow_protect;        /* when a growth protects the new layout: 0 at the
+                              * next snapshot step (until then the snapshot of
+                              * the growth's own step, taken in the old layout,
+                              * is the restore point: a failure meanwhile rolls
+                              * back to the same step); 1 inside the growth,
+                              * before the ranks compute again (0) */
 } elastic_config_t;
 
 typedef struct elastic_manager elastic_manager_t;

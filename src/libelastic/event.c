@@ -97,6 +97,8 @@ int event_format (const struct event_rec *e, char *buf, size_t size)
     put_ms (&b, "t_restore_ms", e->t_restore);
     put_ms (&b, "t_handler_ms", e->t_handler);
     put_ms (&b, "t_protect_ms", e->t_protect);
+    if (e->protect_deferred)
+        put (&b, ",\"protect_deferred\":true");
     put_ms (&b, "t_total_ms", e->t_total);
     if (e->error) {
         put (&b, ",\"error\":");

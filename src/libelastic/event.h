@@ -28,8 +28,9 @@ struct event_rec {
     int handler_tries;
     /* phase durations, seconds */
     double t_detect, t_revoke_agree, t_shrink, t_restore, t_handler, t_protect, t_total;
-    const char *error; /* fatal only */
-    int rank;          /* original rank of the writer */
+    int protect_deferred; /* a growth: protected at the next snapshot step */
+    const char *error;    /* fatal only */
+    int rank;             /* original rank of the writer */
 };
 
 /* Format e as one JSON object (no newline) into buf.  Returns the length, or

@@ -91,6 +91,7 @@ static const size_t int_settings[] = {
     SETTING (grow_policy),
     SETTING (max_world_size),
     SETTING (grow_min_batch),
+    SETTING (grow_protect),
 };
 #define NSETTINGS (sizeof (int_settings) / sizeof (int_settings[0]))
 

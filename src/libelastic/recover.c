@@ -71,6 +71,7 @@ struct ev {
     int *used;
     int nused;
     double t_start, t_detect, t_ra, t_shrink, t_restore, t_handler, t_protect;
+    int protect_deferred; /* phase_protect left it to the next snapshot step */
     char fatal[512];
 
     /* buffers of every attempt */
@@ -451,6 +452,7 @@ static void ev_emit (struct elastic_manager *m,
         .t_restore = ev->t_restore,
         .t_handler = ev->t_handler,
         .t_protect = ev->t_protect,
+        .protect_deferred = ev->protect_deferred && !ev->kind_failure,
         .t_total = mono_now () - ev->t_start + ev->t_detect + t_grow,
         .error = ev->fatal[0] ? ev->fatal : NULL,
         .rank = m->me,
@@ -816,14 +818,24 @@ static enum step phase_handler (struct elastic_manager *m, struct ev *ev)
 
 /* 6. Protect the restored state in the new layout: adopt it as the
  * snapshot of its step where the layout is the snapshot's and the arrays
- * were restored in place, else take a snapshot.  STEP_RETRY: not
- * protected. */
+ * were restored in place, else take a snapshot.  A growth with
+ * grow_protect 0 takes none: the snapshot it restored from is of the step
+ * it rolled back to (elastic_maybe_reshard_up takes it at the growth's
+ * step, or a spare's growth finds it there), held by the old ranks in the
+ * old layout; it stays committed until the next snapshot step, and a
+ * failure meanwhile recovers the same step from it (the old ranks and their
+ * buddies hold it, as before the growth).  STEP_RETRY: not protected. */
 static enum step
 phase_protect (struct elastic_manager *m, struct ev *ev, elastic_error_t *err)
 {
     double t = mono_now ();
     int rc;
 
+    if (!ev->kind_failure && m->nwork > ev->old_size && m->cfg.grow_protect == 0) {
+        ev->protect_deferred = 1;
+        return STEP_ON;
+    }
+    ev->protect_deferred = 0;
     recwatch_phase (m->watch, "protecting snapshot");
     rc = snapshot_adopt (m, err);
     if (rc == ELASTIC_ERR_STATE)
@@ -895,6 +907,13 @@ static void event_done (struct elastic_manager *m, struct ev *ev)
             ev->old_size,
             m->nwork,
             (long long)m->step);
+    if (ev->protect_deferred && !grow_failed && m->myslot == 0)
+        el_log (EL_INFO,
+                "the new layout is protected at the next snapshot step; until then "
+                "the snapshot of step %lld in the old layout (world %d) is the "
+                "restore point",
+                (long long)m->step,
+                ev->old_size);
     m->in_event = 0;
     m->event_counted = 0;
     m->handler_tries = 0;
