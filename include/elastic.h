@@ -306,9 +306,13 @@ int elastic_record_error (const char *fmt, ...) __attribute__ ((format (printf, 
  * processes (reshard_up with "new_ranks":[..]) adds "t_snapshot_ms" (the
  * snapshot of the current step taken before the spawn; 0 when the step's
  * snapshot was already taken), "t_spawn_ms" (MPI_Comm_spawn) and
- * "t_merge_ms" (the merge), all three counted in its t_total.  A growth
- * (new processes or idle spares) whose protecting snapshot waits for the
- * next snapshot step (grow_protect 0, the default) has "t_protect_ms":0 and
+ * "t_merge_ms" (the merge), all three counted in its t_total; one that
+ * started from an older snapshot instead of taking one has
+ * "t_snapshot_ms":0, "rewound_steps" (how many steps back its step is) and
+ * "t_rewind_ms" (about how long redoing them takes: the agreed mean step
+ * times their number; not in t_total).  A growth (new processes or idle
+ * spares) whose protecting snapshot waits for the next snapshot step
+ * (grow_eager_snapshots 0, the default) has "t_protect_ms":0 and
  * "protect_deferred":true.
  *
  * Environment (overrides the config given to elastic_manager_create):
@@ -326,7 +330,7 @@ int elastic_record_error (const char *fmt, ...) __attribute__ ((format (printf, 
  *   cache; default: O_DIRECT for the 4 KiB-aligned part, where it can),
  *   ELASTIC_SNAPSHOT_OVERLAP (1, the default: see above; 0: synchronous),
  *   ELASTIC_GROW_POLICY (at-once|original|never), ELASTIC_MAX_WORLD_SIZE,
- *   ELASTIC_GROW_MIN_BATCH, ELASTIC_GROW_PROTECT (0 or 1: grow_protect),
+ *   ELASTIC_GROW_MIN_BATCH, ELASTIC_GROW_EAGER_SNAPSHOTS (0 or 1: grow_eager_snapshots),
  *   ELASTIC_RECOVERY_TIMEOUT (seconds, 600; 0: no limit: a process whose
  *   in-place recovery has not ended this long after it started, the
  *   handler's time not counted, logs the phase it is stuck in, appends a
@@ -387,34 +391,41 @@ typedef struct {
     int resume_fresh_ok; /* 1: a resume without a valid snapshot starts fresh;
                           * ELASTIC_FRESH_OK_EMPTY (2): only when the run saved
                           * none (a damaged one stops the job) (0) */
-    const char *resume_from; /* resume from this L3 FILE or DIR (NULL: snapshot_dir) */
-    const char *signals;     /* preemption signals ("TERM,USR1"; "none") */
-    int signal_check_period; /* agree on preemption every N steps (>= 0, 0 =
-                              * auto: about 1% of the step time; 0) */
-    int64_t deadline;        /* suspend before this time, epoch s (0: none; 0) */
-    int deadline_margin;     /* seconds to keep before the deadline (>= 0; 30) */
-    int diff_threshold_kib;  /* arrays of at least this many KiB on a rank
-                              * snapshot differentially (elastic_array_set_diff,
-                              * ELASTIC_DIFF_AUTO) (>= 0, 0 = only those set
-                              * ELASTIC_DIFF_ON; 0) */
-    int diff_block_kib;      /* block of a differential snapshot, KiB
-                              * (1 to 1048576; 64) */
-    int persist_background;  /* periodic L3 writes: 0 synchronous; 1 in the
-                              * background from L1, a persist step waits for
-                              * the one in flight; 2 ... skips it (1) */
-    int grow_policy;         /* ELASTIC_GROW_AT_ONCE, _ORIGINAL or _NEVER: when
-                              * maybe_reshard_up starts new processes in the
-                              * room its launcher reports (AT_ONCE) */
-    int max_world_size;      /* working ranks a growth may reach (>= 0, 0 = the
-                              * working size at creation; 0) */
-    int grow_min_batch;      /* grow by at least this many new processes, or by
-                              * all that is left to the limit (>= 1; 1) */
-    int grow_protect;        /* when a growth protects the new layout: 0 at the
-                              * next snapshot step (until then the snapshot of
-                              * the growth's own step, taken in the old layout,
-                              * is the restore point: a failure meanwhile rolls
-                              * back to the same step); 1 inside the growth,
-                              * before the ranks compute again (0) */
+    const char *resume_from;  /* resume from this L3 FILE or DIR (NULL: snapshot_dir) */
+    const char *signals;      /* preemption signals ("TERM,USR1"; "none") */
+    int signal_check_period;  /* agree on preemption every N steps (>= 0, 0 =
+                               * auto: about 1% of the step time; 0) */
+    int64_t deadline;         /* suspend before this time, epoch s (0: none; 0) */
+    int deadline_margin;      /* seconds to keep before the deadline (>= 0; 30) */
+    int diff_threshold_kib;   /* arrays of at least this many KiB on a rank
+                               * snapshot differentially (elastic_array_set_diff,
+                               * ELASTIC_DIFF_AUTO) (>= 0, 0 = only those set
+                               * ELASTIC_DIFF_ON; 0) */
+    int diff_block_kib;       /* block of a differential snapshot, KiB
+                               * (1 to 1048576; 64) */
+    int persist_background;   /* periodic L3 writes: 0 synchronous; 1 in the
+                               * background from L1, a persist step waits for
+                               * the one in flight; 2 ... skips it (1) */
+    int grow_policy;          /* ELASTIC_GROW_AT_ONCE, _ORIGINAL or _NEVER: when
+                               * maybe_reshard_up starts new processes in the
+                               * room its launcher reports (AT_ONCE) */
+    int max_world_size;       /* working ranks a growth may reach (>= 0, 0 = the
+                               * working size at creation; 0) */
+    int grow_min_batch;       /* grow by at least this many new processes, or by
+                               * all that is left to the limit (>= 1; 1) */
+    int grow_eager_snapshots; /* 0: a growth into new processes starts from
+                               * the newest snapshot when redoing the steps
+                               * since it costs less than a snapshot (the
+                               * agreed mean step against the agreed cost of
+                               * the last snapshot), else takes one of its
+                               * step; and it leaves the new layout's
+                               * protecting snapshot to the next snapshot step
+                               * (until then the snapshot it restored from,
+                               * in the old layout, is the restore point: a
+                               * failure meanwhile rolls back to the same
+                               * step).  1: a snapshot of the current step
+                               * before the spawn and one of the new layout
+                               * before the ranks compute again (0) */
 } elastic_config_t;
 
 typedef struct elastic_manager elastic_manager_t;

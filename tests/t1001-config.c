@@ -34,7 +34,7 @@ static const char *vars[] = {
     "ELASTIC_GROW_POLICY",
     "ELASTIC_MAX_WORLD_SIZE",
     "ELASTIC_GROW_MIN_BATCH",
-    "ELASTIC_GROW_PROTECT",
+    "ELASTIC_GROW_EAGER_SNAPSHOTS",
     NULL,
 };
 
@@ -99,7 +99,7 @@ static void check_defaults (void)
     is_int (cfg.grow_policy, ELASTIC_GROW_AT_ONCE, "default grow_policy: at once");
     is_int (cfg.max_world_size, 0, "default max_world_size (the size at creation)");
     is_int (cfg.grow_min_batch, 1, "default grow_min_batch");
-    is_int (cfg.grow_protect, 0, "default grow_protect");
+    is_int (cfg.grow_eager_snapshots, 0, "default grow_eager_snapshots");
     is_int (elastic_config_validate (&cfg, 8, &err), ELASTIC_OK, "defaults are valid");
 }
 
@@ -174,7 +174,9 @@ static void check_program_values (void)
         {&bad.grow_min_batch,
          0,
          "grow_min_batch: 0 is invalid (expected an integer >= 1)"},
-        {&bad.grow_protect, 2, "grow_protect: 2 is invalid (expected 0 or 1)"},
+        {&bad.grow_eager_snapshots,
+         2,
+         "grow_eager_snapshots: 2 is invalid (expected 0 or 1)"},
     };
     for (size_t i = 0; i < sizeof (cases) / sizeof (cases[0]); i++) {
         bad = cfg;
@@ -293,7 +295,7 @@ static void check_environment (void)
     setenv ("ELASTIC_GROW_POLICY", "original", 1);
     setenv ("ELASTIC_MAX_WORLD_SIZE", "12", 1);
     setenv ("ELASTIC_GROW_MIN_BATCH", "2", 1);
-    setenv ("ELASTIC_GROW_PROTECT", "1", 1);
+    setenv ("ELASTIC_GROW_EAGER_SNAPSHOTS", "1", 1);
     elastic_config_init (&cfg);
     is_int (elastic_config_from_env (&cfg, &err),
             ELASTIC_OK,
@@ -312,7 +314,7 @@ static void check_environment (void)
     is_int (cfg.grow_policy, ELASTIC_GROW_ORIGINAL, "ELASTIC_GROW_POLICY");
     is_int (cfg.max_world_size, 12, "ELASTIC_MAX_WORLD_SIZE");
     is_int (cfg.grow_min_batch, 2, "ELASTIC_GROW_MIN_BATCH");
-    is_int (cfg.grow_protect, 1, "ELASTIC_GROW_PROTECT");
+    is_int (cfg.grow_eager_snapshots, 1, "ELASTIC_GROW_EAGER_SNAPSHOTS");
     is_int (elastic_config_validate (&cfg, 8, &err), ELASTIC_OK, "and are valid");
 
     env_rejects (

@@ -54,7 +54,7 @@ reshard_up 35 3->4 failed= spares= attempts=1 new=4" -- "${HEAT[@]}" --fail 3:40
 grep -q 'resharded at step [0-9]*: world 3 -> 4' "$tmp/heat"
 ok $? "heat: the handler ran in the world of 4"
 # the growth took no protecting snapshot: the new layout waits for the
-# next snapshot step (grow_protect 0, the default)
+# next snapshot step (grow_eager_snapshots 0, the default)
 grep '"event":"reshard_up"' "$tmp/heat.events" | grep -q '"t_protect_ms":0.000,"protect_deferred":true'
 ok $? "heat: the growth's protect is left to the next snapshot step"
 
@@ -80,15 +80,36 @@ reshard_up 35 3->4 failed= spares= attempts=1 new=4
 reshard_down 35 4->3 failed=4 spares= attempts=1
 reshard_up 35 3->4 failed= spares= attempts=1 new=5" "window-new: the event log"
 # ... the same with the protecting snapshot inside the growth
-# (grow_protect 1; the new process takes the setting from the growth, not
+# (grow_eager_snapshots 1; the new process takes the setting from the growth, not
 # from its environment): recovered from the new layout's snapshot of 35
 scenario window-eager 1 4 "reshard_down 35 4->3 failed=3 spares= attempts=1
 reshard_up 35 3->4 failed= spares= attempts=1 new=4
 reshard_down 35 4->3 failed=1 spares= attempts=1
 reshard_up 35 3->4 failed= spares= attempts=1 new=5" \
-    -x ELASTIC_GROW_PROTECT=1 -- "${HEAT[@]}" --fail 3:40 --fail 1:41
+    -x ELASTIC_GROW_EAGER_SNAPSHOTS=1 -- "${HEAT[@]}" --fail 3:40 --fail 1:41
 grep '"event":"reshard_up"' "$tmp/window-eager.events" | grep -v -q '"protect_deferred"'
 ok $? "window-eager: the growth took its protecting snapshot"
+
+# rewind: rank 3 dies at 52, the survivors roll back to the snapshot of 49;
+# the growth comes at the check step 50, one step after it.  Redoing that
+# step costs far less than a snapshot of 32 MiB per rank (the agreed
+# mean step against the agreed cost of the last snapshot): the growth
+# starts from 49's snapshot, takes none, and says so
+scenario rewind 1 4 "reshard_down 49 4->3 failed=3 spares= attempts=1
+reshard_up 49 3->4 failed= spares= attempts=1 new=4" -- "${HEAT[@]}" --ballast 32 --fail 3:52
+grep '"event":"reshard_up"' "$tmp/rewind.events" | grep -q '"t_snapshot_ms":0.000,"rewound_steps":1,"t_rewind_ms"'
+ok $? "rewind: reshard_up took no snapshot and names the step it went back" ||
+    diag "$(grep reshard_up "$tmp/rewind.events")"
+# ... not with grow_eager_snapshots 1: a snapshot of 50 first
+scenario rewind-eager 1 4 "reshard_down 49 4->3 failed=3 spares= attempts=1
+reshard_up 50 3->4 failed= spares= attempts=1 new=4" \
+    -x ELASTIC_GROW_EAGER_SNAPSHOTS=1 -- "${HEAT[@]}" --ballast 32 --fail 3:52
+# ... nor when a step costs more than a snapshot (100 ms steps, a small
+# state): a snapshot of 50 first
+scenario slow-steps 1 4 "reshard_down 49 4->3 failed=3 spares= attempts=1
+reshard_up 50 3->4 failed= spares= attempts=1 new=4" -- "${HEAT[@]}" --sleep 100 --fail 3:52
+grep '"event":"reshard_up"' "$tmp/slow-steps.events" | grep -v -q '"rewound_steps"'
+ok $? "slow-steps: the growth took a snapshot of its own step"
 
 # A new process killed in its join, and a working rank killed during the
 # growth, are t5020's (under elastic-exec, the product's path): PRRTE 3.0
@@ -117,11 +138,11 @@ reshard_up 35 5->6 failed= spares= attempts=1 new=6" \
 # sgd and the blob application (its own cyclic layout) grow back too
 app_run "$tmp/sgd-ref" 4 "$EXAMPLES/sgd" --steps 60
 sgd_ref=$(checksum_of "$tmp/sgd-ref")
-scenario sgd 1 4 "reshard_down 14 4->3 failed=2 spares= attempts=1
-reshard_up 15 3->4 failed= spares= attempts=1 new=4" -- "$EXAMPLES/sgd" --steps 60 --fail 2:20
+scenario sgd 1 4 "reshard_down 35 4->3 failed=2 spares= attempts=1
+reshard_up 35 3->4 failed= spares= attempts=1 new=4" -- "$EXAMPLES/sgd" --steps 60 --fail 2:40
 app_run "$tmp/blob-ref" 4 ./libelastic/blob_app --steps 60 --items 203
 blob_ref=$(checksum_of "$tmp/blob-ref")
-scenario blob 1 4 "reshard_down 14 4->3 failed=1 spares= attempts=1
-reshard_up 15 3->4 failed= spares= attempts=1 new=4" -- ./libelastic/blob_app --steps 60 --items 203 --fail 1:20
+scenario blob 1 4 "reshard_down 35 4->3 failed=1 spares= attempts=1
+reshard_up 35 3->4 failed= spares= attempts=1 new=4" -- ./libelastic/blob_app --steps 60 --items 203 --fail 1:40
 
 done_testing

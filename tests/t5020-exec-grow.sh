@@ -146,6 +146,19 @@ if wait_for_grep '"reshard_up"' "$ep_root/suspend.lev" 120; then
     is "$(grep -E '^elastic_agent_(ranks_lost_total|ranks_spawned_total|spawn_capacity) ' "$ep_root/metrics" |
         awk '{ printf "%s ", $2 }')" "2 2 0 " "suspend: /metrics: 2 ranks lost, 2 spawned, capacity 0" ||
         diag "$(cat "$ep_root/metrics")"
+    # ... and libelastic's world changes, from the workers' heartbeats: the
+    # shrink and the growth, the last one 6 -> 8 with 2 new ranks, its
+    # spawn and restore timed
+    is "$(sed -n 's/^elastic_agent_world_changes //p' "$ep_root/metrics")" 2 \
+        "suspend: /metrics: 2 world changes" || diag "$(cat "$ep_root/metrics")"
+    is "$(sed -n 's/^elastic_agent_last_world_change_size{kind="reshard_up",size="\(old\|new\|new_ranks\)"} //p' \
+        "$ep_root/metrics" | tr '\n' ' ')" "6 8 2 " \
+        "suspend: /metrics: the last one is reshard_up 6 -> 8 with 2 new ranks" ||
+        diag "$(grep world_change "$ep_root/metrics")"
+    awk '/^elastic_agent_last_world_change_seconds\{kind="reshard_up",phase="(spawn|restore|total)"\}/ { if ($2 > 0) n++ }
+        END { exit n == 3 ? 0 : 1 }' "$ep_root/metrics"
+    ok $? "suspend: /metrics: its spawn, restore and total times" ||
+        diag "$(grep world_change "$ep_root/metrics")"
     kill -TERM "$ep_pid"
 fi
 ep_wait 180

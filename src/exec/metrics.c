@@ -85,6 +85,11 @@ struct view {
     int lf_rank, lf_local, lf_code, lf_sig;
     double lf_time;
     char msg[600];
+    /* the last world change any worker reported (heartbeat version 4) */
+    uint32_t changes, change_kind;
+    int change_old, change_new, change_new_ranks;
+    int64_t change_step;
+    uint64_t change_us[ELASTIC_HEARTBEAT_NPHASES];
 };
 
 /* The agent's own series: liveness, uptime, restarts, failure counters. */
@@ -252,6 +257,102 @@ static void put_last (struct text *t, const struct view *v)
              v->msg);
 }
 
+/* The last world change: the one of the worker that took part in the most
+ * (a worker that joined later saw fewer), read consistently (heartbeat.h,
+ * version 4).  Under agent->lock. */
+static void change_read (elastic_agent_t *agent, struct view *v)
+{
+    for (int i = 0; i < agent->nworkers; i++) {
+        const struct elastic_heartbeat *h = agent->w[i].hb;
+        uint32_t n, again;
+
+        if (!h ||
+            __atomic_load_n (&h->magic, __ATOMIC_ACQUIRE) != ELASTIC_HEARTBEAT_MAGIC ||
+            __atomic_load_n (&h->version, __ATOMIC_RELAXED) < 4)
+            continue;
+        for (int tries = 0; tries < 8; tries++) {
+            struct view c;
+            n = __atomic_load_n (&h->changes, __ATOMIC_ACQUIRE);
+            if (n == 0 || n <= v->changes)
+                break;
+            c.change_kind = __atomic_load_n (&h->change_kind, __ATOMIC_RELAXED);
+            c.change_old = __atomic_load_n (&h->change_old_size, __ATOMIC_RELAXED);
+            c.change_new = __atomic_load_n (&h->change_new_size, __ATOMIC_RELAXED);
+            c.change_new_ranks = __atomic_load_n (&h->change_new_ranks, __ATOMIC_RELAXED);
+            c.change_step = __atomic_load_n (&h->change_step, __ATOMIC_RELAXED);
+            for (int p = 0; p < ELASTIC_HEARTBEAT_NPHASES; p++)
+                c.change_us[p] = __atomic_load_n (&h->change_us[p], __ATOMIC_RELAXED);
+            __atomic_thread_fence (__ATOMIC_ACQUIRE);
+            again = __atomic_load_n (&h->changes, __ATOMIC_RELAXED);
+            if (again != n)
+                continue; /* written meanwhile: read it again */
+            v->changes = n;
+            v->change_kind = c.change_kind;
+            v->change_old = c.change_old;
+            v->change_new = c.change_new;
+            v->change_new_ranks = c.change_new_ranks;
+            v->change_step = c.change_step;
+            memcpy (v->change_us, c.change_us, sizeof (v->change_us));
+            break;
+        }
+    }
+}
+
+/* The last world change libelastic reported: its kind, sizes and phases. */
+static void put_change (struct text *t, const struct view *v)
+{
+    static const char *kinds[] = {"", "reshard_down", "reshard_up", "grow_failed"};
+    static const char *phases[ELASTIC_HEARTBEAT_NPHASES] = {"detect",
+                                                            "shrink",
+                                                            "snapshot",
+                                                            "rewind",
+                                                            "spawn",
+                                                            "merge",
+                                                            "restore",
+                                                            "handler",
+                                                            "protect",
+                                                            "total"};
+    const char *kind = v->change_kind < 4 ? kinds[v->change_kind] : "";
+
+    help (t,
+          "elastic_agent_world_changes",
+          "gauge",
+          "World changes (libelastic's reshard_down, reshard_up, grow_failed) the "
+          "worker that took part in the most reported.");
+    put (t, "elastic_agent_world_changes %u\n", v->changes);
+    if (v->changes == 0)
+        return;
+    help (t,
+          "elastic_agent_last_world_change_size",
+          "gauge",
+          "The last world change: working ranks before and after, new processes "
+          "taken in, the step it rolled back to.");
+    put (t,
+         "elastic_agent_last_world_change_size{kind=\"%s\",size=\"old\"} %d\n"
+         "elastic_agent_last_world_change_size{kind=\"%s\",size=\"new\"} %d\n"
+         "elastic_agent_last_world_change_size{kind=\"%s\",size=\"new_ranks\"} %d\n"
+         "elastic_agent_last_world_change_size{kind=\"%s\",size=\"step\"} %lld\n",
+         kind,
+         v->change_old,
+         kind,
+         v->change_new,
+         kind,
+         v->change_new_ranks,
+         kind,
+         (long long)v->change_step);
+    help (t,
+          "elastic_agent_last_world_change_seconds",
+          "gauge",
+          "The last world change's phases (libelastic's event; rewind: the steps "
+          "redone instead of a snapshot, estimated).");
+    for (int p = 0; p < ELASTIC_HEARTBEAT_NPHASES; p++)
+        put (t,
+             "elastic_agent_last_world_change_seconds{kind=\"%s\",phase=\"%s\"} %.6f\n",
+             kind,
+             phases[p],
+             (double)v->change_us[p] * 1e-6);
+}
+
 /* Read what the answer shows (the workers' views, the counters). */
 static int view_read (elastic_agent_t *agent, struct view *v)
 {
@@ -281,6 +382,7 @@ static int view_read (elastic_agent_t *agent, struct view *v)
     v->lf_sig = agent->last_fail_signal;
     v->lf_time = agent->last_fail_time;
     escape (agent->last_fail_message, v->msg, sizeof (v->msg));
+    change_read (agent, v);
     pthread_mutex_unlock (&agent->lock);
     return 0;
 }
@@ -300,6 +402,7 @@ char *agent_metrics (elastic_agent_t *agent)
     put_group (&t, &v);
     put_workers (&t, &v);
     put_last (&t, &v);
+    put_change (&t, &v);
 #if HAVE_PMIX && HAVE_SODIUM
     if (agent->spec->mesh) {
         char *mesh = meshjob_metrics (agent->spec->mesh);

@@ -114,6 +114,31 @@ int heartbeat_capacity (void)
     return h ? (int)__atomic_load_n (&h->capacity, __ATOMIC_ACQUIRE) : -1;
 }
 
+void heartbeat_world_change (uint32_t kind,
+                             int64_t step,
+                             int old_size,
+                             int new_size,
+                             int new_ranks,
+                             const double *phases)
+{
+    struct elastic_heartbeat *h = heartbeat_attach ();
+    uint32_t n;
+
+    if (!h)
+        return;
+    __atomic_store_n (&h->change_kind, kind, __ATOMIC_RELAXED);
+    __atomic_store_n (&h->change_step, step, __ATOMIC_RELAXED);
+    __atomic_store_n (&h->change_old_size, (int32_t)old_size, __ATOMIC_RELAXED);
+    __atomic_store_n (&h->change_new_size, (int32_t)new_size, __ATOMIC_RELAXED);
+    __atomic_store_n (&h->change_new_ranks, (int32_t)new_ranks, __ATOMIC_RELAXED);
+    for (int i = 0; i < ELASTIC_HEARTBEAT_NPHASES; i++)
+        __atomic_store_n (&h->change_us[i],
+                          phases[i] > 0 ? (uint64_t)(phases[i] * 1e6 + 0.5) : 0,
+                          __ATOMIC_RELAXED);
+    n = __atomic_load_n (&h->changes, __ATOMIC_RELAXED);
+    __atomic_store_n (&h->changes, n + 1, __ATOMIC_RELEASE);
+}
+
 int elastic_progress_end (void)
 {
     heartbeat_flag (ELASTIC_HEARTBEAT_ENDED);

@@ -54,7 +54,7 @@ static const struct int_field int_fields[] = {
     FIELD (persist_background, "ELASTIC_PERSIST_BACKGROUND", 0, 2),
     FIELD (max_world_size, "ELASTIC_MAX_WORLD_SIZE", 0, INT_MAX),
     FIELD (grow_min_batch, "ELASTIC_GROW_MIN_BATCH", 1, INT_MAX),
-    FIELD (grow_protect, "ELASTIC_GROW_PROTECT", 0, 1),
+    FIELD (grow_eager_snapshots, "ELASTIC_GROW_EAGER_SNAPSHOTS", 0, 1),
 };
 
 static const char *resume_names[] = {"auto", "always", "never"};
@@ -113,7 +113,7 @@ void elastic_config_init (elastic_config_t *cfg)
     cfg->grow_policy = ELASTIC_GROW_AT_ONCE;
     cfg->max_world_size = 0;
     cfg->grow_min_batch = 1;
-    cfg->grow_protect = 0;
+    cfg->grow_eager_snapshots = 0;
 }
 
 /* A string variable: unset leaves *field, empty is invalid unless

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/heartbeat.h"
 #include "common/json.h"
 #include "event.h"
 #include "log.h"
@@ -87,6 +88,10 @@ int event_format (const struct event_rec *e, char *buf, size_t size)
     if (e->nspawned > 0) {
         put_ints (&b, "new_ranks", e->spawned, e->nspawned);
         put_ms (&b, "t_snapshot_ms", e->t_snapshot);
+        if (e->rewound > 0) {
+            put (&b, ",\"rewound_steps\":%lld", (long long)e->rewound);
+            put_ms (&b, "t_rewind_ms", e->t_rewind);
+        }
         put_ms (&b, "t_spawn_ms", e->t_spawn);
         put_ms (&b, "t_merge_ms", e->t_merge);
     }
@@ -187,10 +192,40 @@ static void emit_line (struct elastic_manager *m, char *line, int n, int write_f
         m->event_cb (line, m->event_arg);
 }
 
+/* The world change for the supervisor's /metrics (heartbeat version 4). */
+static void tell_supervisor (const struct event_rec *e)
+{
+    double ph[ELASTIC_HEARTBEAT_NPHASES] = {0};
+    uint32_t kind = !strcmp (e->kind, "reshard_down") ? ELASTIC_HEARTBEAT_CHANGE_DOWN
+                    : !strcmp (e->kind, "reshard_up") ? ELASTIC_HEARTBEAT_CHANGE_UP
+                    : !strcmp (e->kind, "grow_failed")
+                        ? ELASTIC_HEARTBEAT_CHANGE_GROW_FAILED
+                        : 0;
+
+    if (!kind)
+        return;
+    ph[ELASTIC_HEARTBEAT_PHASE_DETECT] = e->t_detect;
+    ph[ELASTIC_HEARTBEAT_PHASE_SHRINK] = e->t_revoke_agree + e->t_shrink;
+    if (e->nspawned > 0) {
+        ph[ELASTIC_HEARTBEAT_PHASE_SNAPSHOT] = e->t_snapshot;
+        ph[ELASTIC_HEARTBEAT_PHASE_REWIND] = e->rewound > 0 ? e->t_rewind : 0;
+        ph[ELASTIC_HEARTBEAT_PHASE_SPAWN] = e->t_spawn;
+        ph[ELASTIC_HEARTBEAT_PHASE_MERGE] = e->t_merge;
+    }
+    ph[ELASTIC_HEARTBEAT_PHASE_RESTORE] = e->t_restore;
+    ph[ELASTIC_HEARTBEAT_PHASE_HANDLER] = e->t_handler;
+    ph[ELASTIC_HEARTBEAT_PHASE_PROTECT] = e->t_protect;
+    ph[ELASTIC_HEARTBEAT_PHASE_TOTAL] = e->t_total;
+    heartbeat_world_change (
+        kind, e->step, e->old_size, e->new_size, e->nspawned > 0 ? e->nspawned : 0, ph);
+}
+
 void event_emit (struct elastic_manager *m, const struct event_rec *e, int write_file)
 {
     char line[8192];
     int n = event_format (e, line, sizeof (line) - 1);
+
+    tell_supervisor (e);
 
     if (n < 0) {
         /* too many failed ranks to list: keep the line valid JSON */

@@ -24,6 +24,8 @@ struct event_rec {
     int nspawned;
     double t_spawn, t_merge; /* ... its MPI_Comm_spawn and merge, seconds */
     double t_snapshot;       /* ... the snapshot it took before, seconds */
+    int64_t rewound;         /* ... started this many steps back instead */
+    double t_rewind;         /* ... about this long to redo them, seconds */
     int attempts;
     int handler_tries;
     /* phase durations, seconds */

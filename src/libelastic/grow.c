@@ -91,7 +91,7 @@ static const size_t int_settings[] = {
     SETTING (grow_policy),
     SETTING (max_world_size),
     SETTING (grow_min_batch),
-    SETTING (grow_protect),
+    SETTING (grow_eager_snapshots),
 };
 #define NSETTINGS (sizeof (int_settings) / sizeof (int_settings[0]))
 
@@ -187,6 +187,35 @@ int grow_due (const struct elastic_manager *m, int64_t step)
     return m->grow_room > 0 && step >= m->grow_next;
 }
 
+int64_t grow_rewind_steps (const struct elastic_manager *m)
+{
+    double mean = preempt_step_mean (m->pre), cost = preempt_snapshot_cost (m->pre);
+
+    if (m->cfg.grow_eager_snapshots || mean <= 0 || cost <= 0)
+        return 0;
+    return cost / mean >= (double)INT64_MAX ? INT64_MAX : (int64_t)(cost / mean);
+}
+
+int grow_rewind (struct elastic_manager *m, int64_t step)
+{
+    int64_t snap = snapstore_meta (m->store)->step, back = step - snap;
+
+    if (snap < 0 || back <= 0 || back > m->grow_rewind_max)
+        return 0;
+    m->grow_rewound = back;
+    m->grow_t_rewind = (double)back * preempt_step_mean (m->pre);
+    if (m->myslot == 0)
+        el_log (EL_INFO,
+                "step %lld: the growth starts from the snapshot of step %lld: redoing "
+                "%lld steps (about %.1f ms) costs less than a snapshot (%.1f ms)",
+                (long long)step,
+                (long long)snap,
+                (long long)back,
+                m->grow_t_rewind * 1e3,
+                preempt_snapshot_cost (m->pre) * 1e3);
+    return 1;
+}
+
 /* The program and arguments of this process, for the new ones. */
 static int capture_command (struct elastic_manager *m)
 {
@@ -280,6 +309,8 @@ static void emit_failed (struct elastic_manager *m, const char *why)
         .spawned = m->grow_new,
         .nspawned = m->grow_nnew,
         .t_snapshot = m->grow_t_snapshot,
+        .rewound = m->grow_rewound,
+        .t_rewind = m->grow_t_rewind,
         .t_spawn = m->grow_t_spawn,
         .t_merge = m->grow_t_merge,
         .attempts = 1,

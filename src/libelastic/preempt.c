@@ -44,6 +44,8 @@ struct preempt {
     double l3_max;    /* longest L3 write, s */
     double step_max;  /* longest step, s */
     double step_mean; /* the slowest rank's mean step at the last agreement, s */
+    double snap_time; /* this rank's last committed snapshot, s (0: none) */
+    double snap_cost; /* the most any rank's took, at the last agreement, s */
     /* step timing since the last agreement (this rank) */
     double t_enter; /* entry of the last maybe_snapshot (0: none) */
     uint64_t gen_enter;
@@ -194,6 +196,22 @@ void preempt_l3_time (struct preempt *p, double seconds)
         p->l3_max = seconds;
 }
 
+void preempt_snapshot_time (struct preempt *p, double seconds)
+{
+    if (p)
+        p->snap_time = seconds;
+}
+
+double preempt_step_mean (const struct preempt *p)
+{
+    return p ? p->step_mean : 0;
+}
+
+double preempt_snapshot_cost (const struct preempt *p)
+{
+    return p ? p->snap_cost : 0;
+}
+
 int preempt_due (const struct preempt *p, int64_t step)
 {
     int any = 0;
@@ -224,12 +242,13 @@ int preempt_agree (
     struct preempt *p, MPI_Comm comm, int64_t step, int *capacity, const char **why)
 {
     /* the room is the least any rank saw: MAX of its negation */
-    double mine[5] = {caught,
+    double mine[6] = {caught,
                       0,
                       p->t_agree,
                       p->steps > 0 ? p->steps_time / p->steps : 0,
-                      -(double)*capacity};
-    double all[5], t0 = now_mono (), k;
+                      -(double)*capacity,
+                      p->snap_time};
+    double all[6], t0 = now_mono (), k;
     int rc;
 
     *why = NULL;
@@ -241,9 +260,10 @@ int preempt_agree (
         if (now_epoch () + need >= (double)p->deadline)
             mine[1] = 1;
     }
-    if ((rc = MPI_Allreduce (mine, all, 5, MPI_DOUBLE, MPI_MAX, comm)) != MPI_SUCCESS)
+    if ((rc = MPI_Allreduce (mine, all, 6, MPI_DOUBLE, MPI_MAX, comm)) != MPI_SUCCESS)
         return rc;
     *capacity = all[4] < 0 ? (int)-all[4] : 0;
+    p->snap_cost = all[5];
     p->t_agree = now_mono () - t0;
     p->steps_time = 0;
     p->steps = 0;

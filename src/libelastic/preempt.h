@@ -47,6 +47,17 @@ void preempt_world_changed (struct preempt *p);
 /* Record the duration of an L3 write. */
 void preempt_l3_time (struct preempt *p, double seconds);
 
+/* Record what this rank's last committed snapshot cost it (seconds spent
+ * in the library's calls for it; an overlapped L2 exchange's time in the
+ * steps is not counted). */
+void preempt_snapshot_time (struct preempt *p, double seconds);
+
+/* At the last agreement, agreed (the same on every rank that took part):
+ * the slowest rank's mean step and the most any rank's last snapshot
+ * cost, in seconds (0: not measured). */
+double preempt_step_mean (const struct preempt *p);
+double preempt_snapshot_cost (const struct preempt *p);
+
 /* True if step is an agreement step and there is anything to agree on
  * (handlers installed or a deadline).  The same on every working rank. */
 int preempt_due (const struct preempt *p, int64_t step);

@@ -442,6 +442,8 @@ static void ev_emit (struct elastic_manager *m,
         .spawned = m->grow_new,
         .nspawned = m->grow_nnew,
         .t_snapshot = m->grow_t_snapshot,
+        .rewound = m->grow_rewound,
+        .t_rewind = m->grow_t_rewind,
         .t_spawn = m->grow_t_spawn,
         .t_merge = m->grow_t_merge,
         .attempts = ev->attempts,
@@ -819,7 +821,7 @@ static enum step phase_handler (struct elastic_manager *m, struct ev *ev)
 /* 6. Protect the restored state in the new layout: adopt it as the
  * snapshot of its step where the layout is the snapshot's and the arrays
  * were restored in place, else take a snapshot.  A growth with
- * grow_protect 0 takes none: the snapshot it restored from is of the step
+ * grow_eager_snapshots 0 takes none: the snapshot it restored from is of the step
  * it rolled back to (elastic_maybe_reshard_up takes it at the growth's
  * step, or a spare's growth finds it there), held by the old ranks in the
  * old layout; it stays committed until the next snapshot step, and a
@@ -831,7 +833,8 @@ phase_protect (struct elastic_manager *m, struct ev *ev, elastic_error_t *err)
     double t = mono_now ();
     int rc;
 
-    if (!ev->kind_failure && m->nwork > ev->old_size && m->cfg.grow_protect == 0) {
+    if (!ev->kind_failure && m->nwork > ev->old_size &&
+        m->cfg.grow_eager_snapshots == 0) {
         ev->protect_deferred = 1;
         return STEP_ON;
     }

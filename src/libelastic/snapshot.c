@@ -19,6 +19,7 @@
 #include "layout.h"
 #include "log.h"
 #include "manager.h"
+#include "preempt.h"
 #include "registry.h"
 #include "retire.h"
 #include "snapshot.h"
@@ -49,6 +50,7 @@ struct inflight {
     struct extents tx, rx; /* ... of these extents of the snapshot */
     MPI_Request *reqs;
     int nr;
+    double spent; /* seconds in the library's calls for it so far */
 };
 
 struct snapstore {
@@ -753,6 +755,7 @@ snap_finish (struct elastic_manager *m, struct inflight *f, elastic_error_t *err
     int X = f->X, k = f->k, ward = f->ward, flag, rc;
     int64_t step = f->step;
     struct snapmeta *sm = NULL;
+    double t0 = mono_now ();
 
     if (f->dev_pending) {
         /* the device arrays' copies: into L1, then the L2 exchange */
@@ -799,6 +802,7 @@ snap_finish (struct elastic_manager *m, struct inflight *f, elastic_error_t *err
         s->diff_base = 1;
         s->diff_gen = m->generation;
         elastic_progress_snapshot (step);
+        preempt_snapshot_time (m->pre, f->spent + (mono_now () - t0));
         {
             uint64_t hashed, copied, skipped;
             diff_stats (s->diff, &hashed, &copied, &skipped);
@@ -869,9 +873,14 @@ snap_start (struct elastic_manager *m, int64_t step, int defer, elastic_error_t 
     if (m->myslot < 0)
         return errcodef (
             err, ELASTIC_ERR_STATE, "snapshot: an idle spare takes no snapshot");
+    double t0;
+
     if ((rc = snapshot_complete (m, err)) != ELASTIC_OK)
         return rc;
-    return snap_post (m, step, defer, &m->store->fl, err);
+    t0 = mono_now ();
+    rc = snap_post (m, step, defer, &m->store->fl, err);
+    m->store->fl.spent = mono_now () - t0;
+    return rc;
 }
 
 int snapshot_take (struct elastic_manager *m, int64_t step, elastic_error_t *err)
