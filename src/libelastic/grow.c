@@ -299,11 +299,14 @@ static int set_base (struct elastic_manager *m, MPI_Comm merged, int *orig, int 
     return 0;
 }
 
-static void emit_failed (struct elastic_manager *m, const char *why)
+/* A growth given up before anything was restored: the job goes on at
+ * step, where it was (a growth that meant to start from an older snapshot
+ * rolled nothing back). */
+static void emit_failed (struct elastic_manager *m, const char *why, int64_t step)
 {
     struct event_rec e = {
         .kind = "grow_failed",
-        .step = snapstore_meta (m->store)->step,
+        .step = step,
         .old_size = m->nwork,
         .new_size = m->nwork,
         .spawned = m->grow_new,
@@ -333,7 +336,9 @@ static void give_up (struct elastic_manager *m, int k, const char *why, int64_t 
                 k,
                 why,
                 m->nwork);
-    emit_failed (m, why);
+    m->grow_rewound = 0;
+    m->grow_t_rewind = 0;
+    emit_failed (m, why, step);
     grow_backoff (m, step);
     m->grow_nnew = 0;
 }
