@@ -34,7 +34,7 @@ for r in 0 1 2; do
 done
 ok $([[ $port =~ ^[0-9]+$ ]] && [ "$port" -gt 0 ]; echo $?) "MASTER_PORT is a port ($port)"
 hb=$tmp/logs/envtest/attempt_0/0/heartbeat
-is "$(stat -c %s "$hb" 2> /dev/null)" 56 "the heartbeat file exists, sized as struct elastic_heartbeat (version 3)"
+is "$(stat -c %s "$hb" 2> /dev/null)" 168 "the heartbeat file exists, sized as struct elastic_heartbeat (version 4)"
 is "$(od -An -v -tx1 "$hb" | tr -d ' \n' | tr -d 0)" "" "the heartbeat file is zero-filled"
 ok $(grep -q '^TORCHELASTIC_TIMER_FILE=' "$d/env.0.0"; echo $((!$?))) "no timer file unless enabled"
 
