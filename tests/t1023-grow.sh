@@ -22,7 +22,8 @@ export ELASTIC_SNAPSHOT_PERIOD=7 ELASTIC_RESHARD_CHECK_PERIOD=5 ELASTIC_SIGNAL_C
 HEAT=("$EXAMPLES/heat2d" --nx 96 --ny 80 --steps 120)
 
 # room FILE N: a heartbeat file whose capacity is N (offset 52, 4 bytes,
-# little-endian; the rest zero, as elastic-exec makes it)
+# little-endian; the rest zero): version 3's 56 bytes, as an older
+# elastic-exec made it (libelastic grows it to version 4's size)
 room() {
     head -c 56 /dev/zero > "$1"
     printf "$(printf '\\x%02x\\x%02x\\x%02x\\x%02x' $(($2 & 255)) $(($2 >> 8 & 255)) 0 0)" |
