@@ -86,10 +86,12 @@ struct view {
     double lf_time;
     char msg[600];
     /* the last world change any worker reported (heartbeat version 4) */
-    uint32_t changes, change_kind;
-    int change_old, change_new, change_new_ranks;
-    int64_t change_step;
-    uint64_t change_us[ELASTIC_HEARTBEAT_NPHASES];
+    struct change {
+        uint32_t n, kind; /* n: world changes that worker took part in */
+        int old_size, new_size, new_ranks;
+        int64_t step;
+        uint64_t us[ELASTIC_HEARTBEAT_NPHASES];
+    } change;
 };
 
 /* The agent's own series: liveness, uptime, restarts, failure counters. */
@@ -264,35 +266,27 @@ static void change_read (elastic_agent_t *agent, struct view *v)
 {
     for (int i = 0; i < agent->nworkers; i++) {
         const struct elastic_heartbeat *h = agent->w[i].hb;
-        uint32_t n, again;
 
         if (!h ||
             __atomic_load_n (&h->magic, __ATOMIC_ACQUIRE) != ELASTIC_HEARTBEAT_MAGIC ||
             __atomic_load_n (&h->version, __ATOMIC_RELAXED) < 4)
             continue;
         for (int tries = 0; tries < 8; tries++) {
-            struct view c;
-            n = __atomic_load_n (&h->changes, __ATOMIC_ACQUIRE);
-            if (n == 0 || n <= v->changes)
+            struct change c = {.n = __atomic_load_n (&h->changes, __ATOMIC_ACQUIRE)};
+
+            if (c.n == 0 || c.n <= v->change.n)
                 break;
-            c.change_kind = __atomic_load_n (&h->change_kind, __ATOMIC_RELAXED);
-            c.change_old = __atomic_load_n (&h->change_old_size, __ATOMIC_RELAXED);
-            c.change_new = __atomic_load_n (&h->change_new_size, __ATOMIC_RELAXED);
-            c.change_new_ranks = __atomic_load_n (&h->change_new_ranks, __ATOMIC_RELAXED);
-            c.change_step = __atomic_load_n (&h->change_step, __ATOMIC_RELAXED);
+            c.kind = __atomic_load_n (&h->change_kind, __ATOMIC_RELAXED);
+            c.old_size = __atomic_load_n (&h->change_old_size, __ATOMIC_RELAXED);
+            c.new_size = __atomic_load_n (&h->change_new_size, __ATOMIC_RELAXED);
+            c.new_ranks = __atomic_load_n (&h->change_new_ranks, __ATOMIC_RELAXED);
+            c.step = __atomic_load_n (&h->change_step, __ATOMIC_RELAXED);
             for (int p = 0; p < ELASTIC_HEARTBEAT_NPHASES; p++)
-                c.change_us[p] = __atomic_load_n (&h->change_us[p], __ATOMIC_RELAXED);
+                c.us[p] = __atomic_load_n (&h->change_us[p], __ATOMIC_RELAXED);
             __atomic_thread_fence (__ATOMIC_ACQUIRE);
-            again = __atomic_load_n (&h->changes, __ATOMIC_RELAXED);
-            if (again != n)
+            if (__atomic_load_n (&h->changes, __ATOMIC_RELAXED) != c.n)
                 continue; /* written meanwhile: read it again */
-            v->changes = n;
-            v->change_kind = c.change_kind;
-            v->change_old = c.change_old;
-            v->change_new = c.change_new;
-            v->change_new_ranks = c.change_new_ranks;
-            v->change_step = c.change_step;
-            memcpy (v->change_us, c.change_us, sizeof (v->change_us));
+            v->change = c;
             break;
         }
     }
@@ -312,15 +306,15 @@ static void put_change (struct text *t, const struct view *v)
                                                             "handler",
                                                             "protect",
                                                             "total"};
-    const char *kind = v->change_kind < 4 ? kinds[v->change_kind] : "";
+    const char *kind = v->change.kind < 4 ? kinds[v->change.kind] : "";
 
     help (t,
           "elastic_agent_world_changes",
           "gauge",
           "World changes (libelastic's reshard_down, reshard_up, grow_failed) the "
           "worker that took part in the most reported.");
-    put (t, "elastic_agent_world_changes %u\n", v->changes);
-    if (v->changes == 0)
+    put (t, "elastic_agent_world_changes %u\n", v->change.n);
+    if (v->change.n == 0)
         return;
     help (t,
           "elastic_agent_last_world_change_size",
@@ -333,13 +327,13 @@ static void put_change (struct text *t, const struct view *v)
          "elastic_agent_last_world_change_size{kind=\"%s\",size=\"new_ranks\"} %d\n"
          "elastic_agent_last_world_change_size{kind=\"%s\",size=\"step\"} %lld\n",
          kind,
-         v->change_old,
+         v->change.old_size,
          kind,
-         v->change_new,
+         v->change.new_size,
          kind,
-         v->change_new_ranks,
+         v->change.new_ranks,
          kind,
-         (long long)v->change_step);
+         (long long)v->change.step);
     help (t,
           "elastic_agent_last_world_change_seconds",
           "gauge",
@@ -350,7 +344,7 @@ static void put_change (struct text *t, const struct view *v)
              "elastic_agent_last_world_change_seconds{kind=\"%s\",phase=\"%s\"} %.6f\n",
              kind,
              phases[p],
-             (double)v->change_us[p] * 1e-6);
+             (double)v->change.us[p] * 1e-6);
 }
 
 /* Read what the answer shows (the workers' views, the counters). */

@@ -187,7 +187,9 @@ int grow_due (const struct elastic_manager *m, int64_t step)
     return m->grow_room > 0 && step >= m->grow_next;
 }
 
-int64_t grow_rewind_steps (const struct elastic_manager *m)
+/* grow_rewind's limit: the steps that take less time to redo than a
+ * snapshot (0: none). */
+static int64_t rewind_steps (const struct elastic_manager *m)
 {
     double mean = preempt_step_mean (m->pre), cost = preempt_snapshot_cost (m->pre);
 
@@ -200,7 +202,7 @@ int grow_rewind (struct elastic_manager *m, int64_t step)
 {
     int64_t snap = snapstore_meta (m->store)->step, back = step - snap;
 
-    if (snap < 0 || back <= 0 || back > m->grow_rewind_max)
+    if (snap < 0 || back <= 0 || back > rewind_steps (m))
         return 0;
     m->grow_rewound = back;
     m->grow_t_rewind = (double)back * preempt_step_mean (m->pre);

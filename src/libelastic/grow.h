@@ -43,17 +43,13 @@ int grow_reported (void);
 /* 1 if a growth into room may be tried at step (room agreed, no back-off). */
 int grow_due (const struct elastic_manager *m, int64_t step);
 
-/* At the agreement that brought the room: how many steps old the snapshot
- * a growth starts from may be, from values every rank agreed on (the
- * slowest rank's mean step, the costliest rank's last snapshot): the steps
- * that take less time to redo than a snapshot takes; 0 with
- * grow_eager_snapshots, or while either is unmeasured. */
-int64_t grow_rewind_steps (const struct elastic_manager *m);
-
 /* 1 if a growth into new processes at step starts from the committed
- * snapshot instead of taking one of step (it is at most
- * m->grow_rewind_max steps old: the ranks roll back to it, as after a
- * failure, and redo the steps); sets m->grow_rewound and m->grow_t_rewind.
+ * snapshot instead of taking one of step: it is at most as many steps old
+ * as take less time to redo than a snapshot takes, by two values agreed
+ * at the agreement that brought the room (the slowest rank's mean step,
+ * the costliest rank's last snapshot; never with grow_eager_snapshots or
+ * while either is unmeasured).  The ranks roll back to it, as after a
+ * failure, and redo the steps.  Sets m->grow_rewound and m->grow_t_rewind.
  * The same on every working rank. */
 int grow_rewind (struct elastic_manager *m, int64_t step);
 

@@ -775,7 +775,6 @@ static int maybe_snapshot (elastic_manager_t *m, int64_t step, elastic_error_t *
             return ELASTIC_ERR_PROC_FAILED;
         }
         m->grow_room = room;
-        m->grow_rewind_max = grow_rewind_steps (m);
         if (why && m->myslot == 0)
             el_log (EL_INFO, "step %lld: %s: suspending", (long long)step, why);
     }
@@ -935,9 +934,9 @@ int elastic_maybe_reshard_up (elastic_manager_t *m,
     m->grow_t_snapshot = 0;
     m->grow_rewound = 0;
     m->grow_t_rewind = 0;
-    if (k > 0 && grow_rewind (m, step))
-        ; /* the growth starts from the newest snapshot (grow.c) */
-    else if (snapstore_meta (m->store)->step != step) {
+    /* the newest snapshot, where coming back to it is cheaper (grow.c),
+     * else one of this step */
+    if (!(k > 0 && grow_rewind (m, step)) && snapstore_meta (m->store)->step != step) {
         double t0 = mono_now ();
         persist_bg_hold_l1 (m);
         rc = snapshot_take (m, step, err);

@@ -122,19 +122,15 @@ struct elastic_manager {
     struct gpu_state *gpu; /* device arrays and NCCL (gpu.h), NULL: unused */
 
     /* growth into new processes (grow.c) */
-    int *base_orig;          /* [size of orig_group] original rank of each of its
-                                ranks once a growth rebased it (NULL: identity) */
-    int grow_room;           /* room for new ranks agreed at the last preemption
-                                agreement (0: none) */
-    int64_t grow_next;       /* no growth into room before this step (back-off) */
-    int64_t grow_rewind_max; /* a growth into that room may start from a
-                                snapshot this many steps old instead of
-                                taking one (agreed with the room: redoing
-                                them costs less than a snapshot; 0: never) */
-    int64_t grow_rewound;    /* the last growth started this many steps back */
-    double grow_t_rewind;    /* ... about this long to redo them, s */
-    int grow_backoff;        /* checks to wait after a failed growth */
-    char *grow_cmd;          /* this program, and its arguments, for MPI_Comm_spawn */
+    int *base_orig;       /* [size of orig_group] original rank of each of its
+                             ranks once a growth rebased it (NULL: identity) */
+    int grow_room;        /* room for new ranks agreed at the last preemption
+                             agreement (0: none) */
+    int64_t grow_next;    /* no growth into room before this step (back-off) */
+    int64_t grow_rewound; /* the last growth started this many steps back */
+    double grow_t_rewind; /* ... about this long to redo them, s */
+    int grow_backoff;     /* checks to wait after a failed growth */
+    char *grow_cmd;       /* this program, and its arguments, for MPI_Comm_spawn */
     char **grow_argv;
     int *grow_new;     /* the growth in progress: its new original ranks */
     int grow_numbered; /* the next number a new process gets (0: norig) */

@@ -868,13 +868,12 @@ out:
 static int
 snap_start (struct elastic_manager *m, int64_t step, int defer, elastic_error_t *err)
 {
+    double t0;
     int rc;
 
     if (m->myslot < 0)
         return errcodef (
             err, ELASTIC_ERR_STATE, "snapshot: an idle spare takes no snapshot");
-    double t0;
-
     if ((rc = snapshot_complete (m, err)) != ELASTIC_OK)
         return rc;
     t0 = mono_now ();

@@ -303,21 +303,24 @@ describe_failures (const struct report *rep, int exit_code, char *buf, size_t si
         snprintf (buf, size, "mpirun exited with %d", exit_code);
 }
 
+/* The first failure of mpirun's report of kind a or b, or NULL. */
+static const struct failure *report_find (const struct report *rep, int a, int b)
+{
+    for (int i = 0; i < rep->n; i++)
+        if ((int)rep->f[i].kind == a || (int)rep->f[i].kind == b)
+            return &rep->f[i];
+    return NULL;
+}
+
 /* Whether mpirun's report says a host was lost or could not be launched on. */
 static int lost_host (const struct report *rep)
 {
-    for (int i = 0; i < rep->n; i++)
-        if (rep->f[i].kind == FAIL_NODE_LOST || rep->f[i].kind == FAIL_LAUNCH_HOST)
-            return 1;
-    return 0;
+    return report_find (rep, FAIL_NODE_LOST, FAIL_LAUNCH_HOST) != NULL;
 }
 
 static int not_relaunchable (const struct report *rep)
 {
-    for (int i = 0; i < rep->n; i++)
-        if (rep->f[i].kind == FAIL_NO_EXEC || rep->f[i].kind == FAIL_NO_SLOTS)
-            return 1;
-    return 0;
+    return report_find (rep, FAIL_NO_EXEC, FAIL_NO_SLOTS) != NULL;
 }
 
 static void write_state (struct job *j, const char *state, int attempts)
@@ -622,10 +625,9 @@ static int unexplained_exit (const struct events *ev, const struct report *rep)
 /* The host of mpirun's report whose daemon was lost, or NULL. */
 static const char *node_lost (const struct report *rep)
 {
-    for (int i = 0; i < rep->n; i++)
-        if (rep->f[i].kind == FAIL_NODE_LOST)
-            return rep->f[i].host[0] ? rep->f[i].host : "?";
-    return NULL;
+    const struct failure *f = report_find (rep, FAIL_NODE_LOST, FAIL_NODE_LOST);
+
+    return !f ? NULL : f->host[0] ? f->host : "?";
 }
 
 /* Whether the ranks suspended: by mpirun's code or by the ranks' account
