@@ -56,7 +56,7 @@ run() {
 }
 
 # 1. two ranks die at step 40: 8 -> 6 in place, then 6 -> 8 with new processes
-run back -- --fail 3:40 --fail 5:40
+run back ELASTIC_GROW_MIN_BATCH=2 -- --fail 3:40 --fail 5:40
 is "$(cat "$tmp/back.rc")" 0 "back: exit 0" || diag "$(tail -n 30 "$tmp/back.err")"
 is "$(checksum_of "$tmp/back.out")" "$ref" "back: the failure-free checksum"
 grep -q '^resharded at step [0-9]*: world 8 -> 6$' "$tmp/back.out"
@@ -86,7 +86,7 @@ ok $? "back: mpirun forwards ELASTIC_GROW_SLOTS to the ranks" ||
 
 # 2. the first new process dies in its join (the library's test hook): the
 # growth is rolled back; a later one takes the job back to 8
-run joindies ELASTIC_TEST_KILL=8:0:join -- --fail 3:40 --fail 5:40
+run joindies ELASTIC_GROW_MIN_BATCH=2 ELASTIC_TEST_KILL=8:0:join -- --fail 3:40 --fail 5:40
 is "$(cat "$tmp/joindies.rc")" 0 "join-dies: exit 0" || diag "$(tail -n 30 "$tmp/joindies.err")"
 is "$(checksum_of "$tmp/joindies.out")" "$ref" "join-dies: the failure-free checksum"
 { events joindies | grep '"event":"grow_failed"' | grep -q '"new_ranks":\[8,9\]' ||

@@ -44,7 +44,7 @@ mesh_cluster_up() {
     local rc
     cluster_up "$1" --cpus 4
     rc=$?
-    trap 'cluster_down > /dev/null; [ "$tap_failed" -eq 0 ] && rm -rf "$tmp"' EXIT
+    trap 'cluster_down > /dev/null; [ "$tap_failed" -eq 0 ] && [ -z "${ELASTIC_TEST_KEEP:-}" ] && rm -rf "$tmp"' EXIT
     ok $rc "$1-node cluster up (4 CPUs each)" || {
         done_testing
         exit 1
@@ -73,7 +73,7 @@ mesh_salloc() {
         done_testing
         exit 1
     }
-    trap 'run_in_ctl scancel "$J" > /dev/null 2>&1; cluster_down > /dev/null; [ "$tap_failed" -eq 0 ] && rm -rf "$tmp"' EXIT
+    trap 'run_in_ctl scancel "$J" > /dev/null 2>&1; cluster_down > /dev/null; [ "$tap_failed" -eq 0 ] && [ -z "${ELASTIC_TEST_KEEP:-}" ] && rm -rf "$tmp"' EXIT
 }
 
 srun_fg() {
