@@ -52,6 +52,37 @@ bench_parse_args() {
     bench_setup
 }
 
+# soak_args DEFAULT_RUNS "$@": the options of a test's long run
+# (pmix-soak.sh, multikill.sh): --build DIR (default: build/ of this tree),
+# --runs N, and --cores DIR where the caller set SOAK_CORES=1 (exported as
+# PL_CORE_DIR).  Sets SOAK_BUILD and SOAK_RUNS; a bad value exits 2.
+soak_args() {
+    SOAK_RUNS=$1
+    SOAK_BUILD=$TOP_SRCDIR/build
+    shift
+    while [ $# -gt 0 ]; do
+        case "$1" in
+            --build) SOAK_BUILD=${2:?--build needs a directory}; shift 2 ;;
+            --runs) SOAK_RUNS=${2:?--runs needs a number}; shift 2 ;;
+            --cores)
+                [ "${SOAK_CORES:-0}" = 1 ] || bench_die "unknown argument '$1' (see --help)"
+                mkdir -p "${2:?--cores needs a directory}" && PL_CORE_DIR=$(cd "$2" && pwd) ||
+                    bench_die "--cores: cannot create '$2'"
+                export PL_CORE_DIR
+                shift 2 ;;
+            -h | --help)
+                sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'
+                exit 0 ;;
+            *) bench_die "unknown argument '$1' (see --help)" ;;
+        esac
+    done
+    case "$SOAK_RUNS" in
+        '' | *[!0-9]* | 0) bench_die "--runs takes a positive integer, not '$SOAK_RUNS'" ;;
+    esac
+    [ -f "$SOAK_BUILD/tests/Makefile" ] ||
+        bench_die "no configured build in '$SOAK_BUILD' (scripts/test.sh makes one in ./build)"
+}
+
 # bench_setup: find the build tree and its programs; export MPI settings
 bench_setup() {
     if [ -z "$BUILD" ]; then

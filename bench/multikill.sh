@@ -13,24 +13,9 @@
 # in 15 had a survivor crash in Open MPI's ob1.
 # Exit status: the test's (0 when every run recovered).
 set -u
-here=$(cd "$(dirname "$0")" && pwd)
-build=$here/../build
-runs=60
-while [ $# -gt 0 ]; do
-    case "$1" in
-        --build) build=$2; shift 2 ;;
-        --runs) runs=$2; shift 2 ;;
-        -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-        *) echo "multikill.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
-    esac
-done
-case "$runs" in
-    '' | *[!0-9]* | 0) echo "multikill.sh: --runs takes a positive integer, not '$runs'" >&2; exit 2 ;;
-esac
-[ -f "$build/tests/Makefile" ] || {
-    echo "multikill.sh: no configured build in '$build' (scripts/test.sh makes one in ./build)" >&2
-    exit 2
-}
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh"
+soak_args 60 "$@"
+build=$SOAK_BUILD runs=$SOAK_RUNS
 rc=0
 log=$build/tests/t5021-exec-multikill.sh.log
 # a run takes about 7 s on 2 cores; the suite's per-test limit is 900 s
