@@ -50,8 +50,41 @@ if [ -x "$LIBWORKER" ]; then
     is "$(ev_count "$d/ev" watchdog_fire kind=hang rank=0 step=5)" 1 "the hang watchdog fired for rank 0 at step 5"
     is "$(ev_count "$d/ev" watchdog_fire kind=hang rank=1)" 0 "rank 1, which kept reporting, was not killed"
     is "$(ev_count "$d/ev" restart root_cause_rank=0)" 1 "the restart names rank 0"
+    is "$(ev_count "$d/ev" watchdog_victim_alive)" 0 "the victim died at once: no report of a survivor"
 else
-    for i in 1 2 3 4; do skip "libelastic is not built (no MPI)"; done
+    for i in 1 2 3 4 5; do skip "libelastic is not built (no MPI)"; done
+fi
+
+# 5. a watchdog victim that is still there 5 s after the SIGKILL (#18): the
+# worker is a shell that runs the libelastic program in the background and
+# then becomes `sleep`; the watchdog SIGKILLs the reporting process (the
+# program), the worker's own process lives on.  It is reported with its
+# threads, and its process group is SIGKILLed (before, it lived until
+# --shutdown-timeout, here 120 s, ran out)
+if [ -x "$LIBWORKER" ]; then
+    d=$tmp/victim
+    mkdir -p "$d"
+    exec_start "$d/out" "$d/err" --hang-timeout 1 --shutdown-timeout 120 --max-restarts 0 \
+        --event-log "$d/ev" \
+        sh -c '"$0" progress:5:20 hang & echo $! > "$1/prog"; exec sleep 300' "$LIBWORKER" "$d"
+    exec_wait 90
+    is "$EXEC_RC" 137 "the worker died of the group's SIGKILL, long before --shutdown-timeout" ||
+        diag "$(cat "$d/err")"
+    prog=$(cat "$d/prog" 2> /dev/null)
+    is "$(ev_count "$d/ev" watchdog_fire kind=hang rank=0 step=5 target_pid="$prog")" 1 \
+        "the watchdog SIGKILLed the reporting process ($prog), not the worker's"
+    is "$(ev_count "$d/ev" watchdog_victim_alive rank=0 signal=SIGKILL target_pid="$prog")" 1 \
+        "the worker still there after 5 s was reported once"
+    grep -q "rank 0: pid $prog still there [5-9][.0-9]* s after the watchdog's SIGKILL (threads: $prog Z); sending SIGKILL to its process group" "$d/err"
+    ok $? "the log names it and its thread's state (a zombie: its parent, the worker, does not reap)" ||
+        diag "$(grep -a 'still there' "$d/err")"
+    t_fire=$(ev_get "$d/ev" watchdog_fire ts 0)
+    t_exit=$(ev_get "$d/ev" worker_exit ts 0)
+    awk -v a="$t_fire" -v b="$t_exit" 'BEGIN { exit !(b - a >= 4.5 && b - a < 60) }'
+    ok $? "the worker ended 5 s after the fire, not at --shutdown-timeout" ||
+        diag "fire $t_fire, exit $t_exit"
+else
+    for i in 1 2 3 4 5; do skip "libelastic is not built (no MPI)"; done
 fi
 
 # 4. a worker that never attached to the heartbeat is not judged by it

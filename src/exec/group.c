@@ -585,6 +585,7 @@ int elastic_agent_worker_started (elastic_agent_t *agent, int index, pid_t pid)
     w->hang_grace_ns = 0;
     w->stopped_ns = 0;
     w->fire_mono = 0;
+    w->fire_stuck = 0;
     pthread_mutex_unlock (&agent->lock);
     json_t *o = worker_brief (w);
     json_object_set_new (o, "attempt", json_integer (agent->restart_count));
@@ -963,6 +964,8 @@ void agent_watchdog_fire (elastic_agent_t *agent,
     pthread_mutex_lock (&agent->lock);
     if (!w->failed) {
         w->fire_mono = mono_now ();
+        w->fire_signum = signum;
+        w->fire_pid = target;
         free (w->reason);
         w->reason = strdup (reason);
         worker_fail (agent, w, wall_now (), strdup (reason), -signum, signum);

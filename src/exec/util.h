@@ -20,4 +20,9 @@ const char *host_name (void);
 char proc_state (pid_t pid);
 int proc_stopped (pid_t pid);
 
+/* What each thread of pid is doing, from /proc/PID/task: "TID STATE [in
+ * WCHAN] [syscall N]" for each, comma-separated, into buf (truncated to
+ * size), for a process that should have ended and did not. */
+void proc_threads_describe (pid_t pid, char *buf, size_t size);
+
 #endif /* ELASTIC_EXEC_UTIL_H */

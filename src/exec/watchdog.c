@@ -19,6 +19,7 @@
 #endif
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -364,8 +365,59 @@ static int check_heartbeats (elastic_agent_t *agent)
     return fired;
 }
 
+/* A SIGKILLed process ends within milliseconds unless a thread of it
+ * cannot be woken (uninterruptible sleep).  t5015 once saw every rank the
+ * watchdog SIGKILLed live on until the group's SIGKILL 30 s later (#18,
+ * not reproduced since): a victim still there KILL_STUCK_S after the
+ * watchdog's signal is reported once, with what each of its threads is
+ * doing, and where the signal was SIGKILL its whole process group gets
+ * SIGKILL too (a process the signal missed, or a child it waits for). */
+#define KILL_STUCK_S 5.0
+
+static void check_victims (elastic_agent_t *agent)
+{
+    double now = mono_now ();
+
+    for (int i = 0; i < agent->nworkers; i++) {
+        struct worker *w = &agent->w[i];
+        char threads[1024];
+
+        if (w->fire_mono <= 0 || w->fire_stuck || w->exited || w->pid <= 0 ||
+            now - w->fire_mono < KILL_STUCK_S)
+            continue;
+        w->fire_stuck = 1;
+        proc_threads_describe (w->fire_pid, threads, sizeof (threads));
+        log_warn ("rank %d: pid %d still there %.1f s after the watchdog's %s "
+                  "(threads: %s)%s",
+                  w->rank,
+                  (int)w->fire_pid,
+                  now - w->fire_mono,
+                  signal_name (w->fire_signum),
+                  threads,
+                  w->fire_signum == SIGKILL ? "; sending SIGKILL to its process group"
+                                            : "");
+        json_t *o = json_pack ("{s:i s:i s:i s:s s:f s:s}",
+                               "rank",
+                               w->rank,
+                               "pid",
+                               (int)w->pid,
+                               "target_pid",
+                               (int)w->fire_pid,
+                               "signal",
+                               signal_name (w->fire_signum),
+                               "after_s",
+                               now - w->fire_mono,
+                               "threads",
+                               threads);
+        eventlog_emit (agent->ev, "watchdog_victim_alive", o);
+        if (w->fire_signum == SIGKILL)
+            kill (-w->pid, SIGKILL);
+    }
+}
+
 int watchdog_check (elastic_agent_t *agent)
 {
+    check_victims (agent);
     return check_timers (agent) + check_heartbeats (agent);
 }
 

@@ -42,6 +42,9 @@ struct worker {
     char *traceback;
     char *reason;     /* why a watchdog killed it */
     double fire_mono; /* when (mono_now), 0 if none did */
+    int fire_signum;  /* the signal it sent */
+    pid_t fire_pid;   /* to which process */
+    int fire_stuck;   /* its target outlived it (watchdog.c reported it) */
     void *ret;
     size_t retlen;
     int has_ret;
