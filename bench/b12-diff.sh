@@ -20,6 +20,13 @@
 # ratios off/on (s90, target >= 5) and on/off (s0, target <= 1.03), and
 # their median, min and max.  run.sh runs it only when named (--only B12).
 # Quick: 16 MiB, 2 trials.  Full: 64 MiB, 7 trials.
+#
+# The L2 exchange goes over shared memory (the two ranks on this host) and,
+# in the same trials, over TCP (mpirun --mca btl self,tcp; variants
+# tcp-s90-off ... tcp-s0-on): on a cluster libelastic's buddy map puts a
+# rank's copy on another node, so the exchange crosses the network, which
+# TCP over loopback stands for here.  B12_TCP=0 leaves the TCP variants
+# out; with one rank (no buddy) they are left out.
 . "$(dirname "$0")/lib.sh"
 bench_parse_args "$@"
 bench_csv diff
@@ -33,10 +40,18 @@ else
 fi
 ranks=${B12_RANKS:-2}
 [[ $ranks =~ ^[1-9][0-9]*$ ]] || bench_die "B12_RANKS: '$ranks' is invalid (expected an integer >= 1)"
+tcp=${B12_TCP:-1}
+[ "$ranks" -ge 2 ] || tcp=0
 one() { # VARIANT TRIAL: run it, add its row
-    local v=$1 t=$2 st=${1%-*} d=${1#*-} log med
+    local v=$1 t=$2 base=${1#tcp-} st d log med args=("${MPI_ARGS[@]}") i
+    st=${base%-*} d=${base#*-}
+    if [ "$v" != "$base" ]; then # the L2 exchange over TCP
+        for i in "${!args[@]}"; do
+            [ "${args[$i]}" = btl ] && args[$((i + 1))]=self,tcp
+        done
+    fi
     log=$LOGDIR/n$ranks-$v-$t.log
-    "$MPIRUN" "${MPI_FT_ARGS[@]}" "${MPI_ARGS[@]}" -n "$ranks" "$prog" snapshot --mib "$mib" \
+    "$MPIRUN" "${MPI_FT_ARGS[@]}" "${args[@]}" -n "$ranks" "$prog" snapshot --mib "$mib" \
         --static "${st#s}" --diff "$d" --warmup 40 --snaps 68 > "$log" 2>&1 ||
         bench_log "FAILED: $v trial $t (see $log)"
     med=$(sed -n 's/^median //p' "$log")
@@ -50,6 +65,9 @@ for t in $(seq 1 "$trials"); do
         order="s0-on s0-off s90-on s90-off"
     fi
     for v in $order; do one "$v" "$t"; done
+    if [ "$tcp" = 1 ]; then
+        for v in $order; do one "tcp-$v" "$t"; done
+    fi
 done
 "$PY" - "$CSV" "$mib" "$ranks" << 'PY'
 import csv, statistics, sys
@@ -58,16 +76,19 @@ rows = [r for r in csv.DictReader(open(sys.argv[1]))
 by = {}
 for r in rows:
     by.setdefault(r["trial"], {})[r["variant"]] = float(r["value"])
-r90 = [t["s90-off"] / t["s90-on"] for t in by.values() if "s90-off" in t and "s90-on" in t]
-r0 = [t["s0-on"] / t["s0-off"] for t in by.values() if "s0-off" in t and "s0-on" in t]
-for name, r, goal in (("s90 off/on (speed-up, target >= 5)", r90, ">= 5"),
-                      ("s0 on/off (slow-down, target <= 1.03)", r0, "<= 1.03")):
-    if r:
-        print("%s: median %.3f, min %.3f, max %.3f over %d trials"
-              % (name, statistics.median(r), min(r), max(r), len(r)))
-for v in ("s90-off", "s90-on", "s0-off", "s0-on"):
-    x = [t[v] for t in by.values() if v in t]
-    if x:
-        print("%-8s median of the trial medians %.2f ms (min %.2f, max %.2f)"
-              % (v, 1e3 * statistics.median(x), 1e3 * min(x), 1e3 * max(x)))
+for p, over in (("", "L2 over shared memory"), ("tcp-", "L2 over TCP")):
+    r90 = [t[p + "s90-off"] / t[p + "s90-on"] for t in by.values()
+           if p + "s90-off" in t and p + "s90-on" in t]
+    r0 = [t[p + "s0-on"] / t[p + "s0-off"] for t in by.values()
+          if p + "s0-off" in t and p + "s0-on" in t]
+    for name, r in (("s90 off/on (speed-up, target >= 5)", r90),
+                    ("s0 on/off (slow-down, target <= 1.03)", r0)):
+        if r:
+            print("%s, %s: median %.3f, min %.3f, max %.3f over %d trials"
+                  % (over, name, statistics.median(r), min(r), max(r), len(r)))
+    for v in ("s90-off", "s90-on", "s0-off", "s0-on"):
+        x = [t[p + v] for t in by.values() if p + v in t]
+        if x:
+            print("%-12s median of the trial medians %.2f ms (min %.2f, max %.2f)"
+                  % (p + v, 1e3 * statistics.median(x), 1e3 * min(x), 1e3 * max(x)))
 PY

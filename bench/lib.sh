@@ -179,15 +179,18 @@ mpitime_run() {
 
 # mpitime_stats FILE: as mpitime_run, and what libbenchmpitime.so counted
 # between MPI_Init's return and MPI_Finalize's entry, summed over the
-# ranks: prints "RUN_S INIT_S CPU_S NIVCSW CALLS BYTES" (CPU_S user + sys
-# seconds, NIVCSW involuntary context switches, CALLS and BYTES the MPI
-# communication started; see bench/mpitime.c).  Fails if a line lacks them.
+# ranks: prints "RUN_S INIT_S CPU_S NIVCSW CALLS BYTES LIB_S OTHER_CPU_S"
+# (CPU_S user + sys seconds, NIVCSW involuntary context switches, CALLS and
+# BYTES the MPI communication started, LIB_S the time inside libelastic's
+# calls, OTHER_CPU_S the CPU time of the threads but the main one; see
+# bench/mpitime.c).  Fails if a line lacks them.
 mpitime_stats() {
-    awk 'NF < 8 { bad = 1 }
+    awk 'NF < 10 { bad = 1 }
          { if ($3 > li) li = $3; if ($4 > lf) lf = $4; d = $3 - $2; if (d > init) init = d
-           cpu += $5; cs += $6; calls += $7; bytes += $8 }
+           cpu += $5; cs += $6; calls += $7; bytes += $8; lib += $9; other += $10 }
          END { if (NR == 0 || bad) exit 1
-               printf "%.6f %.6f %.6f %.0f %.0f %.0f\n", lf - li, init, cpu, cs, calls, bytes }' "$1"
+               printf "%.6f %.6f %.6f %.0f %.0f %.0f %.6f %.6f\n", lf - li, init, cpu, cs, calls,
+                   bytes, lib, other }' "$1"
 }
 
 # bench_make LOG TARGET...: make TARGETs in the build's tests directory,
