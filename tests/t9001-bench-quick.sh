@@ -58,6 +58,16 @@ check B6 steady signals run_s
 check B6 steady p10 run_s
 check B6 steady p100 run_s
 check B6 steady p10+l3 run_s
+# the direct measure: time inside libelastic's calls where the library runs,
+# none where it does not (heat2d --no-elastic)
+if ! skipped steady; then
+    awk -F, '$6 == "lib_s" && $4 == "idle" && $7 > 0 { a = 1 }
+             $6 == "lib_s" && $4 == "none" && $7 != 0 { b = 1 }
+             $6 == "other_cpu_s" && $4 == "p10+l3" { c = 1 }
+             END { exit !(a && !b && c) }' "$out/steady.csv"
+    ok $? "B6: time inside the library measured in idle, none in the baseline; other threads' CPU recorded" ||
+        diag "$(grep -E 'lib_s|other_cpu_s' "$out/steady.csv" | head -20)"
+fi
 check B6L3 l3bg l3bg run_s
 check B6L3 l3bg l3sync run_s
 check B7 launch mpirun wall_s
