@@ -81,4 +81,28 @@ ok $? "the warning says whose file it is and that the job goes on" || show_failu
 app_run "$tmp/res-id" 3 -x ELASTIC_RESUME=1 -x ELASTIC_RUN_ID=t3011 -- $HEAT --snapshot-dir "$d"
 grep -q "resumed from step 80 " "$tmp/res-id"
 ok $? "a resume of run t3011 takes its newest file (80), not the other run's 90" || show_failure "$tmp/res-id"
+
+# a kept file replaced while the run goes on by another run's file of the
+# same name and the same modification time (touch -r; a new inode):
+# retention, which remembers what it read of each file by its identity,
+# must read it again and keep it (run t3011's, not this run's)
+s=$tmp/swap
+mkdir -p "$s"
+mpi_start "$tmp/swap.out" 2 -x ELASTIC_RUN_ID=swap -x ELASTIC_SNAPSHOT_KEEP=3 -- \
+    $EXAMPLES/heat2d --nx 48 --ny 40 --steps 100 --sleep 60 --persist-period 10 --snapshot-dir "$s"
+swapped=no
+if wait_until 60 test -e "$s/snap-000000000020.h5"; then
+    cp "$d/snap-000000000080.h5" "$s/.other" &&
+        touch -r "$s/snap-000000000010.h5" "$s/.other" &&
+        mv -f "$s/.other" "$s/snap-000000000010.h5" && swapped=yes
+fi
+mpi_wait 180
+is "$MPI_RC" 0 "a run whose kept file was replaced by another run's completes" || show_failure "$tmp/swap.out"
+is "$swapped" yes "step 10's file was replaced after step 20 was committed"
+is "$(cd "$s" && ls snap-*)" "snap-000000000010.h5
+snap-000000000070.h5
+snap-000000000080.h5
+snap-000000000090.h5" "retention kept the replaced file (run t3011's) and this run's newest 3"
+"$snap" show "$s/snap-000000000010.h5" 2>&1 | grep -q "^run id  *t3011$"
+ok $? "the file kept is run t3011's" || diag "$("$snap" show "$s/snap-000000000010.h5" 2>&1)"
 done_testing

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -249,23 +250,87 @@ static void latest_check (const char *dir)
 
 enum { OURS, UNREADABLE, OTHER_RUN };
 
+/* What classify() read of a file, by the file's identity: opening a file
+ * with HDF5 and loading its catalog costs 0.4 ms or more, and every commit
+ * prunes the whole directory, so without it a run's own files were read
+ * again at each commit (all of them where nothing is removed: --keep 0).
+ * A file that is replaced or written to gets another identity (inode,
+ * size, modification time). */
+#define SEEN_MAX 256
+
+static struct seen {
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtime;
+    int readable;
+    char run_id[sizeof (((struct l3_header *)0)->run_id)];
+} seen[SEEN_MAX];
+static int nseen, seen_next;
+static pthread_mutex_t seen_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int same_file (const struct seen *e, const struct stat *sb)
+{
+    return e->dev == sb->st_dev && e->ino == sb->st_ino && e->size == sb->st_size &&
+           e->mtime.tv_sec == sb->st_mtim.tv_sec &&
+           e->mtime.tv_nsec == sb->st_mtim.tv_nsec;
+}
+
+static int class_of (int readable, const char *file_run, const char *run_id)
+{
+    if (!readable)
+        return UNREADABLE;
+    return !run_id || !strcmp (file_run, run_id) ? OURS : OTHER_RUN;
+}
+
 static int classify (const char *path, const char *run_id)
 {
     struct l3_h5quiet q;
     struct l3_catalog *c = NULL;
-    int kind, cls = UNREADABLE;
+    struct stat sb;
+    struct seen e = {0};
+    int kind, have = stat (path, &sb) == 0;
     hid_t f;
 
+    if (have) {
+        pthread_mutex_lock (&seen_lock);
+        for (int i = 0; i < nseen; i++) {
+            if (same_file (&seen[i], &sb)) {
+                int cls = class_of (seen[i].readable, seen[i].run_id, run_id);
+                pthread_mutex_unlock (&seen_lock);
+                return cls;
+            }
+        }
+        pthread_mutex_unlock (&seen_lock);
+    }
     l3_h5quiet_begin (&q);
     if ((f = l3_file_open_serial (path, &kind, NULL)) >= 0) {
         if (l3_catalog_load (f, &c, NULL) == L3_GOOD) {
-            cls = !run_id || !strcmp (c->hdr.run_id, run_id) ? OURS : OTHER_RUN;
+            e.readable = 1;
+            snprintf (e.run_id, sizeof (e.run_id), "%s", c->hdr.run_id);
             l3_catalog_destroy (c);
         }
         H5Fclose (f);
     }
     l3_h5quiet_end (&q);
-    return cls;
+    if (have) {
+        /* an unreadable file is not remembered: it may be one being
+         * written by another process, readable later under the same
+         * identity only if its size or time did not change */
+        if (e.readable) {
+            e.dev = sb.st_dev;
+            e.ino = sb.st_ino;
+            e.size = sb.st_size;
+            e.mtime = sb.st_mtim;
+            pthread_mutex_lock (&seen_lock);
+            seen[seen_next] = e;
+            seen_next = (seen_next + 1) % SEEN_MAX;
+            if (nseen < SEEN_MAX)
+                nseen++;
+            pthread_mutex_unlock (&seen_lock);
+        }
+    }
+    return class_of (e.readable, e.run_id, run_id);
 }
 
 int l3_dir_prune (const char *dir,
