@@ -426,20 +426,25 @@ class Report:
         z = self.d.t.get(("steady", str(n), str(m), v, "base_" + metric), {})
         return [a[t] / z[t] for t in a if t in z and z[t] > 0]
 
-    def b6_direct(self, n, m, v):
-        """{trial: the library's direct cost in variant V}: the time the
-        ranks spent inside libelastic's calls plus the extra CPU time of
-        their other threads (over the baselines around it), per rank, as a
-        share of the baseline runs' time (bench/mpitime.c's LIB_S and
-        OTHER_CPU_S); {} where the driver did not record them"""
+    def b6_direct_parts(self, n, m, v):
+        """{trial: (inside, other)} for variant V, each per rank as a share
+        of the baseline runs' time: the time the ranks spent inside
+        libelastic's calls, and the CPU time of their other threads beyond
+        the baselines' around it (bench/mpitime.c's LIB_S and OTHER_CPU_S);
+        {} where the driver did not record them"""
         t = self.d.t
         k = ("steady", str(n), str(m), v)
         lib = t.get(k + ("lib_s",), {})
         oth = t.get(k + ("other_cpu_s",), {})
         both = t.get(k + ("base_other_cpu_s",), {})
         base = t.get(k + ("base_run_s",), {})
-        return {tr: (lib[tr] + oth[tr] - both[tr]) / int(n) / base[tr] for tr in lib
-                if tr in oth and tr in both and tr in base and base[tr] > 0}
+        return {tr: (lib[tr] / int(n) / base[tr], (oth[tr] - both[tr]) / int(n) / base[tr])
+                for tr in lib if tr in oth and tr in both and tr in base and base[tr] > 0}
+
+    def b6_direct(self, n, m, v):
+        """{trial: the library's direct cost in variant V}: inside its calls
+        plus its threads' extra CPU (b6_direct_parts)"""
+        return {tr: a + b for tr, (a, b) in self.b6_direct_parts(n, m, v).items()}
 
     def b6_direct_rows(self, n, m):
         """the direct measure's table and its headlines (issue #19: idle
@@ -460,18 +465,12 @@ class Report:
         self.details.append("| variant | inside the library | other threads' extra CPU | "
                             "direct cost: median [95 % CI] (min..max) | pairs |")
         self.details.append("|---|---:|---:|---:|---:|")
-        t = self.d.t
         for v, _ in self.B6_VARIANTS:
             if not dv.get(v):
                 continue
-            k = ("steady", str(n), str(m), v)
-            lib = t.get(k + ("lib_s",), {})
-            oth = t.get(k + ("other_cpu_s",), {})
-            both = t.get(k + ("base_other_cpu_s",), {})
-            base = t.get(k + ("base_run_s",), {})
-            tr = list(dv[v])
-            li = statistics.median(lib[x] / int(n) / base[x] for x in tr)
-            ot = statistics.median((oth[x] - both[x]) / int(n) / base[x] for x in tr)
+            parts = self.b6_direct_parts(n, m, v).values()
+            li = statistics.median(a for a, _ in parts)
+            ot = statistics.median(b for _, b in parts)
             sp = self.spread(list(dv[v].values()))
             self.details.append("| %s | %s | %s | %s [%s, %s] (%s..%s) | %d |" % (
                 v, pc(li), pc(ot), pc(sp["med"]), pc(sp["ci"][0]), pc(sp["ci"][1]),

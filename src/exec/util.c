@@ -111,7 +111,7 @@ void proc_threads_describe (pid_t pid, char *buf, size_t size)
         n++;
     }
     closedir (t);
-    if (n == 0 && len == 0)
+    if (n == 0)
         snprintf (buf, size, "no threads left (a zombie)");
 }
 

@@ -250,12 +250,13 @@ static void latest_check (const char *dir)
 
 enum { OURS, UNREADABLE, OTHER_RUN };
 
-/* What classify() read of a file, by the file's identity: opening a file
+/* The run ids classify() read, by the file's identity: opening a file
  * with HDF5 and loading its catalog costs 0.4 ms or more, and every commit
  * prunes the whole directory, so without it a run's own files were read
  * again at each commit (all of them where nothing is removed: --keep 0).
  * A file that is replaced or written to gets another identity (inode,
- * size, modification time). */
+ * size, modification time).  Only readable files are remembered: an
+ * unreadable one may still be being written. */
 #define SEEN_MAX 256
 
 static struct seen {
@@ -263,7 +264,6 @@ static struct seen {
     ino_t ino;
     off_t size;
     struct timespec mtime;
-    int readable;
     char run_id[sizeof (((struct l3_header *)0)->run_id)];
 } seen[SEEN_MAX];
 static int nseen, seen_next;
@@ -289,14 +289,14 @@ static int classify (const char *path, const char *run_id)
     struct l3_catalog *c = NULL;
     struct stat sb;
     struct seen e = {0};
-    int kind, have = stat (path, &sb) == 0;
+    int kind, readable = 0, have = stat (path, &sb) == 0;
     hid_t f;
 
     if (have) {
         pthread_mutex_lock (&seen_lock);
         for (int i = 0; i < nseen; i++) {
             if (same_file (&seen[i], &sb)) {
-                int cls = class_of (seen[i].readable, seen[i].run_id, run_id);
+                int cls = class_of (1, seen[i].run_id, run_id);
                 pthread_mutex_unlock (&seen_lock);
                 return cls;
             }
@@ -306,31 +306,26 @@ static int classify (const char *path, const char *run_id)
     l3_h5quiet_begin (&q);
     if ((f = l3_file_open_serial (path, &kind, NULL)) >= 0) {
         if (l3_catalog_load (f, &c, NULL) == L3_GOOD) {
-            e.readable = 1;
+            readable = 1;
             snprintf (e.run_id, sizeof (e.run_id), "%s", c->hdr.run_id);
             l3_catalog_destroy (c);
         }
         H5Fclose (f);
     }
     l3_h5quiet_end (&q);
-    if (have) {
-        /* an unreadable file is not remembered: it may be one being
-         * written by another process, readable later under the same
-         * identity only if its size or time did not change */
-        if (e.readable) {
-            e.dev = sb.st_dev;
-            e.ino = sb.st_ino;
-            e.size = sb.st_size;
-            e.mtime = sb.st_mtim;
-            pthread_mutex_lock (&seen_lock);
-            seen[seen_next] = e;
-            seen_next = (seen_next + 1) % SEEN_MAX;
-            if (nseen < SEEN_MAX)
-                nseen++;
-            pthread_mutex_unlock (&seen_lock);
-        }
+    if (have && readable) {
+        e.dev = sb.st_dev;
+        e.ino = sb.st_ino;
+        e.size = sb.st_size;
+        e.mtime = sb.st_mtim;
+        pthread_mutex_lock (&seen_lock);
+        seen[seen_next] = e;
+        seen_next = (seen_next + 1) % SEEN_MAX;
+        if (nseen < SEEN_MAX)
+            nseen++;
+        pthread_mutex_unlock (&seen_lock);
     }
-    return class_of (e.readable, e.run_id, run_id);
+    return class_of (readable, e.run_id, run_id);
 }
 
 int l3_dir_prune (const char *dir,
