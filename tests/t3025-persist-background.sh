@@ -8,6 +8,10 @@
 #     the hold still stands (the recovery does not wait for the write),
 #     step 40 is never committed, the next files are complete;
 #   - a rank that kills itself in its thread after writing its data;
+#   - a rank SIGKILLed in the step after a persist step, the persist
+#     step's snapshot still in its overlapped L2 exchange: the write of
+#     that step never starts (it starts once the snapshot commits), the
+#     job rolls back to the snapshot before it;
 #   - SIGTERM while a write is held: the suspend waits for it, commits it,
 #     writes its own file synchronously, and the resume is exact;
 #   - the file system filling up while a write is held: the reserved write
@@ -96,8 +100,30 @@ if mpi_have_ulfm; then
     ok "$(has_event "$out.events" 'persist 80 size=3'; echo $?)" "self: step 80 committed by 3 ranks" || diag "$(events "$out.events")"
     run_ok "self: elastic-snapshot verify DIR" "$snap" verify "$d"
     run_ok "self: h5py reads every file" $READ "$d"
+
+    # 3b. rank 2 SIGKILLed during step 40, after its maybe_snapshot
+    # returned: the snapshot of the persist step 40 overlaps its L2
+    # exchange with the step, and its L3 write waits for it to commit at
+    # step 41's call, which instead sees the death
+    out=$tmp/next d=$tmp/next.d
+    app_run "$out" 4 -x ELASTIC_LOG=debug -x ELASTIC_EVENT_LOG="$out.events" -- $HEAT --snapshot-dir "$d" --fail 2:40
+    is "$MPI_RC" 0 "next: the job completed" || show_failure "$out"
+    is "$(checksum_of "$out")" "$ref" "next: the failure-free checksum"
+    # each rank names the writes it starts (debug): step 40's only by the
+    # 3 survivors, after the rollback; none by the 4 ranks before it
+    is "$(tr -d '\0' < "$out" | grep -c 'L3 write of step 20 in the background')" 4 "next: (step 20's write started by the 4 ranks)" || show_failure "$out"
+    is "$(tr -d '\0' < "$out" | grep -c 'L3 write of step 40 in the background')" 3 "next: step 40's write started only by the 3 survivors, after the rollback"
+    ok "$(! grep -aq 'background L3 write of step 40 is abandoned' "$out"; echo $?)" "next: (so nothing was abandoned)"
+    ok "$(events "$out.events" | grep -q '^reshard_down 30 4->3 failed=2 spares= attempts=1$'; echo $?)" "next: recovered in place, 4 -> 3, back to step 30 (step 40's snapshot never committed)" || diag "$(events "$out.events")"
+    is "$(events "$out.events" | grep '^persist')" "persist 0 size=4
+persist 20 size=4
+persist 40 size=3
+persist 60 size=3
+persist 80 size=3" "next: steps 0 and 20 by 4 ranks, 40 (again), 60 and 80 by 3"
+    run_ok "next: elastic-snapshot verify DIR" "$snap" verify "$d"
+    run_ok "next: h5py reads every file" $READ "$d"
 else
-    skip "this MPI has no ULFM: a rank's death ends the job" 20
+    skip "this MPI has no ULFM: a rank's death ends the job" 31
 fi
 
 # 4. SIGTERM while the write of step 100 is held: the suspend waits for it

@@ -76,7 +76,8 @@ void elastic_manager_destroy (elastic_manager_t *m)
     if (m->started && !m->finished && m->myslot >= 0) {
         elastic_error_t e;
         /* a snapshot in flight completes first (every working rank is here) */
-        snapshot_complete (m, &e);
+        if (snapshot_complete (m, &e) == ELASTIC_OK)
+            persist_start_due (m, &e);
         persist_bg_drain (m, &e); /* an L3 write in the background commits */
         /* the end of the job: wake the idle spares and agree with them, so
          * that every live process leaves together */
@@ -778,6 +779,16 @@ static int maybe_snapshot (elastic_manager_t *m, int64_t step, elastic_error_t *
         if (why && m->myslot == 0)
             el_log (EL_INFO, "step %lld: %s: suspending", (long long)step, why);
     }
+    /* the last persist step's snapshot committed above: its background
+     * write starts now, unless a suspend writes this newer step */
+    if (why)
+        m->persist_due = -1;
+    else if (m->persist_due >= 0) {
+        rc = persist_start_due (m, err);
+        preempt_skip_step (m->pre);
+        if (rc != ELASTIC_OK)
+            return rc;
+    }
     persist = why || (m->cfg.persist_period > 0 && step % m->cfg.persist_period == 0 &&
                       step != m->persist_step);
     if ((persist || step % m->cfg.snapshot_period == 0) &&
@@ -785,9 +796,15 @@ static int maybe_snapshot (elastic_manager_t *m, int64_t step, elastic_error_t *
         /* a background L3 write: keep its L1 copy, commit it when done */
         if ((rc = persist_bg_poll (m, step, err)) != ELASTIC_OK)
             return rc;
-        /* a plain snapshot step overlaps its L2 exchange with the next
-         * step (committed at the next call); an L3 step needs it now */
-        if (persist || why || !snapshot_overlap ())
+        /* a snapshot step overlaps its L2 exchange with the next step
+         * (committed at the next call), and so does a persist step whose
+         * L3 file is written in the background (started once the snapshot
+         * commits); a suspend, or an L3 write in the call, needs it now */
+        if (persist && !why && snapshot_overlap () && m->cfg.persist_background != 0) {
+            rc = snapshot_begin (m, step, err);
+            if (rc == ELASTIC_OK)
+                m->persist_due = step;
+        } else if (persist || why || !snapshot_overlap ())
             rc = snapshot_take (m, step, err);
         else
             rc = snapshot_begin (m, step, err);
@@ -802,6 +819,8 @@ static int maybe_snapshot (elastic_manager_t *m, int64_t step, elastic_error_t *
     }
     if (why)
         return suspend (m, step, why, err);
+    if (m->persist_due == step)
+        return ELASTIC_OK;
     if (persist) {
         rc = persist_background (m, step, &written, err);
         preempt_skip_step (m->pre);
@@ -924,7 +943,9 @@ int elastic_maybe_reshard_up (elastic_manager_t *m,
     }
     m->t_progress = mono_now ();
     m->step = step;
-    if ((rc = snapshot_complete (m, err)) == ELASTIC_ERR_PROC_FAILED) {
+    if ((rc = snapshot_complete (m, err)) == ELASTIC_OK)
+        rc = persist_start_due (m, err);
+    if (rc == ELASTIC_ERR_PROC_FAILED) {
         if (resharded)
             *resharded = 1;
         return mgr_recover_inside (m, err);

@@ -113,6 +113,9 @@ struct elastic_manager {
     char *resumed_from;
     int persist_warned;    /* L3 not built in: warned once */
     struct persist_bg *bg; /* the L3 write in the background, or NULL (persist_bg.c) */
+    int64_t persist_due;   /* a persist step whose snapshot's L2 exchange overlaps the
+                              next step: its background write starts once that
+                              snapshot commits (persist_start_due), or -1 */
 
     int64_t event_step; /* the step the last world change rolled back to (-1):
                            the first maybe_snapshot of it does nothing collective,
@@ -268,6 +271,11 @@ int persist_bg_drain (struct elastic_manager *m, elastic_error_t *err);
  * (a world change): never committed, its temporary removed by the next
  * write; the L1 copy is no longer read when this returns. */
 void persist_bg_abandon (struct elastic_manager *m);
+
+/* Collective over the working ranks, after snapshot_complete: start the
+ * background write of m->persist_due if its snapshot committed (and clear
+ * it).  Returns as persist_background. */
+int persist_start_due (struct elastic_manager *m, elastic_error_t *err);
 
 /* Wait for retention's background unlinks (l3_reaper) to end: the end of
  * the job. */

@@ -40,6 +40,7 @@ int persist_setup (struct elastic_manager *m, elastic_error_t *err)
     if (!id || !*id)
         id = job && *job ? job : "default";
     m->persist_step = -1;
+    m->persist_due = -1;
     m->resumed_step = -1;
     if (!(m->run_id = strdup (id)))
         return errcodef (err, ELASTIC_ERR_NOMEM, "elastic_manager_create: out of memory");

@@ -188,6 +188,7 @@ void persist_reap_wait (void)
 
 void persist_bg_abandon (struct elastic_manager *m)
 {
+    m->persist_due = -1; /* its snapshot is rolled back or discarded too */
     if (!m->bg)
         return;
     if (m->myslot == 0 || m->me == 0)
@@ -345,13 +346,20 @@ void persist_reap_wait (void)
 {
 }
 
-void persist_reap_wait (void)
-{
-    l3_reaper_wait ();
-}
-
 void persist_bg_abandon (struct elastic_manager *m)
 {
-    (void)m;
+    m->persist_due = -1;
 }
 #endif
+
+int persist_start_due (struct elastic_manager *m, elastic_error_t *err)
+{
+    int64_t step = m->persist_due;
+    int written;
+
+    m->persist_due = -1;
+    /* the same on every rank: the snapshot committed everywhere or nowhere */
+    if (step < 0 || snapstore_meta (m->store)->step != step)
+        return ELASTIC_OK;
+    return persist_background (m, step, &written, err);
+}
