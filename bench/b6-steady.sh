@@ -89,6 +89,31 @@
 # ranks keep busy, as a share of the baseline's run.  It leaves out what the
 # library costs outside its calls on the main threads (an overlapped L2
 # exchange progressing inside the program's own MPI calls, caches).
+#
+# The critical path.  lib_s counts, inside a collective call, a rank's
+# wait for the other ranks to arrive, which without the library the
+# program's next exchange would have absorbed.  libbenchmpitime.so also
+# logs every maybe_snapshot call's entry and exit on one clock
+# (BENCH_CALLLOG), and per call the driver takes the time from the last
+# rank's entry to the last rank's exit: what the call delayed the job by.
+# Rows crit_s (its sum over the run's calls), crit_snap_s (its median over
+# the snapshot steps of period 10: step > 0, a multiple of 10) and
+# crit_step_s (its median over the other steps).
+#
+# The floor, in every trial.  Issue #19 states a snapshot's cost against
+# its floor: the bytes copied to L1 at memcpy's rate plus the bytes sent to
+# the buddy at the exchange's rate.  After the trial's first baseline run,
+# tests/bench_snapshot_bw (B3/B4's program) runs at B6's ranks and bytes per
+# rank (5 timed snapshots after 3 warm-up ones, synchronous) and its
+# medians become the rows of variant `floor` in that trial: memcpy_s and
+# l1_s (a plain memcpy of the bytes, and the library's own L1 copy),
+# sendrecv_s and l2_s (MPI_Sendrecv of the bytes between buddies, and the
+# library's exchange), call_s (the library's whole snapshot call there).
+# The report takes the strict floor, the faster of each pair, trial by
+# trial.
+#
+# B6_VARIANTS (an environment variable): run only these variants (a
+# space-separated subset of the list below; the baseline always runs).
 . "$(dirname "$0")/lib.sh"
 bench_parse_args "$@"
 bench_csv steady
@@ -115,6 +140,15 @@ variants="none"
 variants+=" signals p10"
 [ $overlap = 1 ] && variants+=" p10-sync"
 variants+=" p100 p10+l3"
+if [ -n "${B6_VARIANTS:-}" ]; then
+    for v in $B6_VARIANTS; do
+        case " $variants " in
+            *" $v "*) ;;
+            *) bench_die "B6_VARIANTS: '$v' is not a variant here (expected some of:$variants)" ;;
+        esac
+    done
+    variants="none $B6_VARIANTS"
+fi
 scratch=$OUT/scratch/b6
 mkdir -p "$scratch"
 bench_log "$ranks ranks, ${nx}x$ny grid ($mib MiB per rank), $steps steps, $trials trials (baseline: $([ $no_elastic = 1 ] && echo --no-elastic || echo 'no periodic snapshot'))"
@@ -123,7 +157,7 @@ bench_log "$ranks ranks, ${nx}x$ny grid ($mib MiB per rank), $steps steps, $tria
 # fails); sets stats ("RUN_S INIT_S CPU_S NIVCSW CALLS BYTES") or leaves it
 # empty
 b6_run() {
-    local v=$1 t=$2 env=() args=() xs=() e try rc log mt=$scratch/mpitime
+    local v=$1 t=$2 env=() args=() xs=() e try rc log mt=$scratch/mpitime cl=$scratch/calls
     case $v in
         none)
             if [ $no_elastic = 1 ]; then
@@ -143,14 +177,15 @@ b6_run() {
     stats=
     for try in 1 2; do
         log=$LOGDIR/$v.$t.$try.log
-        rm -f "$mt" "$scratch/events"
+        rm -f "$mt" "$cl" "$scratch/events"
         rm -rf "${scratch:?}"/*.h5 "$scratch"/latest "$scratch"/.snap*
         timeout 600 "$MPIRUN" "${MPI_FT_ARGS[@]}" "${MPI_ARGS[@]}" -n "$ranks" "${xs[@]}" \
             -x ELASTIC_EVENT_LOG="$scratch/events" \
-            -x LD_PRELOAD="$MPITIME_PRELOAD" -x BENCH_MPITIME="$mt" \
+            -x LD_PRELOAD="$MPITIME_PRELOAD" -x BENCH_MPITIME="$mt" -x BENCH_CALLLOG="$cl" \
             "$HEAT2D" --nx "$nx" --ny "$ny" --steps "$steps" --quiet "${args[@]}" > "$log" 2>&1
         rc=$?
         if [ $rc -eq 0 ] && grep -aq '^checksum' "$log" && stats=$(mpitime_stats "$mt"); then
+            stats+=" $(crit_stats "$cl")"
             break
         fi
         cat "$scratch/events" >> "$log" 2> /dev/null
@@ -164,6 +199,42 @@ b6_run() {
     fi
 }
 
+# b6_floor TRIAL: bench_snapshot_bw at B6's ranks and size, its medians as
+# the rows of variant floor (nothing if the program is not built or fails)
+b6_floor() {
+    local log=$LOGDIR/floor.$1.log prog=$TESTS_DIR/bench_snapshot_bw
+    [ -x "$prog" ] || return 0
+    if ! timeout 300 "$MPIRUN" "${MPI_FT_ARGS[@]}" "${MPI_ARGS[@]}" -n "$ranks" \
+        -x ELASTIC_SNAPSHOT_OVERLAP=0 "$prog" --mib "$mib" --trials 5 --warmup 3 > "$log" 2>&1; then
+        bench_log "the floor's program failed in trial $1 (see $log)"
+        return 0
+    fi
+    awk -F, -v t="$1" -v r="$ranks" -v m="$mib" '
+        $1 == "snapshot" && $6 ~ /^(l1_s|l2_s|call_s|memcpy_s|sendrecv_s)$/ { v[$6, ++n[$6]] = $7 }
+        END { for (k in n) {
+                  c = n[k]
+                  for (i = 1; i <= c; i++) a[i] = v[k, i]
+                  for (i = 2; i <= c; i++) for (j = i; j > 1 && a[j - 1] > a[j]; j--) { x = a[j]; a[j] = a[j - 1]; a[j - 1] = x }
+                  med = c % 2 ? a[(c + 1) / 2] : (a[c / 2] + a[c / 2 + 1]) / 2
+                  printf "steady,%s,%s,floor,%s,%s,%.9f,s\n", r, m, t, k, med } }' "$log" >> "$CSV"
+}
+
+# crit_stats FILE: from a BENCH_CALLLOG file (PID STEP ENTER LEAVE), per
+# step the last exit less the last entry over the ranks; prints "SUM
+# SNAP_MEDIAN STEP_MEDIAN" (- for an empty set)
+crit_stats() {
+    [ -s "$1" ] || { echo "- - -"; return; }
+    awk '{ if (!($2 in e) || $3 > e[$2]) e[$2] = $3; if (!($2 in l) || $4 > l[$2]) l[$2] = $4 }
+         END { for (k in e) { c = l[k] - e[k]; if (c < 0) c = 0; sum += c
+                              if (k > 0 && k % 10 == 0) print "s", c; else print "o", c }
+               print "t", sum }' "$1" |
+        sort -k1,1 -k2,2g |
+        awk '{ v[$1, ++n[$1]] = $2 }
+             function med(k) { if (!n[k]) return "-"
+                               return n[k] % 2 ? v[k, (n[k] + 1) / 2] : (v[k, n[k] / 2] + v[k, n[k] / 2 + 1]) / 2 }
+             END { printf "%.7f %s %s\n", v["t", 1], med("s"), med("o") }'
+}
+
 # b6_rows VARIANT TRIAL STATS: the rows of one run
 b6_rows() {
     local s
@@ -175,6 +246,9 @@ b6_rows() {
     row steady "$ranks" "$mib" "$1" "$2" mpi_bytes "${s[5]}" B
     row steady "$ranks" "$mib" "$1" "$2" lib_s "${s[6]}" s
     row steady "$ranks" "$mib" "$1" "$2" other_cpu_s "${s[7]}" s
+    [ "${s[8]:--}" = - ] || row steady "$ranks" "$mib" "$1" "$2" crit_s "${s[8]}" s
+    [ "${s[9]:--}" = - ] || row steady "$ranks" "$mib" "$1" "$2" crit_snap_s "${s[9]}" s
+    [ "${s[10]:--}" = - ] || row steady "$ranks" "$mib" "$1" "$2" crit_step_s "${s[10]}" s
 }
 
 # b6_pair VARIANT TRIAL VSTATS BEFORE AFTER: the variant's rows against
@@ -214,6 +288,7 @@ for t in $(seq "$trials"); do
     b6_run none "$t.0"
     before=$stats
     [ -n "$before" ] && b6_rows none "$t.0" "$before"
+    b6_floor "$t"
     k=0
     for v in "${order[@]}"; do
         k=$((k + 1))

@@ -39,6 +39,15 @@
  * costs outside its calls on the main thread: an overlapped L2 exchange
  * progressing inside the program's own MPI calls, caches it evicted.
  *
+ * BENCH_CALLLOG: every rank appends, at MPI_Finalize, one line per
+ *   elastic_maybe_snapshot call it made after MPI_Init returned
+ *   PID STEP ENTER LEAVE
+ * (CLOCK_MONOTONIC seconds, one clock for every process of a machine), so
+ * that a driver can take what a snapshot step costs the job: from the
+ * moment the last rank entered the call to the moment the last rank left
+ * it (a rank that arrives early waits for the others there, as it would
+ * have in the program's next exchange without the library).
+ *
  * BENCH_STEPLOG: the process of rank 0 (RANK, else OMPI_COMM_WORLD_RANK,
  * else PMIX_RANK, as the launcher set it) appends "STEP TIME" each time it
  * enters elastic_maybe_snapshot, libelastic's call at the top of every
@@ -96,6 +105,55 @@ static double lib_s;  /* inside libelastic's calls (outermost) */
 static int lib_depth; /* calls of the main thread only: not atomic */
 static long nivcsw_init_leave;
 static unsigned long long mpi_calls, mpi_bytes;
+
+/* BENCH_CALLLOG: the maybe_snapshot calls (grows by doubling; a call that
+ * finds no memory is not logged) */
+struct call_rec {
+    long long step;
+    double enter, leave;
+};
+static struct call_rec *calls;
+static size_t ncalls, calls_cap;
+
+static void call_log (long long step, double enter, double leave)
+{
+    if (ncalls == calls_cap) {
+        size_t cap = calls_cap ? 2 * calls_cap : 4096;
+        struct call_rec *c = realloc (calls, cap * sizeof (*c));
+        if (!c)
+            return;
+        calls = c;
+        calls_cap = cap;
+    }
+    calls[ncalls++] = (struct call_rec){step, enter, leave};
+}
+
+/* append the logged calls to path, a buffer at a time */
+static void call_log_write (const char *path)
+{
+    char buf[8192];
+    size_t len = 0;
+    int fd;
+
+    if ((fd = open (path, O_WRONLY | O_APPEND | O_CREAT, 0644)) < 0)
+        return;
+    for (size_t i = 0; i <= ncalls; i++) {
+        if (i == ncalls || len > sizeof (buf) - 100) {
+            if (len > 0 && write (fd, buf, len) != (ssize_t)len) {
+            }
+            len = 0;
+        }
+        if (i < ncalls)
+            len += (size_t)snprintf (buf + len,
+                                     sizeof (buf) - len,
+                                     "%ld %lld %.7f %.7f\n",
+                                     (long)getpid (),
+                                     calls[i].step,
+                                     calls[i].enter,
+                                     calls[i].leave);
+    }
+    close (fd);
+}
 
 static double cpu_now (long *nivcsw)
 {
@@ -274,7 +332,10 @@ int elastic_maybe_snapshot (void *m, int64_t step, void *err)
     if (!real)
         *(void **)&real = dlsym (RTLD_NEXT, "elastic_maybe_snapshot");
     LIB_ENTER;
+    double enter = mono ();
     rc = real ? real (m, step, err) : 1; /* ELASTIC_ERR_INVAL: cannot happen */
+    if (t_init_leave > 0)
+        call_log ((long long)step, enter, mono ());
     LIB_LEAVE;
     return rc;
 }
@@ -396,8 +457,12 @@ int MPI_Finalize (void)
     double cpu = cpu_now (&nivcsw) - cpu_init_leave;
     double other = cpu - (thread_cpu_now () - thread_cpu_init_leave);
     const char *path = getenv ("BENCH_MPITIME");
+    const char *clog = getenv ("BENCH_CALLLOG");
     char line[240];
     int fd, n;
+
+    if (clog && *clog)
+        call_log_write (clog);
 
     if (path && *path && (fd = open (path, O_WRONLY | O_APPEND | O_CREAT, 0644)) >= 0) {
         n = snprintf (line,

@@ -446,6 +446,21 @@ class Report:
         plus its threads' extra CPU (b6_direct_parts)"""
         return {tr: a + b for tr, (a, b) in self.b6_direct_parts(n, m, v).items()}
 
+    def b6_crit(self, n, m, v):
+        """{trial: the library's critical-path cost in variant V}: the sum
+        over its maybe_snapshot calls of the time from the last rank's entry
+        to the last rank's exit (b6-steady.sh's crit_s), plus its threads'
+        extra CPU per rank, over the baseline runs' time; {} where the
+        driver did not record it"""
+        t = self.d.t
+        k = ("steady", str(n), str(m), v)
+        crit = t.get(k + ("crit_s",), {})
+        oth = t.get(k + ("other_cpu_s",), {})
+        both = t.get(k + ("base_other_cpu_s",), {})
+        base = t.get(k + ("base_run_s",), {})
+        return {tr: (crit[tr] + (oth[tr] - both[tr]) / int(n)) / base[tr]
+                for tr in crit if tr in oth and tr in both and tr in base and base[tr] > 0}
+
     def b6_direct_rows(self, n, m):
         """the direct measure's table and its headlines (issue #19: idle
         <= 1 %, L3 in the background <= 3 % over p10)"""
@@ -494,6 +509,22 @@ class Report:
                           self.verdict(sp["ci"][0] * 100, sp["ci"][1] * 100, 3.0),
                           "direct %s [95 %% CI %s, %s] over %d trials" % (
                               pc(sp["med"]), pc(sp["ci"][0]), pc(sp["ci"][1]), sp["n"]))
+        a, b = self.b6_crit(n, m, "p10+l3"), self.b6_crit(n, m, "p10")
+        ds = [a[x] - b[x] for x in a if x in b]
+        if ds:
+            sp = self.spread(ds)
+            self.details.append(
+                "**L3 in the background over period 10 alone, on the critical path** (per "
+                "trial: the sum over the maybe_snapshot calls of the time from the last rank's "
+                "entry to the last rank's exit, plus the other threads' extra CPU per rank, "
+                "over the baseline's time; p10+l3 less p10): %s [95 %% CI %s, %s] (%s..%s), "
+                "%d trials.\n" % (pc(sp["med"]), pc(sp["ci"][0]), pc(sp["ci"][1]),
+                                  pc(sp["lo"]), pc(sp["hi"]), sp["n"]))
+            self.head("B6", "L3 every 100 in the background over period 10 alone, critical "
+                      "path (same trial)", "%s ranks × %s MiB" % (n, m), pc(sp["med"]), "—",
+                      None, "≤ 3 %", self.verdict(sp["ci"][0] * 100, sp["ci"][1] * 100, 3.0),
+                      "%s [95 %% CI %s, %s] over %d trials" % (
+                          pc(sp["med"]), pc(sp["ci"][0]), pc(sp["ci"][1]), sp["n"]))
 
     def b6(self):
         d = self.d
@@ -596,87 +627,121 @@ class Report:
 
     def b6_floor(self, n, m):
         """Issue #19's per-snapshot cost at period 10 against its floor: the
-        snapshot's bytes copied to L1 at B3's memcpy rate plus the bytes
-        sent to the buddy at B4's rate (the faster of the library's own L2
-        exchange and MPI_Sendrecv: the stricter floor), both measured in the
-        same run at the same number of ranks.  The cost of a snapshot is
-        (p10 - idle) / snapshots, per trial, each run over the mean of the
-        baseline runs around it (drift cancels)."""
+        snapshot's bytes copied to L1 at memcpy's rate plus the bytes sent
+        to the buddy at the exchange's rate.  Where b6-steady.sh measured
+        the floor in every trial (variant floor: bench_snapshot_bw at B6's
+        ranks and bytes), each trial's cost is set against that trial's
+        strict floor, the faster of memcpy and the library's L1 copy plus
+        the faster of MPI_Sendrecv and the library's exchange.  Otherwise
+        the floor comes from B3/B4 of the same run (the faster of the
+        library's exchange and MPI_Sendrecv at the largest size measured
+        at B6's number of ranks), scaled to B6's bytes."""
         d = self.d
         steps = d.flag("steady", "steps")
-        ks = [k for k in d.keys("snapshot", "baseline", "memcpy_s") if k[0] == str(n)]
-        if steps is None or not ks:
+        if steps is None:
             return
-        r, mib = ks[-1]  # the largest size measured at B6's number of ranks
-        mc = d.med("snapshot", r, mib, "baseline", "memcpy_s")
-        sr = d.med("snapshot", r, mib, "baseline", "sendrecv_s")
-        l2 = d.med("snapshot", r, mib, "elastic", "l2_s")
-        if mc is None or (sr is None and l2 is None):
-            return
-        scale = float(m) / float(mib)
-        fast = min(x for x in (sr, l2) if x is not None)
-        floor = (mc + fast) * scale
-        floor_sr = (mc + sr) * scale if sr is not None else None
         nsnap = int(steps) // 10
-        self.details.append(
-            "**Per-snapshot cost at period 10 against its floor** (issue #19: ≤ 1.25×). "
-            "Floor for %s MiB per rank at %s ranks, from B3/B4 of this run (%s MiB per rank): "
-            "L1 copy at memcpy's rate %s + L2 at the faster of the library's exchange (%s) and "
-            "MPI_Sendrecv (%s) = **%s** (with MPI_Sendrecv's rate: %s).  Cost of one snapshot = "
-            "(p10 - idle) / %d snapshots per trial (each run over the mean of the baseline runs "
-            "around it, times their mean).\n" % (
-                m, n, mib, sfmt(mc * scale), sfmt(l2 * scale) if l2 else "—",
-                sfmt(sr * scale) if sr else "—", sfmt(floor),
-                sfmt(floor_sr) if floor_sr else "—", nsnap))
+        k = ("steady", str(n), str(m), "floor")
+        fl = {x: d.t.get(k + (x + "_s",), {}) for x in ("memcpy", "l1", "sendrecv", "l2", "call")}
+        trials = [t for t in fl["memcpy"] if all(t in fl[x] for x in ("l1", "sendrecv", "l2"))]
+        if trials:
+            floors = {t: min(fl["memcpy"][t], fl["l1"][t]) + min(fl["sendrecv"][t], fl["l2"][t])
+                      for t in trials}
+            floor = statistics.median(floors.values())
+
+            def med(x):
+                return sfmt(statistics.median(fl[x][t] for t in trials))
+            self.details.append(
+                "**Per-snapshot cost at period 10 against its floor** (issue #19: ≤ 1.25×). "
+                "The floor is measured in every trial, at %s ranks × %s MiB (bench_snapshot_bw "
+                "after the trial's first baseline run; medians over the trials): memcpy %s, the "
+                "library's L1 copy %s, MPI_Sendrecv %s, the library's exchange %s; the strict "
+                "floor, the faster of each pair, **%s** (the library's whole call there: %s).  "
+                "Each trial's cost is set against its own floor.\n" % (
+                    n, m, med("memcpy"), med("l1"), med("sendrecv"), med("l2"), sfmt(floor),
+                    med("call") if fl["call"] else "—"))
+        else:
+            ks = [k for k in d.keys("snapshot", "baseline", "memcpy_s") if k[0] == str(n)]
+            if not ks:
+                return
+            r, mib = ks[-1]  # the largest size measured at B6's number of ranks
+            mc = d.med("snapshot", r, mib, "baseline", "memcpy_s")
+            sr = d.med("snapshot", r, mib, "baseline", "sendrecv_s")
+            l2 = d.med("snapshot", r, mib, "elastic", "l2_s")
+            if mc is None or (sr is None and l2 is None):
+                return
+            scale = float(m) / float(mib)
+            fast = min(x for x in (sr, l2) if x is not None)
+            floor = (mc + fast) * scale
+            floor_sr = (mc + sr) * scale if sr is not None else None
+            floors = None
+            self.details.append(
+                "**Per-snapshot cost at period 10 against its floor** (issue #19: ≤ 1.25×). "
+                "Floor for %s MiB per rank at %s ranks, from B3/B4 of this run (%s MiB per "
+                "rank): L1 copy at memcpy's rate %s + L2 at the faster of the library's "
+                "exchange (%s) and MPI_Sendrecv (%s) = **%s** (with MPI_Sendrecv's rate: "
+                "%s).\n" % (
+                    m, n, mib, sfmt(mc * scale), sfmt(l2 * scale) if l2 else "—",
+                    sfmt(sr * scale) if sr else "—", sfmt(floor),
+                    sfmt(floor_sr) if floor_sr else "—"))
+
+        def fl_of(t):
+            return floors[t] if floors else floor
         self.details.append("| variant | cost per snapshot: median [95 % CI] (min..max) | "
                             "/ floor | target | trials |")
         self.details.append("|---|---:|---:|---|---:|")
-        idle = self.d.t.get(("steady", str(n), str(m), "idle", "run_s"), {})
-        ibase = self.d.t.get(("steady", str(n), str(m), "idle", "base_run_s"), {})
-        for v in ("p10", "p10-sync"):
-            a = self.d.t.get(("steady", str(n), str(m), v, "run_s"), {})
-            z = self.d.t.get(("steady", str(n), str(m), v, "base_run_s"), {})
-            cs = []
-            for t in a:
-                if t in z and t in idle and t in ibase and z[t] > 0 and ibase[t] > 0:
-                    b = (z[t] + ibase[t]) / 2
-                    cs.append((a[t] / z[t] - idle[t] / ibase[t]) * b / nsnap / floor)
+
+        def line(label, costs, headline=None):
+            """costs: [(trial, seconds)]; the ratio is per trial"""
+            cs = [(c, c / fl_of(t)) for t, c in costs if not floors or t in floors]
             if not cs:
-                continue
-            sp = self.spread(cs)
-            self.details.append("| %s | %s [%s, %s] (%s..%s) | %.2f× | ≤ 1.25× | %d |" % (
-                v, sfmt(sp["med"] * floor), sfmt(sp["ci"][0] * floor), sfmt(sp["ci"][1] * floor),
-                sfmt(sp["lo"] * floor), sfmt(sp["hi"] * floor), sp["med"], sp["n"]))
-            if v == "p10":
-                self.head("B6", "cost of one snapshot at period 10 / its floor (L1 at memcpy's, "
-                          "L2 at B4's rate)", "%s ranks x %s MiB" % (n, m),
-                          sfmt(sp["med"] * floor), sfmt(floor), sp["med"], "≤ 1.25×",
-                          self.verdict(sp["ci"][0], sp["ci"][1], 1.25),
+                return
+            sc = self.spread([c for c, _ in cs])
+            sr_ = self.spread([r for _, r in cs])
+            self.details.append("| %s | %s [%s, %s] (%s..%s) | %.2f× [%.2f, %.2f] | ≤ 1.25× | %d |" % (
+                label, sfmt(sc["med"]), sfmt(sc["ci"][0]), sfmt(sc["ci"][1]), sfmt(sc["lo"]),
+                sfmt(sc["hi"]), sr_["med"], sr_["ci"][0], sr_["ci"][1], sr_["n"]))
+            if headline:
+                self.head("B6", headline, "%s ranks x %s MiB" % (n, m), sfmt(sc["med"]),
+                          sfmt(floor), sr_["med"], "≤ 1.25×",
+                          self.verdict(sr_["ci"][0], sr_["ci"][1], 1.25),
                           "%.2f×, 95 %% CI %.2f..%.2f× over %d trials" % (
-                              sp["med"], sp["ci"][0], sp["ci"][1], sp["n"]))
-        # the same from the direct measure: (direct(v) - direct(idle)) x the
-        # baseline's time / snapshots; complete for p10-sync (the call holds
-        # the L1 copy and the whole exchange), a lower bound for p10
+                              sr_["med"], sr_["ci"][0], sr_["ci"][1], sr_["n"]))
+        # from the wall time: (variant - idle) / snapshots, each run over the
+        # mean of the baseline runs around it, times their mean
+        idle = d.t.get(("steady", str(n), str(m), "idle", "run_s"), {})
+        ibase = d.t.get(("steady", str(n), str(m), "idle", "base_run_s"), {})
+        for v in ("p10", "p10-sync"):
+            a = d.t.get(("steady", str(n), str(m), v, "run_s"), {})
+            z = d.t.get(("steady", str(n), str(m), v, "base_run_s"), {})
+            line("%s, wall time" % v,
+                 [(t, (a[t] / z[t] - idle[t] / ibase[t]) * (z[t] + ibase[t]) / 2 / nsnap)
+                  for t in a if t in z and t in idle and t in ibase and z[t] > 0 and ibase[t] > 0],
+                 "cost of one snapshot at period 10 / its floor, wall time" if v == "p10" else None)
+        # direct: (direct(v) - direct(idle)) x the baseline's time / snapshots;
+        # complete for p10-sync (the call holds the L1 copy and the whole
+        # exchange), a lower bound for p10
         di = self.b6_direct(n, m, "idle")
         for v in ("p10", "p10-sync"):
             dv = self.b6_direct(n, m, v)
-            z = self.d.t.get(("steady", str(n), str(m), v, "base_run_s"), {})
-            cs = [(dv[t] - di[t]) * z[t] / nsnap / floor for t in dv if t in di and t in z]
-            if not cs:
-                continue
-            sp = self.spread(cs)
-            self.details.append("| %s, direct%s | %s [%s, %s] (%s..%s) | %.2f× | ≤ 1.25× | %d |" % (
-                v, " (complete: synchronous)" if v == "p10-sync" else
-                " (lower bound: the overlapped exchange is outside the calls)",
-                sfmt(sp["med"] * floor), sfmt(sp["ci"][0] * floor), sfmt(sp["ci"][1] * floor),
-                sfmt(sp["lo"] * floor), sfmt(sp["hi"] * floor), sp["med"], sp["n"]))
-            if v == "p10-sync":
-                self.head("B6", "cost of one synchronous snapshot at period 10 / its floor, "
-                          "direct", "%s ranks x %s MiB" % (n, m), sfmt(sp["med"] * floor),
-                          sfmt(floor), sp["med"], "≤ 1.25×",
-                          self.verdict(sp["ci"][0], sp["ci"][1], 1.25),
-                          "%.2f×, 95 %% CI %.2f..%.2f× over %d trials" % (
-                              sp["med"], sp["ci"][0], sp["ci"][1], sp["n"]))
+            z = d.t.get(("steady", str(n), str(m), v, "base_run_s"), {})
+            line("%s, direct%s" % (v, " (complete: synchronous)" if v == "p10-sync" else
+                                   " (lower bound: the overlapped exchange is outside the calls)"),
+                 [(t, (dv[t] - di[t]) * z[t] / nsnap) for t in dv if t in di and t in z],
+                 "cost of one synchronous snapshot at period 10 / its floor, direct"
+                 if v == "p10-sync" else None)
+        # on the critical path: per run, the median over its snapshot steps
+        # of the time from the last rank's entry to the last rank's exit,
+        # less the same over its other steps (a call that takes no snapshot)
+        for v in ("p10", "p10-sync"):
+            k = ("steady", str(n), str(m), v)
+            cs_, co = d.t.get(k + ("crit_snap_s",), {}), d.t.get(k + ("crit_step_s",), {})
+            line("%s, critical path%s" % (v, " (complete: synchronous)" if v == "p10-sync" else
+                                          " (lower bound: the overlapped exchange is outside "
+                                          "the calls)"),
+                 [(t, cs_[t] - co[t]) for t in cs_ if t in co],
+                 "cost of one synchronous snapshot at period 10 / its floor, critical path"
+                 if v == "p10-sync" else None)
         self.details.append("")
 
     # --- B7 -----------------------------------------------------------------

@@ -67,6 +67,15 @@ if ! skipped steady; then
              END { exit !(a && !b && c) }' "$out/steady.csv"
     ok $? "B6: time inside the library measured in idle, none in the baseline; other threads' CPU recorded" ||
         diag "$(grep -E 'lib_s|other_cpu_s' "$out/steady.csv" | head -20)"
+    # the critical path of the calls (BENCH_CALLLOG), positive in p10-sync's
+    # snapshots and below them in its other steps; the floor in the trial
+    awk -F, '$4 == "p10-sync" && $6 == "crit_snap_s" { s = $7 }
+             $4 == "p10-sync" && $6 == "crit_step_s" { o = $7 }
+             $4 == "floor" && $6 == "memcpy_s" && $7 > 0 { m = 1 }
+             $4 == "floor" && $6 == "l2_s" && $7 > 0 { l = 1 }
+             END { exit !(s > 0 && o != "" && o < s && m && l) }' "$out/steady.csv"
+    ok $? "B6: the snapshot steps' critical path above the other steps'; the floor measured in the trial" ||
+        diag "$(grep -E 'crit_|,floor,' "$out/steady.csv" | head -20)"
 fi
 check B6L3 l3bg l3bg run_s
 check B6L3 l3bg l3sync run_s
