@@ -426,20 +426,23 @@ class Report:
         z = self.d.t.get(("steady", str(n), str(m), v, "base_" + metric), {})
         return [a[t] / z[t] for t in a if t in z and z[t] > 0]
 
-    def b6_direct_parts(self, n, m, v):
-        """{trial: (inside, other)} for variant V, each per rank as a share
-        of the baseline runs' time: the time the ranks spent inside
-        libelastic's calls, and the CPU time of their other threads beyond
-        the baselines' around it (bench/mpitime.c's LIB_S and OTHER_CPU_S);
-        {} where the driver did not record them"""
+    def b6_direct_parts(self, n, m, v, inside="lib_s"):
+        """{trial: (inside, other)} for variant V, each as a share of the
+        baseline runs' time: the time spent inside libelastic's calls per
+        rank (bench/mpitime.c's LIB_S, summed over the ranks) or, with
+        inside="crit_s", on the calls' critical path (b6-steady.sh's
+        crit_s, the job's), and the CPU time of the ranks' other threads
+        beyond the baselines' around it per rank (OTHER_CPU_S); {} where
+        the driver did not record them"""
         t = self.d.t
         k = ("steady", str(n), str(m), v)
-        lib = t.get(k + ("lib_s",), {})
+        ins = t.get(k + (inside,), {})
         oth = t.get(k + ("other_cpu_s",), {})
         both = t.get(k + ("base_other_cpu_s",), {})
         base = t.get(k + ("base_run_s",), {})
-        return {tr: (lib[tr] / int(n) / base[tr], (oth[tr] - both[tr]) / int(n) / base[tr])
-                for tr in lib if tr in oth and tr in both and tr in base and base[tr] > 0}
+        per = int(n) if inside == "lib_s" else 1
+        return {tr: (ins[tr] / per / base[tr], (oth[tr] - both[tr]) / int(n) / base[tr])
+                for tr in ins if tr in oth and tr in both and tr in base and base[tr] > 0}
 
     def b6_direct(self, n, m, v):
         """{trial: the library's direct cost in variant V}: inside its calls
@@ -449,17 +452,9 @@ class Report:
     def b6_crit(self, n, m, v):
         """{trial: the library's critical-path cost in variant V}: the sum
         over its maybe_snapshot calls of the time from the last rank's entry
-        to the last rank's exit (b6-steady.sh's crit_s), plus its threads'
-        extra CPU per rank, over the baseline runs' time; {} where the
-        driver did not record it"""
-        t = self.d.t
-        k = ("steady", str(n), str(m), v)
-        crit = t.get(k + ("crit_s",), {})
-        oth = t.get(k + ("other_cpu_s",), {})
-        both = t.get(k + ("base_other_cpu_s",), {})
-        base = t.get(k + ("base_run_s",), {})
-        return {tr: (crit[tr] + (oth[tr] - both[tr]) / int(n)) / base[tr]
-                for tr in crit if tr in oth and tr in both and tr in base and base[tr] > 0}
+        to the last rank's exit, plus its threads' extra CPU per rank, over
+        the baseline runs' time (b6_direct_parts with crit_s)"""
+        return {tr: a + b for tr, (a, b) in self.b6_direct_parts(n, m, v, "crit_s").items()}
 
     def b6_direct_rows(self, n, m):
         """the direct measure's table and its headlines (issue #19: idle
