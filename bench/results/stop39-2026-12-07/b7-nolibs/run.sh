@@ -1,5 +1,10 @@
 #!/bin/bash
 # A/B: elastic-exec as built vs the same binary without hwloc/sodium/munge mapped
+# (the record of the 2026-12-07 run, doc/benchmarks.md; the copy was made with
+#   cp build/src/exec/elastic-exec /tmp/ee-nolibs
+#   patchelf --remove-needed libhwloc.so.15 --remove-needed libsodium.so.23 \
+#            --remove-needed libmunge.so.2 /tmp/ee-nolibs
+# usage: run.sh OUTDIR [ROUNDS])
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_opal_cuda_support=0 PRTE_MCA_prte_silence_shared_fs=1
 M="/opt/elastic-deps/openmpi-5.0.7-ulfm/bin/mpirun --with-ft ulfm --mca pml ob1 --mca coll ^han --mca async_mpi_finalize 1 --mca mpi_ft_detector false --oversubscribe --bind-to none -n 8"
 A=/work/main/build/tests/bench_mpi_hello
