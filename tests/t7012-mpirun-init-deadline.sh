@@ -71,7 +71,7 @@ rank_pid() {
     return 1
 }
 # (Open MPI's segments are in elastic-mpirun's directory of the attempt,
-# /dev/shm/elastic-mpirun.XXXXXX/)
+# /dev/shm/elastic-mpirun.PID.XXXXXX/)
 in_mpi_init() { grep -q '/dev/shm/\([^ ]*/\)\?sm_segment\.' "/proc/$1/maps"; }
 loaded() { grep -q "\"event\":\"rank_loaded\",\"rank\":$2," "$tmp/run.$1/attempt-1/events.jsonl"; }
 # end_job NAME WHAT SECONDS: wait for the background job ($job) to end;

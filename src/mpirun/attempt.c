@@ -477,6 +477,45 @@ static void set_attempt_env (struct job *j,
         setenv ("ELASTIC_RESUME_FRESH_OK", "2", 1);
 }
 
+#define SM_DIR_PREFIX "elastic-mpirun."
+
+/* The directories of attempts whose elastic-mpirun is gone: one killed
+ * (SIGKILL, an OOM kill) cannot remove its own, nor the segments of the
+ * ranks that died with it.  A directory is elastic-mpirun.PID.XXXXXX; one
+ * of this user whose PID is no process any more is removed (a PID that
+ * was reused keeps it until that process ends too).  The names of older
+ * versions, without a PID, are left alone. */
+static void sweep_sm_dirs (void)
+{
+    DIR *d;
+    struct dirent *de;
+
+    if (!(d = opendir ("/dev/shm")))
+        return;
+    while ((de = readdir (d))) {
+        const char *n = de->d_name + strlen (SM_DIR_PREFIX);
+        char path[PATH_MAX], *end;
+        struct stat sb;
+        long pid;
+
+        if (strncmp (de->d_name, SM_DIR_PREFIX, strlen (SM_DIR_PREFIX)) != 0)
+            continue;
+        errno = 0;
+        pid = strtol (n, &end, 10);
+        if (errno || end == n || *end != '.' || strlen (end + 1) != 6 || pid <= 0 ||
+            pid == (long)getpid ())
+            continue;
+        snprintf (path, sizeof (path), "/dev/shm/%s", de->d_name);
+        if (lstat (path, &sb) < 0 || !S_ISDIR (sb.st_mode) || sb.st_uid != geteuid ())
+            continue;
+        if (kill ((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue; /* its elastic-mpirun is alive (or not ours to ask) */
+        if (remove_tree (path) == 0)
+            log_info ("removed %s, left by elastic-mpirun %ld, which is gone", path, pid);
+    }
+    closedir (d);
+}
+
 /* On one host, the attempt's Open MPI shared-memory segments go to a
  * directory of its own in /dev/shm, removed after it: their names hold a
  * 16-bit hash of mpirun's namespace (prterun-HOST-PID) and a node rank
@@ -484,7 +523,9 @@ static void set_attempt_env (struct job *j,
  * two CI tests' jobs did) shared segments, removed each other's and
  * crashed in mca_btl_sm_poll_handle_frag.  (On a host list the directory
  * would have to exist on every host: Open MPI's default stays.)  The
- * user's --mca btl_sm_backing_directory or environment stays. */
+ * user's --mca btl_sm_backing_directory or environment stays.  Its name
+ * holds this elastic-mpirun's pid, so that a later one can remove it if
+ * this one is killed (sweep_sm_dirs). */
 static void make_sm_dir (struct job *j)
 {
     j->sm_dir[0] = '\0';
@@ -493,7 +534,11 @@ static void make_sm_dir (struct job *j)
         getenv ("OMPI_MCA_btl_sm_backing_directory") ||
         access ("/dev/shm", W_OK | X_OK) < 0)
         return;
-    snprintf (j->sm_dir, sizeof (j->sm_dir), "/dev/shm/elastic-mpirun.XXXXXX");
+    sweep_sm_dirs ();
+    snprintf (j->sm_dir,
+              sizeof (j->sm_dir),
+              "/dev/shm/" SM_DIR_PREFIX "%ld.XXXXXX",
+              (long)getpid ());
     if (!mkdtemp (j->sm_dir))
         j->sm_dir[0] = '\0';
 }
