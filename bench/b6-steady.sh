@@ -199,6 +199,15 @@ b6_run() {
     fi
 }
 
+# medians: lines "KEY VALUE" in, "KEY MEDIAN" out, one per key
+medians() {
+    sort -k1,1 -k2,2g |
+        awk 'function flush() { if (n) printf "%s %.9g\n", k, n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2 }
+             $1 != k { flush(); k = $1; n = 0 }
+             { v[++n] = $2 }
+             END { flush() }'
+}
+
 # b6_floor TRIAL: bench_snapshot_bw at B6's ranks and size, its medians as
 # the rows of variant floor (nothing if the program is not built or fails)
 b6_floor() {
@@ -209,14 +218,8 @@ b6_floor() {
         bench_log "the floor's program failed in trial $1 (see $log)"
         return 0
     fi
-    awk -F, -v t="$1" -v r="$ranks" -v m="$mib" '
-        $1 == "snapshot" && $6 ~ /^(l1_s|l2_s|call_s|memcpy_s|sendrecv_s)$/ { v[$6, ++n[$6]] = $7 }
-        END { for (k in n) {
-                  c = n[k]
-                  for (i = 1; i <= c; i++) a[i] = v[k, i]
-                  for (i = 2; i <= c; i++) for (j = i; j > 1 && a[j - 1] > a[j]; j--) { x = a[j]; a[j] = a[j - 1]; a[j - 1] = x }
-                  med = c % 2 ? a[(c + 1) / 2] : (a[c / 2] + a[c / 2 + 1]) / 2
-                  printf "steady,%s,%s,floor,%s,%s,%.9f,s\n", r, m, t, k, med } }' "$log" >> "$CSV"
+    awk -F, '$1 == "snapshot" && $6 ~ /^(l1_s|l2_s|call_s|memcpy_s|sendrecv_s)$/ { print $6, $7 }' "$log" |
+        medians | while read -r k v; do row steady "$ranks" "$mib" floor "$1" "$k" "$v" s; done
 }
 
 # crit_stats FILE: from a BENCH_CALLLOG file (PID STEP ENTER LEAVE), per
@@ -228,11 +231,8 @@ crit_stats() {
          END { for (k in e) { c = l[k] - e[k]; if (c < 0) c = 0; sum += c
                               if (k > 0 && k % 10 == 0) print "s", c; else print "o", c }
                print "t", sum }' "$1" |
-        sort -k1,1 -k2,2g |
-        awk '{ v[$1, ++n[$1]] = $2 }
-             function med(k) { if (!n[k]) return "-"
-                               return n[k] % 2 ? v[k, (n[k] + 1) / 2] : (v[k, n[k] / 2] + v[k, n[k] / 2 + 1]) / 2 }
-             END { printf "%.7f %s %s\n", v["t", 1], med("s"), med("o") }'
+        medians | awk '{ m[$1] = $2 }
+                       END { printf "%.7f %s %s\n", m["t"], ("s" in m) ? m["s"] : "-", ("o" in m) ? m["o"] : "-" }'
 }
 
 # b6_rows VARIANT TRIAL STATS: the rows of one run
